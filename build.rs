@@ -1,0 +1,31 @@
+//! Compiles bpf/overhead.bpf.c with clang and generates its libbpf-rs
+//! skeleton into OUT_DIR.
+
+use std::env;
+use std::path::PathBuf;
+
+use libbpf_cargo::SkeletonBuilder;
+
+const SRC: &str = "bpf/overhead.bpf.c";
+
+fn main() {
+    let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let arch = env::var("CARGO_CFG_TARGET_ARCH").expect("cargo sets CARGO_CFG_TARGET_ARCH");
+    // Debian puts <asm/types.h> under the multiarch directory, which clang
+    // does not search when targeting bpf.
+    let multiarch = format!("-I/usr/include/{arch}-linux-gnu");
+
+    if let Err(err) = SkeletonBuilder::new()
+        .source(SRC)
+        .clang_args([multiarch.as_str(), "-Wall", "-O2"])
+        .build_and_generate(out.join("overhead.skel.rs"))
+    {
+        // One line that says what to install beats a wall of cargo output.
+        panic!(
+            "building {SRC} failed: {err:#}\n\
+             hint: install clang, libelf-dev, zlib1g-dev, pkg-config and make \
+             (Debian/Ubuntu: sudo apt-get install clang libelf-dev zlib1g-dev pkg-config make)"
+        );
+    }
+    println!("cargo:rerun-if-changed={SRC}");
+}

@@ -1,0 +1,26 @@
+//! bpf-overhead: what it costs to attach a BPF program to a kernel or user
+//! function, mechanism by mechanism — the kernel's test_overhead selftest
+//! and bench rename/trigger benchmarks, in Rust with libbpf-rs.
+//!
+//! - [`mechanism`]: the attach mechanisms, their kernel needs, load and attach;
+//! - [`trigger`]: what fires them (comm writes, uprobe target calls);
+//! - [`measure`]: pinning, timing and counting one run;
+//! - [`report`]: the output lines;
+//! - [`sys`]: privileges, tracefs and feature probes.
+
+pub mod error;
+pub mod measure;
+pub mod mechanism;
+pub mod report;
+pub mod sys;
+pub mod trigger;
+
+mod skel {
+    #![allow(clippy::all, missing_docs)]
+    include!(concat!(env!("OUT_DIR"), "/overhead.skel.rs"));
+}
+
+pub use error::{Error, Result};
+pub use measure::{measure, with_run, Options, Sample};
+pub use mechanism::Mechanism;
+pub use trigger::{Target, Trigger};

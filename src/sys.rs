@@ -1,0 +1,208 @@
+//! The environment: privileges, tracefs, kernel feature probes and libbpf's
+//! log. Everything here answers "can this machine run a mechanism?" with a
+//! precise reason, or changes the machine only behind a guard that undoes it.
+
+use std::collections::VecDeque;
+use std::fs;
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::path::Path;
+use std::sync::{Mutex, Once};
+
+use nix::mount::{mount, umount2, MntFlags, MsFlags};
+
+use crate::error::{Error, Result};
+
+const CAP_SYS_ADMIN: u32 = 21;
+const CAP_PERFMON: u32 = 38;
+const CAP_BPF: u32 = 39;
+
+/// Fails with one line saying to use sudo unless this process may load
+/// tracing programs (CAP_SYS_ADMIN, or CAP_BPF with CAP_PERFMON).
+pub fn check_privileges() -> Result<()> {
+    let status = fs::read_to_string("/proc/self/status")
+        .map_err(|e| Error::environment(format!("cannot read /proc/self/status: {e}")))?;
+    let caps = status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        .unwrap_or(0);
+    let has = |cap: u32| caps & (1 << cap) != 0;
+    if has(CAP_SYS_ADMIN) || (has(CAP_BPF) && has(CAP_PERFMON)) {
+        Ok(())
+    } else {
+        Err(Error::environment(
+            "bpf-overhead must run as root (it needs CAP_BPF and CAP_PERFMON to load and attach \
+             BPF programs): run it with sudo, e.g. `sudo -E env \"PATH=$PATH\" cargo test -- --nocapture`",
+        ))
+    }
+}
+
+pub const TRACEFS: &str = "/sys/kernel/tracing";
+/// libbpf prefers this path when it exists (debugfs automounts tracefs there).
+const DEBUGFS_TRACING: &str = "/sys/kernel/debug/tracing";
+
+/// Keeps tracefs reachable for as long as it lives. If tracefs was not
+/// mounted, mounts it at /sys/kernel/tracing, says so, and unmounts it on
+/// drop, so the machine is left as found.
+pub struct Tracefs {
+    mounted_here: bool,
+}
+
+impl Tracefs {
+    pub fn ensure() -> Result<Self> {
+        if Path::new(DEBUGFS_TRACING).join("events").exists() || is_tracefs_mounted() {
+            return Ok(Self {
+                mounted_here: false,
+            });
+        }
+        mount(
+            Some("tracefs"),
+            TRACEFS,
+            Some("tracefs"),
+            MsFlags::empty(),
+            None::<&str>,
+        )
+        .map_err(|e| {
+            Error::environment(format!(
+                "tracefs is not mounted and mounting it at {TRACEFS} failed ({e}): \
+                 mount it with `mount -t tracefs nodev {TRACEFS}`"
+            ))
+        })?;
+        eprintln!("bpf-overhead: tracefs was not mounted: mounted it at {TRACEFS} for this run");
+        Ok(Self { mounted_here: true })
+    }
+
+    /// Where the tracing files are (the path libbpf will use too).
+    pub fn dir(&self) -> &'static Path {
+        if Path::new(DEBUGFS_TRACING).join("events").exists() {
+            Path::new(DEBUGFS_TRACING)
+        } else {
+            Path::new(TRACEFS)
+        }
+    }
+}
+
+impl Drop for Tracefs {
+    fn drop(&mut self) {
+        if self.mounted_here {
+            // Lazy: a tracefs file someone else opened meanwhile must not
+            // make us fail or leave the mount behind.
+            if let Err(e) = umount2(TRACEFS, MntFlags::MNT_DETACH) {
+                eprintln!("bpf-overhead: could not unmount {TRACEFS}: {e}");
+            }
+        }
+    }
+}
+
+fn is_tracefs_mounted() -> bool {
+    fs::read_to_string("/proc/self/mounts")
+        .map(|m| {
+            m.lines().any(|l| {
+                let mut f = l.split_whitespace();
+                let (_dev, dir, kind) = (f.next(), f.next(), f.next());
+                dir == Some(TRACEFS) && kind == Some("tracefs")
+            })
+        })
+        .unwrap_or(false)
+}
+
+/// Checks that the kernel can create `kind` probes ("kprobe" or "uprobe"):
+/// through the perf PMU that libbpf uses first, or through the legacy
+/// `<kind>_events` tracefs file it falls back to. With neither, the kernel
+/// was built without CONFIG_KPROBES / CONFIG_UPROBES.
+///
+/// Returns the tracefs guard when the legacy interface is the way in: it
+/// must stay mounted while the probe is attached.
+pub fn probe_support(kind: &str) -> Result<Option<Tracefs>> {
+    let pmu = format!("/sys/bus/event_source/devices/{kind}");
+    if Path::new(&pmu).exists() {
+        return Ok(None);
+    }
+    let tracefs = Tracefs::ensure()?;
+    if tracefs.dir().join(format!("{kind}_events")).exists() {
+        return Ok(Some(tracefs));
+    }
+    let config = kind.to_uppercase();
+    Err(Error::unsupported(format!(
+        "kernel has no {kind}s (CONFIG_{config}S off): no {kind} PMU ({pmu}) and no {kind}_events in tracefs"
+    )))
+}
+
+/// Checks for the kernel BTF that fentry/fexit/fmod_ret attach through.
+pub fn btf_support() -> Result<()> {
+    const BTF: &str = "/sys/kernel/btf/vmlinux";
+    if Path::new(BTF).exists() {
+        Ok(())
+    } else {
+        Err(Error::unsupported(format!(
+            "kernel has no BTF ({BTF} missing; needs CONFIG_DEBUG_INFO_BTF)"
+        )))
+    }
+}
+
+/// Turns on the kernel's BPF run-time statistics (`run_time_ns`, `run_cnt`)
+/// for as long as the returned fd is open. BPF_ENABLE_STATS is reference
+/// counted and goes off by itself when the fd closes, even if we crash,
+/// which the `kernel.bpf_stats_enabled` sysctl would not.
+pub fn enable_run_time_stats() -> Result<OwnedFd> {
+    let fd = unsafe {
+        libbpf_rs::libbpf_sys::bpf_enable_stats(libbpf_rs::libbpf_sys::BPF_STATS_RUN_TIME)
+    };
+    if fd < 0 {
+        return Err(Error::unsupported(format!(
+            "BPF_ENABLE_STATS failed ({}): kernel older than 5.8?",
+            std::io::Error::from_raw_os_error(-fd)
+        )));
+    }
+    // SAFETY: the kernel just gave us this fd; nothing else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Recent libbpf messages, kept so an error can quote the line that
+/// explains it; the full log goes to the `log` crate (RUST_LOG=debug).
+static LIBBPF_LOG: Mutex<VecDeque<String>> = Mutex::new(VecDeque::new());
+const LIBBPF_LOG_KEEP: usize = 64;
+
+fn on_libbpf_message(level: libbpf_rs::PrintLevel, msg: String) {
+    let msg = msg.trim_end();
+    let msg = msg.strip_prefix("libbpf: ").unwrap_or(msg).to_string();
+    // Debug, not warn: what matters reaches the user in the error itself,
+    // and a skipped mechanism should print one line, not libbpf's log.
+    match level {
+        libbpf_rs::PrintLevel::Debug => log::trace!("libbpf: {msg}"),
+        _ => log::debug!("libbpf: {msg}"),
+    }
+    if level == libbpf_rs::PrintLevel::Debug {
+        return;
+    }
+    let mut log = LIBBPF_LOG.lock().unwrap_or_else(|e| e.into_inner());
+    if log.len() == LIBBPF_LOG_KEEP {
+        log.pop_front();
+    }
+    log.push_back(msg);
+}
+
+/// Routes libbpf's messages through [`on_libbpf_message`] instead of
+/// stderr: a mechanism the kernel lacks should print one SKIP line, not a
+/// verifier dump.
+pub fn capture_libbpf_log() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        libbpf_rs::set_print(Some((libbpf_rs::PrintLevel::Debug, on_libbpf_message)));
+    });
+}
+
+/// Forgets earlier libbpf messages (called before each load).
+pub fn clear_libbpf_log() {
+    LIBBPF_LOG.lock().unwrap_or_else(|e| e.into_inner()).clear();
+}
+
+/// The most telling libbpf message since the last clear: the last one that
+/// reports a failure, for appending to an error.
+pub fn libbpf_reason() -> Option<String> {
+    let log = LIBBPF_LOG.lock().unwrap_or_else(|e| e.into_inner());
+    log.iter()
+        .rev()
+        .find(|l| l.contains("failed") || l.contains("not ") || l.contains("error"))
+        .map(|l| l.lines().next().unwrap_or_default().to_string())
+}

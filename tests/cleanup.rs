@@ -1,0 +1,121 @@
+//! Nothing is left behind: after every mechanism has run (or failed to
+//! load), and even when a run panics while attached, the set of BPF
+//! programs in the kernel, the thread's name and its CPU affinity are as
+//! they were before.
+
+use std::collections::BTreeSet;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::{Duration, Instant};
+
+use bpf_overhead::measure::{measure, with_run, Options};
+use bpf_overhead::{Error, Mechanism, Target};
+use libbpf_rs::query::ProgInfoIter;
+use nix::sched::{sched_getaffinity, CpuSet};
+use nix::sys::prctl;
+use nix::unistd::Pid;
+use serial_test::serial;
+
+/// IDs of the loaded BPF programs that are ours (prog_* in
+/// bpf/overhead.bpf.c; the kernel keeps 15 bytes of a name). Other
+/// programs on the machine come and go on their own.
+fn our_programs() -> BTreeSet<u32> {
+    ProgInfoIter::default()
+        .filter(|p| p.name.to_string_lossy().starts_with("prog_"))
+        .map(|p| p.id)
+        .collect()
+}
+
+fn affinity() -> Vec<bool> {
+    let set = sched_getaffinity(Pid::from_raw(0)).unwrap();
+    (0..CpuSet::count())
+        .map(|c| set.is_set(c).unwrap())
+        .collect()
+}
+
+struct State {
+    programs: BTreeSet<u32>,
+    name: std::ffi::CString,
+    affinity: Vec<bool>,
+}
+
+fn state() -> State {
+    State {
+        programs: our_programs(),
+        name: prctl::get_name().unwrap(),
+        affinity: affinity(),
+    }
+}
+
+fn assert_unchanged(before: &State, when: &str) {
+    // The kernel frees a detached program after an RCU grace period
+    // (raw_tp's takes a few ms), so give the IDs a bounded time to go.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut after = state();
+    while after.programs != before.programs && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+        after = state();
+    }
+    assert_eq!(
+        after.programs, before.programs,
+        "BPF programs left loaded {when}"
+    );
+    assert_eq!(after.name, before.name, "thread name not restored {when}");
+    assert_eq!(
+        after.affinity, before.affinity,
+        "CPU affinity not restored {when}"
+    );
+}
+
+fn opts() -> Options {
+    Options {
+        iterations: 1000,
+        ..Options::default()
+    }
+}
+
+#[test_log::test]
+#[serial]
+fn every_mechanism_leaves_nothing_behind() {
+    let before = state();
+    let mut ran = Vec::new();
+    for mechanism in Mechanism::ALL {
+        match measure(mechanism, &opts()) {
+            Ok(_) => ran.push(mechanism.name()),
+            Err(Error::Unsupported(reason)) => println!("({mechanism} not supported: {reason})"),
+            Err(err) => panic!("{err}"),
+        }
+    }
+    println!("ran: {}", ran.join(" "));
+    assert_unchanged(&before, "after running every mechanism");
+}
+
+#[test_log::test]
+#[serial]
+fn a_panic_while_attached_leaves_nothing_behind() {
+    // raw_tp and uprobe work on every kernel this suite targets.
+    for mechanism in [Mechanism::RawTp, Mechanism::Uprobe(Target::Nop)] {
+        let before = state();
+        let result = catch_unwind(AssertUnwindSafe(|| {
+            with_run(mechanism, &opts(), |run| -> bpf_overhead::Result<()> {
+                run.measure(10)?;
+                // Prove the check below can fail: our program is loaded now.
+                assert_ne!(
+                    our_programs(),
+                    before.programs,
+                    "{mechanism}: no program loaded"
+                );
+                panic!("deliberate panic while {mechanism} is attached");
+            })
+        }));
+        let err = result.expect_err("the closure panics");
+        let msg = err
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .unwrap_or("");
+        assert!(
+            msg.starts_with("deliberate panic"),
+            "unexpected panic: {msg}"
+        );
+        assert_unchanged(&before, &format!("after a panic with {mechanism} attached"));
+    }
+}
