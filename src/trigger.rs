@@ -37,7 +37,9 @@ impl Trigger {
     pub fn arm(self) -> Result<Armed> {
         match self {
             Trigger::TaskRename => CommWriter::open().map(Armed::Comm),
-            Trigger::Call(target) => Ok(Armed::Call(target)),
+            // Checked now: once a uprobe is attached, the first byte reads
+            // as int3.
+            Trigger::Call(target) => target.verify().map(|()| Armed::Call(target)),
         }
     }
 }
@@ -75,8 +77,9 @@ impl Armed {
         }
     }
 
-    /// Checks that the events really happened (for comm writes: the name
+    /// Checks that the events really happened (comm writes: the name
     /// changed), so a trigger that silently does nothing fails loudly.
+    /// (Call targets are checked when armed.)
     pub fn verify(&self) -> Result<()> {
         match self {
             Armed::Comm(writer) => writer.verify(),
@@ -198,6 +201,20 @@ impl Target {
             Target::Push => 0x55, // push %rbp
             Target::Ret => 0xc3,  // ret
         }
+    }
+
+    /// Fails unless the code starts with [`Target::first_byte`].
+    pub fn verify(self) -> Result<()> {
+        // SAFETY: the function's code is mapped and readable.
+        let byte = unsafe { (self.function() as *const u8).read() };
+        if byte != self.first_byte() {
+            return Err(Error::failed(format!(
+                "{} starts with byte {byte:#04x}, not {:#04x}: the measurement would be of another instruction",
+                self.symbol(),
+                self.first_byte()
+            )));
+        }
+        Ok(())
     }
 
     pub fn function(self) -> unsafe extern "C" fn() {
