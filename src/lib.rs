@@ -4,14 +4,22 @@
 //!
 //! - [`mechanism`]: the attach mechanisms, their kernel needs, load and attach;
 //! - [`trigger`]: what fires them (comm writes, uprobe target calls);
-//! - [`measure`]: pinning, timing and counting one run;
+//! - [`mod@measure`]: pinning, timing and counting one run;
 //! - [`report`]: the output lines;
-//! - [`sys`]: privileges, tracefs and feature probes.
+//! - [`sys`]: privileges, tracefs and feature probes;
+//! - [`bench`](mod@bench), [`stats`], [`result`], [`output`], [`gate`]: the
+//!   `bpf-overhead` command's matrix runner, statistics, JSON document,
+//!   renderers and regression gate.
 
+pub mod bench;
 pub mod error;
+pub mod gate;
 pub mod measure;
 pub mod mechanism;
+pub mod output;
 pub mod report;
+pub mod result;
+pub mod stats;
 pub mod sys;
 pub mod trigger;
 

@@ -2,6 +2,7 @@
 //! existing greps keep working: `task_rename fentry\t2710K events per sec`.
 
 use crate::measure::Sample;
+use crate::mechanism::Mechanism;
 
 /// Environment variable set by scripts/vmtest to the emulator in use
 /// (`tcg`): rates measured there are not performance figures.
@@ -17,11 +18,16 @@ pub fn emulated() -> Option<String> {
 /// `<trigger> <mechanism>\t<N>K events per sec`, plus ` (emulated: tcg)`
 /// when [`emulated`] says so.
 pub fn selftest_line(sample: &Sample) -> String {
+    selftest_line_for(sample.mechanism, sample.k_events_per_sec())
+}
+
+/// [`selftest_line`] for a rate that is not one sample's (the CLI's median).
+pub fn selftest_line_for(mechanism: Mechanism, k_events_per_sec: u64) -> String {
     let mut line = format!(
         "{} {}\t{}K events per sec",
-        sample.mechanism.trigger().label(),
-        sample.mechanism.name(),
-        sample.k_events_per_sec()
+        mechanism.trigger().label(),
+        mechanism.name(),
+        k_events_per_sec
     );
     if let Some(how) = emulated() {
         line.push_str(&format!(" (emulated: {how}, not a performance figure)"));
@@ -56,7 +62,6 @@ pub fn detail_line(sample: &Sample, base: &Sample) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mechanism::Mechanism;
     use std::time::Duration;
 
     fn sample(m: &str, ns: u64, hits: Option<u64>) -> Sample {

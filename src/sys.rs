@@ -32,7 +32,7 @@ pub fn check_privileges() -> Result<()> {
     } else {
         Err(Error::environment(
             "bpf-overhead must run as root (it needs CAP_BPF and CAP_PERFMON to load and attach \
-             BPF programs): run it with sudo, e.g. `sudo -E env \"PATH=$PATH\" cargo test -- --nocapture`",
+             BPF programs): run it with sudo",
         ))
     }
 }
@@ -182,7 +182,7 @@ fn on_libbpf_message(level: libbpf_rs::PrintLevel, msg: String) {
     log.push_back(msg);
 }
 
-/// Routes libbpf's messages through [`on_libbpf_message`] instead of
+/// Routes libbpf's messages to the `log` crate (and a short buffer) instead of
 /// stderr: a mechanism the kernel lacks should print one SKIP line, not a
 /// verifier dump.
 pub fn capture_libbpf_log() {

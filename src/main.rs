@@ -1,0 +1,397 @@
+//! `bpf-overhead`: the benchmark matrix, its statistics and a regression
+//! gate, on top of the library the tests use. Thin on purpose: argument
+//! parsing, exit codes and wiring; the logic lives in the library's bench,
+//! stats, result, output and gate modules.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, ValueEnum};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use bpf_overhead::bench::{self, Config, DEFAULT_REPEATS};
+use bpf_overhead::gate::{self, DEFAULT_THRESHOLD};
+use bpf_overhead::measure::{self, CpuPin, Options, DEFAULT_ITERATIONS};
+use bpf_overhead::result::{Document, Host, Status};
+use bpf_overhead::{output, sys, Error, Mechanism};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Format {
+    /// A table for humans.
+    Table,
+    /// The result document (schema in docs/json-schema.md).
+    Json,
+    /// KTAP, for kselftest runners.
+    Ktap,
+    /// test_overhead's lines: `task_rename <mech>\t<N>K events per sec`.
+    Selftest,
+}
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "bpf-overhead",
+    version,
+    about = "Measures what it costs to attach a BPF program, mechanism by mechanism \
+             (kprobe, raw_tp, fentry, uprobe...), against the same trigger with nothing \
+             attached",
+    long_about = "Measures what it costs to attach a BPF program, mechanism by mechanism \
+(kprobe, kretprobe, raw_tp, tp, fentry, fexit, fmod_ret, uprobe, uretprobe), as the kernel's \
+test_overhead selftest and bench tool do: pinned to one CPU, fire the trigger N times, count \
+the BPF program's hits, and compare the rate with the same trigger with nothing attached \
+(its base).\n\n\
+Each mechanism and its base get one untimed warm-up run, then --repeat timed runs. The timed \
+runs go round-robin over the selection (base, raw_tp, tp, base, raw_tp, tp, ...), so drift \
+in the machine's speed hits a mechanism and its base alike; a mechanism's overhead and \
+ratio are computed against the base run of the same round. The program's own run time \
+comes from one extra run with the kernel's BPF run-time stats on (BPF_ENABLE_STATS, which \
+goes off again when the run ends): the stats add two clock reads per program run, so that \
+run is never one of the timed ones.\n\n\
+Needs root (CAP_BPF and CAP_PERFMON).",
+    after_help = "Exit status: 0 all measured (skips included) and no regression; 1 a \
+mechanism failed, the gate found a regression, or the run could not start (not root); \
+2 bad input (unknown mechanism, --iterations 0, CPU out of range, unreadable or \
+incompatible baseline, --save into a missing directory).\n\n\
+Examples:\n  \
+sudo bpf-overhead\n  \
+sudo bpf-overhead -m raw_tp,uprobe-nop --repeat 10\n  \
+sudo bpf-overhead --format json --save baseline.json\n  \
+sudo bpf-overhead --baseline baseline.json --threshold 10"
+)]
+struct Cli {
+    /// Mechanisms to measure, comma-separated or repeated [default: all].
+    /// Each one's base is measured too. See --list for the names.
+    #[arg(short, long = "mechanism", value_name = "NAME", value_delimiter = ',',
+          value_parser = parse_mechanism)]
+    mechanisms: Vec<Mechanism>,
+
+    /// Events per timed run.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_ITERATIONS,
+          value_parser = parse_at_least_one::<u64>)]
+    iterations: u64,
+
+    /// Timed runs per mechanism (after one warm-up run).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_REPEATS,
+          value_parser = parse_at_least_one::<usize>)]
+    repeat: usize,
+
+    /// CPU to pin every run to [default: 0, or the first CPU this process
+    /// may use].
+    #[arg(long, value_name = "CPU")]
+    cpu: Option<usize>,
+
+    /// List the mechanisms, what each attaches to and needs, and whether
+    /// this kernel supports it; then exit.
+    #[arg(long)]
+    list: bool,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    format: Format,
+
+    /// Compare with an earlier result (a --save or --format json file) and
+    /// exit 1 if a mechanism's overhead regressed.
+    #[arg(long, value_name = "FILE")]
+    baseline: Option<PathBuf>,
+
+    /// With --baseline: a regression is a ratio to base lower by more than
+    /// this many percent, and by more than the noise of both runs.
+    #[arg(long, value_name = "PERCENT", default_value_t = DEFAULT_THRESHOLD * 100.0,
+          value_parser = parse_percent)]
+    threshold: f64,
+
+    /// Write the result as JSON to FILE (whatever --format), for later use
+    /// as a --baseline.
+    #[arg(long, value_name = "FILE")]
+    save: Option<PathBuf>,
+
+    /// Skip the extra run with BPF run-time stats (no "prog ns" figure).
+    #[arg(long)]
+    no_prog_stats: bool,
+}
+
+fn parse_mechanism(s: &str) -> Result<Mechanism, String> {
+    s.trim().parse()
+}
+
+fn parse_at_least_one<T>(s: &str) -> Result<T, String>
+where
+    T: std::str::FromStr + PartialOrd + From<u8>,
+    T::Err: std::fmt::Display,
+{
+    let n: T = s.trim().parse().map_err(|e| format!("{e}"))?;
+    if n < T::from(1) {
+        return Err("must be at least 1".into());
+    }
+    Ok(n)
+}
+
+fn parse_percent(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .trim_end_matches('%')
+        .parse()
+        .map_err(|e| format!("{e}"))?;
+    if !(0.0..100.0).contains(&v) {
+        return Err("must be a percentage from 0 to below 100".into());
+    }
+    Ok(v)
+}
+
+/// How the command ends when it does not end normally.
+enum Failure {
+    /// Bad input: exit 2.
+    Input(String),
+    /// The run could not be made or completed: exit 1.
+    Run(String),
+}
+
+impl From<Error> for Failure {
+    fn from(err: Error) -> Self {
+        Failure::Run(err.to_string())
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(&cli) {
+        Ok(code) => code,
+        Err(Failure::Input(msg)) => {
+            eprintln!("bpf-overhead: error: {msg}");
+            ExitCode::from(2)
+        }
+        Err(Failure::Run(msg)) => {
+            eprintln!("bpf-overhead: error: {msg}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run(cli: &Cli) -> Result<ExitCode, Failure> {
+    // Bad input first, before anything needs root or takes time.
+    if let Some(cpu) = cli.cpu {
+        // Pinning checks that the CPU is online and allowed; undone on drop.
+        CpuPin::new(Some(cpu)).map_err(|e| Failure::Input(e.to_string()))?;
+    }
+    if cli.list {
+        return list(cli);
+    }
+    let plan = bench::plan(&cli.mechanisms);
+    let baseline = match &cli.baseline {
+        Some(path) => {
+            let doc = Document::load(path).map_err(Failure::Input)?;
+            let names: Vec<String> = plan
+                .iter()
+                .filter(|m| !m.is_base())
+                .map(|m| m.name())
+                .collect();
+            gate::check_overlap(&doc, &names)
+                .map_err(|e| Failure::Input(format!("baseline {}: {e}", path.display())))?;
+            Some((path, doc))
+        }
+        None => None,
+    };
+    if let Some(path) = &cli.save {
+        check_writable_dir(path)?;
+    }
+    sys::check_privileges()?;
+
+    let config = Config {
+        selection: cli.mechanisms.clone(),
+        iterations: cli.iterations,
+        repeats: cli.repeat,
+        cpu: cli.cpu,
+        prog_stats: !cli.no_prog_stats,
+    };
+    let bar = progress_bar();
+    let outcomes = bench::run(&config, |step| {
+        if bar.length() != Some(step.total) {
+            bar.set_length(step.total);
+        }
+        bar.set_message(step.what.clone());
+        bar.set_position(step.done);
+    });
+    bar.finish_and_clear();
+    let doc = bench::document(&config, &outcomes?, Host::current());
+
+    let report = baseline
+        .as_ref()
+        .map(|(_, old)| gate::compare(old, &doc, cli.threshold / 100.0));
+    let gate_text = baseline
+        .as_ref()
+        .zip(report.as_ref())
+        .map(|((path, old), r)| {
+            r.render(&format!(
+                "baseline {} ({}, kernel {})",
+                path.display(),
+                old.timestamp,
+                old.kernel_release
+            ))
+        });
+
+    match cli.format {
+        Format::Table => {
+            print!("{}", output::table(&doc));
+            if let Some(text) = &gate_text {
+                println!();
+                print!("{text}");
+            }
+        }
+        Format::Json => print!("{}", doc.to_json()),
+        Format::Ktap => print!("{}", output::ktap(&doc, report.as_ref())),
+        Format::Selftest => print!("{}", output::selftest(&doc)),
+    }
+    if cli.format != Format::Table {
+        // Stdout carries only the machine-readable output.
+        if cli.format == Format::Selftest {
+            for m in doc.mechanisms.iter().filter(|m| !m.is_ok()) {
+                let what = if m.status == Status::Skipped {
+                    "skipped"
+                } else {
+                    "FAILED"
+                };
+                eprintln!(
+                    "bpf-overhead: {what} {}: {}",
+                    m.name,
+                    m.reason.as_deref().unwrap_or("no reason given")
+                );
+            }
+        }
+        if let Some(text) = &gate_text {
+            eprint!("{text}");
+        }
+    }
+
+    if let Some(path) = &cli.save {
+        // The directory was checked before the run; failing now (disk
+        // full, permissions) is the run's failure, not bad input.
+        doc.save(path).map_err(Failure::Run)?;
+        eprintln!("bpf-overhead: result saved to {}", path.display());
+    }
+
+    let failed: Vec<&str> = doc
+        .mechanisms
+        .iter()
+        .filter(|m| m.status == Status::Failed)
+        .map(|m| m.name.as_str())
+        .collect();
+    if !failed.is_empty() {
+        eprintln!("bpf-overhead: failed: {}", failed.join(", "));
+    }
+    let regressed = report.as_ref().is_some_and(|r| !r.passed());
+    Ok(if failed.is_empty() && !regressed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// A progress bar on stderr when it is a terminal; nothing otherwise.
+/// Drawn only between runs (no ticker thread to disturb the timed ones).
+fn progress_bar() -> ProgressBar {
+    let target = if std::io::stderr().is_terminal() {
+        ProgressDrawTarget::stderr()
+    } else {
+        ProgressDrawTarget::hidden()
+    };
+    let bar = ProgressBar::with_draw_target(Some(0), target);
+    bar.set_style(
+        ProgressStyle::with_template("{bar:30} {pos}/{len} runs  {msg}").expect("a valid template"),
+    );
+    bar
+}
+
+/// Fails as bad input when `--save`'s directory does not exist, so a typo
+/// shows before the run rather than after it.
+fn check_writable_dir(path: &Path) -> Result<(), Failure> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if dir.is_dir() {
+        Ok(())
+    } else {
+        Err(Failure::Input(format!(
+            "cannot save to {}: no directory {}",
+            path.display(),
+            dir.display()
+        )))
+    }
+}
+
+/// `--list`: every mechanism, its hook and needs, and whether this kernel
+/// runs it — found by a one-event run when privileged.
+fn list(cli: &Cli) -> Result<ExitCode, Failure> {
+    let privileged = sys::check_privileges().is_ok();
+    let opts = Options {
+        iterations: 1,
+        cpu: cli.cpu,
+        prog_stats: false,
+    };
+    let mechanisms = if cli.mechanisms.is_empty() {
+        Mechanism::ALL.to_vec()
+    } else {
+        bench::plan(&cli.mechanisms)
+    };
+    let (_guards, problems) = if privileged {
+        bench::check_support(&mechanisms)
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    let mut rows = Vec::new();
+    let mut reasons = Vec::new();
+    for (i, m) in mechanisms.into_iter().enumerate() {
+        let supported = if !privileged {
+            "?".to_string()
+        } else if let Some(Error::Unsupported(why)) = &problems[i] {
+            reasons.push(format!("{m}: {why}"));
+            "no".into()
+        } else {
+            match measure::measure(m, &opts) {
+                Ok(_) => "yes".into(),
+                Err(Error::Unsupported(why)) => {
+                    reasons.push(format!("{m}: {why}"));
+                    "no".into()
+                }
+                Err(err) => {
+                    reasons.push(format!("{m}: {err}"));
+                    "error".into()
+                }
+            }
+        };
+        rows.push([m.name(), supported, m.hook(), m.needs().to_string()]);
+    }
+    let header = ["mechanism", "supported", "hook", "needs"].map(String::from);
+    let widths: Vec<usize> = (0..4)
+        .map(|c| {
+            rows.iter()
+                .chain(std::iter::once(&header))
+                .map(|r| r[c].len())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    for row in std::iter::once(&header).chain(&rows) {
+        let line = format!(
+            "{:<w0$}  {:<w1$}  {:<w2$}  {}",
+            row[0],
+            row[1],
+            row[2],
+            row[3],
+            w0 = widths[0],
+            w1 = widths[1],
+            w2 = widths[2]
+        );
+        println!("{}", line.trim_end());
+    }
+    if !privileged {
+        println!("\n(run as root to find out which ones this kernel supports)");
+    }
+    if !reasons.is_empty() {
+        println!();
+        for r in reasons {
+            println!("{r}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

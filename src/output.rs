@@ -1,0 +1,377 @@
+//! Renderers of a result [`Document`]: the human table, KTAP for kselftest
+//! runners, and test_overhead's own lines. (JSON is the document itself:
+//! [`Document::to_json`].) All pure, tested on fixed documents.
+
+use std::fmt::Write as _;
+
+use crate::gate::{fmt_ratio, Report, Verdict};
+use crate::mechanism::Mechanism;
+use crate::report::selftest_line_for;
+use crate::result::{Document, MechanismResult, Status};
+
+/// A heading line or two saying what was measured where.
+fn heading(doc: &Document) -> Vec<String> {
+    let mut lines = vec![
+        format!(
+            "bpf-overhead {}: kernel {}, {}, pinned to CPU {}",
+            doc.tool_version, doc.kernel_release, doc.cpu_model, doc.cpu
+        ),
+        format!(
+            "{} events per run; {} timed run{} per mechanism after {} warm-up, interleaved {} \
+             with its base",
+            doc.iterations,
+            doc.repeats,
+            if doc.repeats == 1 { "" } else { "s" },
+            doc.warmup_runs,
+            doc.order
+        ),
+    ];
+    if let Some(how) = &doc.emulated {
+        lines.push(format!(
+            "EMULATED ({how}): these rates are not performance figures"
+        ));
+    }
+    lines
+}
+
+fn k(v: f64) -> String {
+    format!("{v:.0}")
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The human table: per mechanism the median rate, its range, mean ±
+/// stddev, ns/event, the overhead over its base, the rate as a ratio to
+/// base and the program's own run time. Skip and failure reasons follow.
+pub fn table(doc: &Document) -> String {
+    let header = [
+        "mechanism",
+        "K ev/s",
+        "min–max",
+        "mean ± sd",
+        "ns/ev",
+        "overhead",
+        "ratio",
+        "prog ns",
+    ];
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    let mut notes = Vec::new();
+    for m in &doc.mechanisms {
+        let mut row = vec![m.name.clone()];
+        match (&m.status, &m.k_events_per_sec) {
+            (Status::Ok, Some(rate)) => {
+                row.push(k(rate.median));
+                row.push(format!("{}–{}", k(rate.min), k(rate.max)));
+                row.push(format!("{} ± {}", k(rate.mean), k(rate.stddev)));
+                row.push(m.ns_per_event.map_or("-".into(), |ns| format!("{ns:.1}")));
+                if m.is_base() {
+                    row.push("(base)".into());
+                    row.push("1".into());
+                    row.push("-".into());
+                } else {
+                    row.push(
+                        m.overhead_ns
+                            .as_ref()
+                            .map_or("-".into(), |o| format!("{:+.1}", o.median)),
+                    );
+                    row.push(
+                        m.ratio_to_base
+                            .as_ref()
+                            .map_or("-".into(), |r| fmt_ratio(r.median)),
+                    );
+                    row.push(
+                        m.prog_ns_per_event
+                            .map_or("-".into(), |ns| format!("{ns:.1}")),
+                    );
+                }
+            }
+            (status, _) => {
+                let word = if *status == Status::Skipped {
+                    "skipped"
+                } else {
+                    "FAILED"
+                };
+                row.push(word.into());
+                notes.push(format!(
+                    "{word} {}: {}",
+                    m.name,
+                    one_line(m.reason.as_deref().unwrap_or("no reason given"))
+                ));
+            }
+        }
+        rows.push(row);
+    }
+
+    let widths: Vec<usize> = (0..header.len())
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .chain(std::iter::once(&header[c].to_string()))
+                .map(|s| s.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let render = |cells: &[String]| -> String {
+        let mut line = String::new();
+        for (c, cell) in cells.iter().enumerate() {
+            let pad = widths[c].saturating_sub(cell.chars().count());
+            if c == 0 {
+                line.push_str(cell);
+                line.push_str(&" ".repeat(pad));
+            } else {
+                line.push_str("  ");
+                line.push_str(&" ".repeat(pad));
+                line.push_str(cell);
+            }
+        }
+        line.trim_end().to_string()
+    };
+
+    let mut out = String::new();
+    for line in heading(doc) {
+        let _ = writeln!(out, "{line}");
+    }
+    out.push('\n');
+    let header: Vec<String> = header.iter().map(|s| s.to_string()).collect();
+    let _ = writeln!(out, "{}", render(&header));
+    for row in &rows {
+        let _ = writeln!(out, "{}", render(row));
+    }
+    out.push('\n');
+    for legend in [
+        "K ev/s    thousands of events per second: median of the timed runs, min–max, mean ± sample stddev",
+        "ns/ev     median time per event",
+        "overhead  ns per event over the base (the same trigger, nothing attached), median of the per-round differences",
+        "ratio     rate / base rate in the same round, median: what --baseline compares",
+        "prog ns   the BPF program's own run time (run_time_ns / run_cnt), from one extra run with BPF stats on",
+    ] {
+        let _ = writeln!(out, "{legend}");
+    }
+    if !notes.is_empty() {
+        out.push('\n');
+    }
+    for note in notes {
+        let _ = writeln!(out, "{note}");
+    }
+    out
+}
+
+/// test_overhead's lines, exactly: `task_rename raw_tp\t1107K events per
+/// sec`, one per measured mechanism (bases included), from the median
+/// rate. Skipped and failed mechanisms print nothing here.
+pub fn selftest(doc: &Document) -> String {
+    let mut out = String::new();
+    for m in doc.mechanisms.iter().filter(|m| m.is_ok()) {
+        let (Ok(mechanism), Some(rate)) = (m.name.parse::<Mechanism>(), &m.k_events_per_sec) else {
+            continue;
+        };
+        let _ = writeln!(out, "{}", selftest_line_for(mechanism, rate.median as u64));
+    }
+    out
+}
+
+/// One diagnostic line of figures, for KTAP.
+fn figures_line(m: &MechanismResult) -> Option<String> {
+    let rate = m.k_events_per_sec.as_ref()?;
+    let mut s = format!(
+        "{}: {}K events per sec (median of {}, min {} max {}, mean {} ± {})",
+        m.name,
+        k(rate.median),
+        rate.samples.len(),
+        k(rate.min),
+        k(rate.max),
+        k(rate.mean),
+        k(rate.stddev)
+    );
+    if let Some(o) = &m.overhead_ns {
+        let _ = write!(s, ", {:+.1} ns/event over {}", o.median, m.base);
+    }
+    if let Some(r) = &m.ratio_to_base {
+        let _ = write!(s, ", ratio to base {}", fmt_ratio(r.median));
+    }
+    if let Some(ns) = m.prog_ns_per_event {
+        let _ = write!(s, ", program {ns:.1} ns/event");
+    }
+    Some(s)
+}
+
+/// KTAP version 1, as kselftest runners read it: one test per mechanism,
+/// `ok N name`, `ok N name # SKIP reason` for what this kernel lacks,
+/// `not ok N name` for a failure — and, with a gate report, for a
+/// regression — with the figures as `#` diagnostic lines.
+pub fn ktap(doc: &Document, gate: Option<&Report>) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "KTAP version 1");
+    for line in heading(doc) {
+        let _ = writeln!(out, "# {line}");
+    }
+    let _ = writeln!(out, "1..{}", doc.mechanisms.len());
+    let (mut pass, mut fail, mut skip) = (0, 0, 0);
+    for (i, m) in doc.mechanisms.iter().enumerate() {
+        let n = i + 1;
+        if let Some(line) = figures_line(m) {
+            let _ = writeln!(out, "# {line}");
+        }
+        let gated = gate.and_then(|g| g.find(&m.name));
+        if let Some(c) = gated.filter(|c| c.verdict != Verdict::NotRun) {
+            let _ = writeln!(out, "# gate {}: {}", m.name, one_line(&c.detail));
+        }
+        let regressed = gated.is_some_and(|c| c.verdict.is_regression());
+        match m.status {
+            Status::Ok if !regressed => {
+                pass += 1;
+                let _ = writeln!(out, "ok {n} {}", m.name);
+            }
+            Status::Skipped if !regressed => {
+                skip += 1;
+                let reason = one_line(m.reason.as_deref().unwrap_or("not supported"));
+                let _ = writeln!(out, "ok {n} {} # SKIP {reason}", m.name);
+            }
+            _ => {
+                fail += 1;
+                if let Some(reason) = &m.reason {
+                    let _ = writeln!(out, "# {}: {}", m.name, one_line(reason));
+                }
+                if regressed {
+                    let _ = writeln!(out, "# {}: regression against the baseline", m.name);
+                }
+                let _ = writeln!(out, "not ok {n} {}", m.name);
+            }
+        }
+    }
+    let _ = writeln!(
+        out,
+        "# Totals: pass:{pass} fail:{fail} xfail:0 xpass:0 skip:{skip} error:0"
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gate::{compare, DEFAULT_THRESHOLD};
+    use crate::report::EMULATED_ENV;
+    use crate::result::tests::document;
+
+    #[test]
+    fn table_has_every_column_and_the_skip_reason() {
+        let text = table(&document());
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[0].starts_with("bpf-overhead 0.1.0: kernel 6.18.0, Test CPU, pinned to CPU 0")
+        );
+        assert!(
+            lines[1].contains("100000 events per run; 3 timed runs"),
+            "{text}"
+        );
+        let header = lines[3];
+        for col in [
+            "mechanism",
+            "K ev/s",
+            "min–max",
+            "mean ± sd",
+            "overhead",
+            "ratio",
+            "prog ns",
+        ] {
+            assert!(header.contains(col), "{header}");
+        }
+        let raw_tp = lines.iter().find(|l| l.starts_with("raw_tp")).unwrap();
+        // median 945, range, mean ± sd, overhead median +100.0, ratio, prog.
+        for cell in ["945", "900–990", "945 ± 45", "+100.0", "0.900", "20.5"] {
+            assert!(raw_tp.contains(cell), "{cell} not in {raw_tp:?}");
+        }
+        let base = lines.iter().find(|l| l.starts_with("base")).unwrap();
+        assert!(base.contains("1050") && base.contains("(base)"), "{base}");
+        let kprobe = lines.iter().find(|l| l.starts_with("kprobe")).unwrap();
+        assert!(kprobe.ends_with("skipped"), "{kprobe}");
+        assert!(
+            text.contains("skipped kprobe: kernel has no kprobes"),
+            "{text}"
+        );
+        // Columns line up: every row's cells end where the header's do.
+        let end_of_ratio = header.find("ratio").unwrap() + "ratio".len();
+        assert_eq!(&raw_tp[end_of_ratio - 5..end_of_ratio], "0.900", "{text}");
+    }
+
+    #[test]
+    fn selftest_lines_are_test_overheads() {
+        std::env::remove_var(EMULATED_ENV);
+        assert_eq!(
+            selftest(&document()),
+            "task_rename base\t1050K events per sec\n\
+             task_rename raw_tp\t945K events per sec\n\
+             task_rename tp\t890K events per sec\n"
+        );
+    }
+
+    #[test]
+    fn ktap_numbers_tests_and_skips() {
+        let text = ktap(&document(), None);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "KTAP version 1");
+        assert!(lines.contains(&"1..4"), "{text}");
+        assert!(lines.contains(&"ok 1 base"));
+        assert!(lines.contains(&"ok 2 kprobe # SKIP kernel has no kprobes"));
+        assert!(lines.contains(&"ok 3 raw_tp"));
+        assert!(lines.contains(&"ok 4 tp"));
+        assert_eq!(
+            *lines.last().unwrap(),
+            "# Totals: pass:3 fail:0 xfail:0 xpass:0 skip:1 error:0"
+        );
+        // Every line is a KTAP line: a plan, a result or a diagnostic.
+        for line in &lines[1..] {
+            assert!(
+                line.starts_with("# ") || line.starts_with("ok ") || line.starts_with("1.."),
+                "{line}"
+            );
+        }
+        assert!(
+            text.contains("# raw_tp: 945K events per sec (median of 3"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn ktap_marks_regressions_not_ok() {
+        let mut baseline = document();
+        let raw_tp = baseline
+            .mechanisms
+            .iter_mut()
+            .find(|m| m.name == "raw_tp")
+            .unwrap();
+        let ratio = raw_tp.ratio_to_base.as_mut().unwrap();
+        ratio.median = 1.2;
+        let report = compare(&baseline, &document(), DEFAULT_THRESHOLD);
+        let text = ktap(&document(), Some(&report));
+        assert!(text.contains("\nnot ok 3 raw_tp\n"), "{text}");
+        assert!(
+            text.contains("# gate raw_tp: ratio to base 1.200 -> 0.900"),
+            "{text}"
+        );
+        assert!(text.contains("\nok 4 tp\n"), "{text}");
+        assert!(text.ends_with("# Totals: pass:2 fail:1 xfail:0 xpass:0 skip:1 error:0\n"));
+    }
+
+    #[test]
+    fn failures_are_not_ok_with_their_reason() {
+        let mut doc = document();
+        let tp = doc.mechanisms.iter_mut().find(|m| m.name == "tp").unwrap();
+        tp.status = Status::Failed;
+        tp.reason = Some("tp: attach failed\n(twice)".into());
+        tp.k_events_per_sec = None;
+        let text = ktap(&doc, None);
+        assert!(
+            text.contains("# tp: tp: attach failed (twice)\nnot ok 4 tp\n"),
+            "{text}"
+        );
+        let text = table(&doc);
+        assert!(
+            text.contains("FAILED tp: tp: attach failed (twice)"),
+            "{text}"
+        );
+    }
+}

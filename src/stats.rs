@@ -1,0 +1,137 @@
+//! Summary statistics over the repeats of one measurement: median, mean,
+//! sample standard deviation, min and max. Pure functions on numbers, so
+//! they are tested on fixed values, never on timings.
+
+use serde::{Deserialize, Serialize};
+
+/// What is reported for a series of values (rates, ratios, overheads).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// The values, in the order they were measured (one per repeat).
+    pub samples: Vec<f64>,
+    /// The middle value; the mean of the two middle ones for an even count.
+    pub median: f64,
+    pub mean: f64,
+    /// Sample standard deviation (n - 1 in the denominator); 0 for one value.
+    pub stddev: f64,
+    pub min: f64,
+    pub max: f64,
+}
+
+impl Summary {
+    /// `None` for no values or any non-finite one (a zero elapsed time, say):
+    /// a statistic of those would be a lie.
+    pub fn of(samples: &[f64]) -> Option<Self> {
+        if samples.is_empty() || samples.iter().any(|v| !v.is_finite()) {
+            return None;
+        }
+        Some(Self {
+            samples: samples.to_vec(),
+            median: median(samples),
+            mean: mean(samples),
+            stddev: stddev(samples),
+            min: samples.iter().copied().fold(f64::INFINITY, f64::min),
+            max: samples.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        })
+    }
+
+    /// Stddev relative to the mean (coefficient of variation); 0 when the
+    /// mean is 0.
+    pub fn relative_stddev(&self) -> f64 {
+        if self.mean == 0.0 {
+            0.0
+        } else {
+            (self.stddev / self.mean).abs()
+        }
+    }
+}
+
+pub fn mean(values: &[f64]) -> f64 {
+    if values.is_empty() {
+        return f64::NAN;
+    }
+    values.iter().sum::<f64>() / values.len() as f64
+}
+
+pub fn median(values: &[f64]) -> f64 {
+    if values.is_empty() {
+        return f64::NAN;
+    }
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let mid = sorted.len() / 2;
+    if sorted.len() % 2 == 1 {
+        sorted[mid]
+    } else {
+        (sorted[mid - 1] + sorted[mid]) / 2.0
+    }
+}
+
+/// Sample standard deviation (Bessel's correction); 0 for fewer than two
+/// values, which have no measurable spread.
+pub fn stddev(values: &[f64]) -> f64 {
+    if values.len() < 2 {
+        return 0.0;
+    }
+    let m = mean(values);
+    let ss: f64 = values.iter().map(|v| (v - m) * (v - m)).sum();
+    (ss / (values.len() - 1) as f64).sqrt()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-9
+    }
+
+    #[test]
+    fn odd_count() {
+        let s = Summary::of(&[3.0, 1.0, 2.0, 5.0, 4.0]).unwrap();
+        assert_eq!(s.median, 3.0);
+        assert_eq!(s.mean, 3.0);
+        // Sum of squares 10 over n-1 = 4.
+        assert!(close(s.stddev, 2.5f64.sqrt()), "{}", s.stddev);
+        assert_eq!((s.min, s.max), (1.0, 5.0));
+        assert_eq!(s.samples, vec![3.0, 1.0, 2.0, 5.0, 4.0], "order kept");
+    }
+
+    #[test]
+    fn even_count_median_is_the_middle_mean() {
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
+        assert_eq!(median(&[10.0, 20.0]), 15.0);
+    }
+
+    #[test]
+    fn known_stddev() {
+        // The textbook set: population stddev 2, sample stddev sqrt(32/7).
+        let v = [2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0];
+        assert!(close(stddev(&v), (32.0f64 / 7.0).sqrt()));
+        assert_eq!(mean(&v), 5.0);
+        assert_eq!(median(&v), 4.5);
+    }
+
+    #[test]
+    fn one_value_has_no_spread() {
+        let s = Summary::of(&[42.0]).unwrap();
+        assert_eq!(
+            (s.median, s.mean, s.stddev, s.min, s.max),
+            (42.0, 42.0, 0.0, 42.0, 42.0)
+        );
+        assert_eq!(s.relative_stddev(), 0.0);
+    }
+
+    #[test]
+    fn nothing_or_non_finite_is_no_summary() {
+        assert_eq!(Summary::of(&[]), None);
+        assert_eq!(Summary::of(&[1.0, f64::INFINITY]), None);
+        assert_eq!(Summary::of(&[f64::NAN]), None);
+    }
+
+    #[test]
+    fn relative_stddev() {
+        let s = Summary::of(&[90.0, 110.0]).unwrap();
+        assert!(close(s.relative_stddev(), 200f64.sqrt() / 100.0));
+    }
+}
