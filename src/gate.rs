@@ -442,11 +442,7 @@ mod tests {
     /// The doctored baseline: raw_tp's ratio 30% better than measured.
     fn better_baseline() -> Document {
         let mut baseline = document();
-        let raw_tp = baseline
-            .mechanisms
-            .iter_mut()
-            .find(|m| m.name == "raw_tp")
-            .unwrap();
+        let raw_tp = baseline.mechanism_mut("raw_tp").unwrap();
         let ratio = raw_tp.ratio_to_base.as_mut().unwrap();
         ratio.samples.iter_mut().for_each(|v| *v *= 1.3);
         *ratio = Summary::of(&ratio.samples).unwrap();
@@ -479,11 +475,7 @@ mod tests {
     fn supported_then_skipped_now_is_a_regression() {
         let baseline = document();
         let mut current = document();
-        let tp = current
-            .mechanisms
-            .iter_mut()
-            .find(|m| m.name == "tp")
-            .unwrap();
+        let tp = current.mechanism_mut("tp").unwrap();
         tp.status = Status::Skipped;
         tp.reason = Some("no tracefs".into());
         tp.ratio_to_base = None;
@@ -501,11 +493,7 @@ mod tests {
     #[test]
     fn skipped_then_supported_now_is_new() {
         let mut baseline = document();
-        let raw_tp = baseline
-            .mechanisms
-            .iter_mut()
-            .find(|m| m.name == "raw_tp")
-            .unwrap();
+        let raw_tp = baseline.mechanism_mut("raw_tp").unwrap();
         raw_tp.status = Status::Skipped;
         let report = compare(&baseline, &document(), DEFAULT_THRESHOLD);
         assert_eq!(report.find("raw_tp").unwrap().verdict, Verdict::New);

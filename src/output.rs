@@ -338,11 +338,7 @@ mod tests {
     #[test]
     fn ktap_marks_regressions_not_ok() {
         let mut baseline = document();
-        let raw_tp = baseline
-            .mechanisms
-            .iter_mut()
-            .find(|m| m.name == "raw_tp")
-            .unwrap();
+        let raw_tp = baseline.mechanism_mut("raw_tp").unwrap();
         let ratio = raw_tp.ratio_to_base.as_mut().unwrap();
         ratio.median = 1.2;
         let report = compare(&baseline, &document(), DEFAULT_THRESHOLD);
@@ -359,7 +355,7 @@ mod tests {
     #[test]
     fn failures_are_not_ok_with_their_reason() {
         let mut doc = document();
-        let tp = doc.mechanisms.iter_mut().find(|m| m.name == "tp").unwrap();
+        let tp = doc.mechanism_mut("tp").unwrap();
         tp.status = Status::Failed;
         tp.reason = Some("tp: attach failed\n(twice)".into());
         tp.k_events_per_sec = None;

@@ -112,6 +112,10 @@ impl Document {
         self.mechanisms.iter().find(|m| m.name == name)
     }
 
+    pub fn mechanism_mut(&mut self, name: &str) -> Option<&mut MechanismResult> {
+        self.mechanisms.iter_mut().find(|m| m.name == name)
+    }
+
     pub fn to_json(&self) -> String {
         let mut text = serde_json::to_string_pretty(self).expect("a Document always serializes");
         text.push('\n');
