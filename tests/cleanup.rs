@@ -1,7 +1,8 @@
 //! Nothing is left behind: after every mechanism has run (or failed to
 //! load), and even when a run panics while attached, the set of BPF
-//! programs in the kernel, the thread's name and its CPU affinity are as
-//! they were before.
+//! programs in the kernel, the thread's name, its CPU affinity and the
+//! mounts (the suite mounts tracefs when it needs it) are as they were
+//! before.
 
 use std::collections::BTreeSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -32,10 +33,20 @@ fn affinity() -> Vec<bool> {
         .collect()
 }
 
+/// Mount points, without the mount IDs that change on a remount.
+fn mounts() -> Vec<String> {
+    std::fs::read_to_string("/proc/self/mounts")
+        .unwrap()
+        .lines()
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .collect()
+}
+
 struct State {
     programs: BTreeSet<u32>,
     name: std::ffi::CString,
     affinity: Vec<bool>,
+    mounts: Vec<String>,
 }
 
 fn state() -> State {
@@ -43,6 +54,7 @@ fn state() -> State {
         programs: our_programs(),
         name: prctl::get_name().unwrap(),
         affinity: affinity(),
+        mounts: mounts(),
     }
 }
 
@@ -64,6 +76,7 @@ fn assert_unchanged(before: &State, when: &str) {
         after.affinity, before.affinity,
         "CPU affinity not restored {when}"
     );
+    assert_eq!(after.mounts, before.mounts, "mounts changed {when}");
 }
 
 fn opts() -> Options {
@@ -92,9 +105,18 @@ fn every_mechanism_leaves_nothing_behind() {
 #[test_log::test]
 #[serial]
 fn a_panic_while_attached_leaves_nothing_behind() {
-    // raw_tp and uprobe work on every kernel this suite targets.
-    for mechanism in [Mechanism::RawTp, Mechanism::Uprobe(Target::Nop)] {
+    // These work on every kernel this suite targets; tp mounts tracefs
+    // where it is not mounted.
+    for mechanism in [
+        Mechanism::RawTp,
+        Mechanism::Tp,
+        Mechanism::Uprobe(Target::Nop),
+    ] {
         let before = state();
+        // The deliberate panic is caught below: keep its message and
+        // backtrace out of the test output.
+        let hook = std::panic::take_hook();
+        std::panic::set_hook(Box::new(|_| {}));
         let result = catch_unwind(AssertUnwindSafe(|| {
             with_run(mechanism, &opts(), |run| -> bpf_overhead::Result<()> {
                 run.measure(10)?;
@@ -107,6 +129,7 @@ fn a_panic_while_attached_leaves_nothing_behind() {
                 panic!("deliberate panic while {mechanism} is attached");
             })
         }));
+        std::panic::set_hook(hook);
         let err = result.expect_err("the closure panics");
         let msg = err
             .downcast_ref::<String>()
