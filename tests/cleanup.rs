@@ -33,12 +33,16 @@ fn affinity() -> Vec<bool> {
         .collect()
 }
 
-/// Mount points, without the mount IDs that change on a remount.
+/// Mounts (device, mount point, type). Leaves out the tracefs that the
+/// kernel automounts under debugfs the first time anyone walks into
+/// /sys/kernel/debug/tracing (libbpf reads tracepoint IDs there when
+/// debugfs is mounted): the kernel's doing, and nothing to undo.
 fn mounts() -> Vec<String> {
     std::fs::read_to_string("/proc/self/mounts")
         .unwrap()
         .lines()
         .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .filter(|m| m != "tracefs /sys/kernel/debug/tracing tracefs")
         .collect()
 }
 
