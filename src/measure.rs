@@ -192,6 +192,7 @@ impl Run<'_> {
         let hits = self.attached.as_mut().map(|a| a.hits());
         let after = self.attached.as_ref().and_then(|a| a.prog_stats());
         self.armed.verify()?;
+        check_hits(self.mechanism, hits, iterations)?;
         let prog_run = match (self.prog_stats, before, after) {
             (true, Some((t0, c0)), Some((t1, c1))) => Some((t1 - t0, c1 - c0)),
             _ => None,
@@ -212,6 +213,18 @@ impl Run<'_> {
 
     pub fn cpu(&self) -> usize {
         self.cpu
+    }
+}
+
+/// Each mechanism fires exactly once per event of its trigger, and the
+/// program counts only this thread: any other count is a failure. (A base
+/// has no program: `None`.)
+fn check_hits(mechanism: Mechanism, hits: Option<u64>, iterations: u64) -> Result<()> {
+    match hits {
+        Some(hits) if hits != iterations => Err(Error::failed(format!(
+            "{mechanism}: the BPF program counted {hits} hits from this thread for {iterations} events"
+        ))),
+        _ => Ok(()),
     }
 }
 
@@ -256,6 +269,19 @@ pub fn measure(mechanism: Mechanism, opts: &Options) -> Result<Sample> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wrong_hit_counts_fail() {
+        assert!(check_hits(Mechanism::RawTp, Some(1000), 1000).is_ok());
+        assert!(check_hits(Mechanism::ALL[0], None, 1000).is_ok());
+        let err = check_hits(Mechanism::RawTp, Some(999), 1000)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("999 hits") && err.contains("1000 events"),
+            "{err}"
+        );
+    }
 
     #[test]
     fn cpu_lists() {
