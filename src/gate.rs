@@ -27,7 +27,7 @@
 
 use std::fmt::Write as _;
 
-use crate::result::{Document, MechanismResult, Status};
+use crate::document::{Document, MechanismResult, Status};
 use crate::stats::Summary;
 
 /// Default `--threshold`, as a fraction.
@@ -53,7 +53,7 @@ impl Verdict {
         matches!(self, Verdict::Regressed | Verdict::Missing)
     }
 
-    fn label(self) -> &'static str {
+    pub fn label(self) -> &'static str {
         match self {
             Verdict::Regressed => "REGRESSED",
             Verdict::Missing => "MISSING",
@@ -101,52 +101,6 @@ impl Report {
 
     pub fn find(&self, name: &str) -> Option<&Comparison> {
         self.comparisons.iter().find(|c| c.name == name)
-    }
-
-    /// The report for humans, one line per mechanism, and the verdict.
-    pub fn render(&self, baseline_label: &str) -> String {
-        let mut out = String::new();
-        let _ = writeln!(
-            out,
-            "gate: this run against {baseline_label}: a regression is a ratio to base \
-             lower by more than {:.0}% and by more than the noise of both runs",
-            self.threshold * 100.0
-        );
-        for w in &self.warnings {
-            let _ = writeln!(out, "gate: warning: {w}");
-        }
-        let width = self
-            .comparisons
-            .iter()
-            .map(|c| c.name.len())
-            .max()
-            .unwrap_or(0);
-        for c in &self.comparisons {
-            let _ = writeln!(
-                out,
-                "  {:<9} {:<width$}  {}",
-                c.verdict.label(),
-                c.name,
-                c.detail
-            );
-        }
-        let regressed: Vec<&str> = self.regressions().map(|c| c.name.as_str()).collect();
-        let compared = self
-            .comparisons
-            .iter()
-            .filter(|c| !matches!(c.verdict, Verdict::New | Verdict::NotRun))
-            .count();
-        if regressed.is_empty() {
-            let _ = writeln!(out, "gate: PASSED ({compared} mechanisms compared)");
-        } else {
-            let _ = writeln!(
-                out,
-                "gate: FAILED: {} of {compared} mechanisms regressed: {}",
-                regressed.len(),
-                regressed.join(", ")
-            );
-        }
-        out
     }
 }
 
@@ -359,7 +313,8 @@ fn overhead_change(old: &MechanismResult, new: &MechanismResult) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::result::tests::document;
+    use crate::document::tests::document;
+    use crate::render::gate_report;
 
     fn series(values: &[f64]) -> Summary {
         Summary::of(values).unwrap()
@@ -434,9 +389,7 @@ mod tests {
         assert_eq!(report.find("tp").unwrap().change, Some(0.0));
         // Skipped in both: not compared, not a regression.
         assert!(report.find("kprobe").is_none());
-        assert!(report
-            .render("b.json")
-            .contains("gate: PASSED (2 mechanisms compared)"));
+        assert!(gate_report(&report, "b.json").contains("gate: PASSED (2 mechanisms compared)"));
     }
 
     /// The doctored baseline: raw_tp's ratio 30% better than measured.
@@ -457,7 +410,7 @@ mod tests {
         assert_eq!(names, vec!["raw_tp"]);
         let raw_tp = report.find("raw_tp").unwrap();
         assert!((raw_tp.change.unwrap() - (1.0 / 1.3 - 1.0)).abs() < 1e-9);
-        let text = report.render("b.json");
+        let text = gate_report(&report, "b.json");
         assert!(
             text.contains("gate: FAILED: 1 of 2 mechanisms regressed: raw_tp"),
             "{text}"
@@ -508,9 +461,7 @@ mod tests {
         let report = compare(&baseline, &current, DEFAULT_THRESHOLD);
         assert_eq!(report.find("tp").unwrap().verdict, Verdict::NotRun);
         assert!(report.passed());
-        assert!(report
-            .render("b")
-            .contains("gate: PASSED (1 mechanisms compared)"));
+        assert!(gate_report(&report, "b").contains("gate: PASSED (1 mechanisms compared)"));
     }
 
     #[test]

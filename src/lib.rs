@@ -2,33 +2,54 @@
 //! function, mechanism by mechanism — the kernel's test_overhead selftest
 //! and bench rename/trigger benchmarks, in Rust with libbpf-rs.
 //!
-//! - [`mechanism`]: the attach mechanisms, their kernel needs, load and attach;
-//! - [`trigger`]: what fires them (comm writes, uprobe target calls);
-//! - [`mod@measure`]: pinning, timing and counting one run;
-//! - [`report`]: the output lines;
-//! - [`sys`]: privileges, tracefs and feature probes;
-//! - [`bench`](mod@bench), [`stats`], [`result`], [`output`], [`gate`]: the
-//!   `bpf-overhead` command's matrix runner, statistics, JSON document,
-//!   renderers and regression gate.
+//! Layers, each using only those before it:
+//!
+//! 1. [`mod@measure`], the core: the catalogue of mechanisms, the triggers,
+//!    loading and attaching, one timed run, the environment checks;
+//! 2. [`pipeline`]: a validated plan, run as warm-up and round-robin
+//!    rounds, turned into a result [`document`] (with [`stats`]);
+//! 3. [`render`] (pure functions of a document) and [`gate`] (a document
+//!    against a baseline document);
+//! 4. the tests and the `bpf-overhead` command, which both go through the
+//!    pipeline.
 
-pub mod bench;
-pub mod error;
+pub mod document;
 pub mod gate;
 pub mod measure;
-pub mod mechanism;
-pub mod output;
-pub mod report;
-pub mod result;
+pub mod pipeline;
+pub mod render;
 pub mod stats;
-pub mod sys;
-pub mod trigger;
 
 mod skel {
     #![allow(clippy::all, missing_docs)]
     include!(concat!(env!("OUT_DIR"), "/overhead.skel.rs"));
 }
 
-pub use error::{Error, Result};
-pub use measure::{measure, with_run, Options, Sample};
-pub use mechanism::Mechanism;
-pub use trigger::{Target, Trigger};
+pub use measure::{Error, Mechanism, Result, Target, Trigger};
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    /// The core knows nothing of the layers above it.
+    #[test]
+    fn the_core_imports_nothing_from_above() {
+        let core = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/measure");
+        let mut checked = 0;
+        for entry in std::fs::read_dir(&core).unwrap() {
+            let path = entry.unwrap().path();
+            let text = std::fs::read_to_string(&path).unwrap();
+            for upper in ["pipeline", "document", "render", "gate", "stats"] {
+                for pattern in [format!("crate::{upper}"), format!("super::super::{upper}")] {
+                    assert!(
+                        !text.contains(&pattern),
+                        "{} uses {pattern}: the core must not depend on the layers above it",
+                        path.display()
+                    );
+                }
+            }
+            checked += 1;
+        }
+        assert!(checked >= 6, "only {checked} files in {}", core.display());
+    }
+}

@@ -1,20 +1,21 @@
 //! `bpf-overhead`: the benchmark matrix, its statistics and a regression
 //! gate, on top of the library the tests use. Thin on purpose: argument
-//! parsing, exit codes and wiring; the logic lives in the library's bench,
-//! stats, result, output and gate modules.
+//! parsing, exit codes and wiring; the logic lives in the library's
+//! pipeline, document, render and gate modules.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write as _};
+use std::num::{NonZeroU64, NonZeroUsize};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use bpf_overhead::bench::{self, Config, DEFAULT_REPEATS};
+use bpf_overhead::document::{Document, Host, Status};
 use bpf_overhead::gate::{self, DEFAULT_THRESHOLD};
-use bpf_overhead::measure::{self, CpuPin, Options, DEFAULT_ITERATIONS};
-use bpf_overhead::result::{Document, Host, Status};
-use bpf_overhead::{output, sys, Error, Mechanism};
+use bpf_overhead::measure::{sys, CpuPin, DEFAULT_ITERATIONS};
+use bpf_overhead::pipeline::{self, Plan, DEFAULT_REPEATS};
+use bpf_overhead::{render, Error, Mechanism};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum Format {
@@ -67,13 +68,13 @@ struct Cli {
 
     /// Events per timed run.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_ITERATIONS,
-          value_parser = parse_at_least_one::<u64>)]
-    iterations: u64,
+          value_parser = parse_at_least_one::<NonZeroU64>)]
+    iterations: NonZeroU64,
 
     /// Timed runs per mechanism (after one warm-up run).
     #[arg(long, value_name = "N", default_value_t = DEFAULT_REPEATS,
-          value_parser = parse_at_least_one::<usize>)]
-    repeat: usize,
+          value_parser = parse_at_least_one::<NonZeroUsize>)]
+    repeat: NonZeroUsize,
 
     /// CPU to pin every run to [default: 0, or the first CPU this process
     /// may use].
@@ -116,14 +117,16 @@ fn parse_mechanism(s: &str) -> Result<Mechanism, String> {
 
 fn parse_at_least_one<T>(s: &str) -> Result<T, String>
 where
-    T: std::str::FromStr + PartialOrd + From<u8>,
+    T: std::str::FromStr,
     T::Err: std::fmt::Display,
 {
-    let n: T = s.trim().parse().map_err(|e| format!("{e}"))?;
-    if n < T::from(1) {
+    let s = s.trim();
+    // NonZero's own message ("number would be zero for non-zero type")
+    // does not say what to do.
+    if s.parse::<u64>() == Ok(0) {
         return Err("must be at least 1".into());
     }
-    Ok(n)
+    s.parse().map_err(|e| format!("{e}"))
 }
 
 fn parse_percent(s: &str) -> Result<f64, String> {
@@ -152,8 +155,17 @@ impl From<Error> for Failure {
     }
 }
 
+/// The library reports through `log`: warnings (tracefs mounted for the
+/// run, say) print as `bpf-overhead: ...`; RUST_LOG=debug adds libbpf's log.
+fn init_log() {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn"))
+        .format(|buf, record| writeln!(buf, "bpf-overhead: {}", record.args()))
+        .init();
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    init_log();
     match run(&cli) {
         Ok(code) => code,
         Err(Failure::Input(msg)) => {
@@ -176,11 +188,18 @@ fn run(cli: &Cli) -> Result<ExitCode, Failure> {
     if cli.list {
         return list(cli);
     }
-    let plan = bench::plan(&cli.mechanisms);
+    let plan = Plan {
+        iterations: cli.iterations,
+        repeats: cli.repeat,
+        cpu: cli.cpu,
+        stats_run: !cli.no_prog_stats,
+        ..Plan::new(&cli.mechanisms)
+    };
     let baseline = match &cli.baseline {
         Some(path) => {
             let doc = Document::load(path).map_err(Failure::Input)?;
-            let names: Vec<String> = plan
+            let names: Vec<&str> = plan
+                .mechanisms
                 .iter()
                 .filter(|m| !m.is_base())
                 .map(|m| m.name())
@@ -196,15 +215,8 @@ fn run(cli: &Cli) -> Result<ExitCode, Failure> {
     }
     sys::check_privileges()?;
 
-    let config = Config {
-        selection: cli.mechanisms.clone(),
-        iterations: cli.iterations,
-        repeats: cli.repeat,
-        cpu: cli.cpu,
-        prog_stats: !cli.no_prog_stats,
-    };
     let bar = progress_bar();
-    let outcomes = bench::run(&config, |step| {
+    let doc = pipeline::execute(&plan, Host::current, |step| {
         if bar.length() != Some(step.total) {
             bar.set_length(step.total);
         }
@@ -212,7 +224,7 @@ fn run(cli: &Cli) -> Result<ExitCode, Failure> {
         bar.set_position(step.done);
     });
     bar.finish_and_clear();
-    let doc = bench::document(&config, &outcomes?, Host::current());
+    let doc = doc?;
 
     let report = baseline
         .as_ref()
@@ -221,25 +233,28 @@ fn run(cli: &Cli) -> Result<ExitCode, Failure> {
         .as_ref()
         .zip(report.as_ref())
         .map(|((path, old), r)| {
-            r.render(&format!(
-                "baseline {} ({}, kernel {})",
-                path.display(),
-                old.timestamp,
-                old.kernel_release
-            ))
+            render::gate_report(
+                r,
+                &format!(
+                    "baseline {} ({}, kernel {})",
+                    path.display(),
+                    old.timestamp,
+                    old.kernel_release
+                ),
+            )
         });
 
     match cli.format {
         Format::Table => {
-            print!("{}", output::table(&doc));
+            print!("{}", render::table(&doc));
             if let Some(text) = &gate_text {
                 println!();
                 print!("{text}");
             }
         }
         Format::Json => print!("{}", doc.to_json()),
-        Format::Ktap => print!("{}", output::ktap(&doc, report.as_ref())),
-        Format::Selftest => print!("{}", output::selftest(&doc)),
+        Format::Ktap => print!("{}", render::ktap(&doc, report.as_ref())),
+        Format::Selftest => print!("{}", render::selftest(&doc)),
     }
     if cli.format != Format::Table {
         // Stdout carries only the machine-readable output.
@@ -319,79 +334,11 @@ fn check_writable_dir(path: &Path) -> Result<(), Failure> {
     }
 }
 
-/// `--list`: every mechanism, its hook and needs, and whether this kernel
-/// runs it — found by a one-event run when privileged.
+/// `--list`: every mechanism (or the selection and its bases), its hook
+/// and needs, and whether this kernel runs it — found by a one-event run
+/// when privileged.
 fn list(cli: &Cli) -> Result<ExitCode, Failure> {
-    let privileged = sys::check_privileges().is_ok();
-    let opts = Options {
-        iterations: 1,
-        cpu: cli.cpu,
-        prog_stats: false,
-    };
-    let mechanisms = if cli.mechanisms.is_empty() {
-        Mechanism::ALL.to_vec()
-    } else {
-        bench::plan(&cli.mechanisms)
-    };
-    let (_guards, problems) = if privileged {
-        bench::check_support(&mechanisms)
-    } else {
-        (Vec::new(), Vec::new())
-    };
-    let mut rows = Vec::new();
-    let mut reasons = Vec::new();
-    for (i, m) in mechanisms.into_iter().enumerate() {
-        let supported = if !privileged {
-            "?".to_string()
-        } else if let Some(Error::Unsupported(why)) = &problems[i] {
-            reasons.push(format!("{m}: {why}"));
-            "no".into()
-        } else {
-            match measure::measure(m, &opts) {
-                Ok(_) => "yes".into(),
-                Err(Error::Unsupported(why)) => {
-                    reasons.push(format!("{m}: {why}"));
-                    "no".into()
-                }
-                Err(err) => {
-                    reasons.push(format!("{m}: {err}"));
-                    "error".into()
-                }
-            }
-        };
-        rows.push([m.name(), supported, m.hook(), m.needs().to_string()]);
-    }
-    let header = ["mechanism", "supported", "hook", "needs"].map(String::from);
-    let widths: Vec<usize> = (0..4)
-        .map(|c| {
-            rows.iter()
-                .chain(std::iter::once(&header))
-                .map(|r| r[c].len())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    for row in std::iter::once(&header).chain(&rows) {
-        let line = format!(
-            "{:<w0$}  {:<w1$}  {:<w2$}  {}",
-            row[0],
-            row[1],
-            row[2],
-            row[3],
-            w0 = widths[0],
-            w1 = widths[1],
-            w2 = widths[2]
-        );
-        println!("{}", line.trim_end());
-    }
-    if !privileged {
-        println!("\n(run as root to find out which ones this kernel supports)");
-    }
-    if !reasons.is_empty() {
-        println!();
-        for r in reasons {
-            println!("{r}");
-        }
-    }
+    let mechanisms = pipeline::expand(&cli.mechanisms);
+    print!("{}", render::list(&pipeline::survey(&mechanisms, cli.cpu)));
     Ok(ExitCode::SUCCESS)
 }

@@ -1,15 +1,19 @@
-//! Nothing is left behind: after every mechanism has run (or failed to
-//! load), and even when a run panics while attached, the set of BPF
-//! programs in the kernel, the thread's name, its CPU affinity and the
-//! mounts (the suite mounts tracefs when it needs it) are as they were
-//! before.
+//! Nothing is left behind: after every mechanism has run through the
+//! pipeline (or failed to load), and even when a run panics while
+//! attached, the set of BPF programs in the kernel, the thread's name, its
+//! CPU affinity, the process's open files and the mounts (the suite mounts
+//! tracefs when it needs it) are as they were before.
 
 use std::collections::BTreeSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
-use bpf_overhead::measure::{measure, with_run, Options};
-use bpf_overhead::{Error, Mechanism, Target};
+use std::num::{NonZeroU64, NonZeroUsize};
+
+use bpf_overhead::document::Status;
+use bpf_overhead::measure::{with_run, Options};
+use bpf_overhead::pipeline::{self, Plan};
+use bpf_overhead::Mechanism;
 use libbpf_rs::query::ProgInfoIter;
 use nix::sched::{sched_getaffinity, CpuSet};
 use nix::sys::prctl;
@@ -46,8 +50,13 @@ fn mounts() -> Vec<String> {
         .collect()
 }
 
+fn open_files() -> usize {
+    std::fs::read_dir("/proc/self/fd").unwrap().count()
+}
+
 struct State {
     programs: BTreeSet<u32>,
+    files: usize,
     name: std::ffi::CString,
     affinity: Vec<bool>,
     mounts: Vec<String>,
@@ -56,6 +65,7 @@ struct State {
 fn state() -> State {
     State {
         programs: our_programs(),
+        files: open_files(),
         name: prctl::get_name().unwrap(),
         affinity: affinity(),
         mounts: mounts(),
@@ -75,6 +85,7 @@ fn assert_unchanged(before: &State, when: &str) {
         after.programs, before.programs,
         "BPF programs left loaded {when}"
     );
+    assert_eq!(after.files, before.files, "files left open {when}");
     assert_eq!(after.name, before.name, "thread name not restored {when}");
     assert_eq!(
         after.affinity, before.affinity,
@@ -83,9 +94,11 @@ fn assert_unchanged(before: &State, when: &str) {
     assert_eq!(after.mounts, before.mounts, "mounts changed {when}");
 }
 
+const ITERATIONS: NonZeroU64 = NonZeroU64::new(1000).unwrap();
+
 fn opts() -> Options {
     Options {
-        iterations: 1000,
+        iterations: ITERATIONS,
         ..Options::default()
     }
 }
@@ -94,12 +107,19 @@ fn opts() -> Options {
 #[serial]
 fn every_mechanism_leaves_nothing_behind() {
     let before = state();
+    // Every mechanism, with the BPF-stats run too.
+    let plan = Plan {
+        iterations: ITERATIONS,
+        repeats: NonZeroUsize::MIN,
+        ..Plan::new(&[])
+    };
+    let outcomes = pipeline::run(&plan, |_| {}).unwrap();
     let mut ran = Vec::new();
-    for mechanism in Mechanism::ALL {
-        match measure(mechanism, &opts()) {
-            Ok(_) => ran.push(mechanism.name()),
-            Err(Error::Unsupported(reason)) => println!("({mechanism} not supported: {reason})"),
-            Err(err) => panic!("{err}"),
+    for o in &outcomes {
+        match o.status {
+            Status::Ok => ran.push(o.mechanism.name()),
+            Status::Skipped => println!("({} not supported: {:?})", o.mechanism, o.reason),
+            Status::Failed => panic!("{}: {:?}", o.mechanism, o.reason),
         }
     }
     println!("ran: {}", ran.join(" "));
@@ -111,11 +131,7 @@ fn every_mechanism_leaves_nothing_behind() {
 fn a_panic_while_attached_leaves_nothing_behind() {
     // These work on every kernel this suite targets; tp mounts tracefs
     // where it is not mounted.
-    for mechanism in [
-        Mechanism::RawTp,
-        Mechanism::Tp,
-        Mechanism::Uprobe(Target::Nop),
-    ] {
+    for mechanism in ["raw_tp", "tp", "uprobe-nop"].map(|n| Mechanism::by_name(n).unwrap()) {
         let before = state();
         // The deliberate panic is caught below: keep its message and
         // backtrace out of the test output.
@@ -123,7 +139,7 @@ fn a_panic_while_attached_leaves_nothing_behind() {
         std::panic::set_hook(Box::new(|_| {}));
         let result = catch_unwind(AssertUnwindSafe(|| {
             with_run(mechanism, &opts(), |run| -> bpf_overhead::Result<()> {
-                run.measure(10)?;
+                run.measure(NonZeroU64::new(10).unwrap())?;
                 // Prove the check below can fail: our program is loaded now.
                 assert_ne!(
                     our_programs(),

@@ -7,35 +7,42 @@
 
 mod common;
 
-use bpf_overhead::{Mechanism, Target, Trigger};
 use serial_test::serial;
 
 macro_rules! overhead_tests {
-    ($($name:ident => $mechanism:expr,)*) => {$(
-        #[test_log::test]
-        #[serial]
-        fn $name() -> common::Outcome {
-            common::check($mechanism)
+    ($($test:ident => $name:literal,)*) => {
+        $(
+            #[test_log::test]
+            #[serial]
+            fn $test() -> common::Outcome {
+                common::check($name)
+            }
+        )*
+
+        #[test]
+        fn every_mechanism_has_a_test() {
+            common::check_coverage(&[$($name),*]);
         }
-    )*};
+    };
 }
 
 overhead_tests! {
-    base => Mechanism::Base(Trigger::TaskRename),
-    kprobe => Mechanism::Kprobe,
-    kretprobe => Mechanism::Kretprobe,
-    raw_tp => Mechanism::RawTp,
-    tp => Mechanism::Tp,
-    fentry => Mechanism::Fentry,
-    fexit => Mechanism::Fexit,
-    fmod_ret => Mechanism::FmodRet,
-    uprobe_base_nop => Mechanism::Base(Trigger::Call(Target::Nop)),
-    uprobe_base_push => Mechanism::Base(Trigger::Call(Target::Push)),
-    uprobe_base_ret => Mechanism::Base(Trigger::Call(Target::Ret)),
-    uprobe_nop => Mechanism::Uprobe(Target::Nop),
-    uprobe_push => Mechanism::Uprobe(Target::Push),
-    uprobe_ret => Mechanism::Uprobe(Target::Ret),
-    uretprobe_nop => Mechanism::Uretprobe(Target::Nop),
-    uretprobe_push => Mechanism::Uretprobe(Target::Push),
-    uretprobe_ret => Mechanism::Uretprobe(Target::Ret),
+    base => "base",
+    kprobe => "kprobe",
+    kretprobe => "kretprobe",
+    raw_tp => "raw_tp",
+    tp => "tp",
+    tp_btf => "tp_btf",
+    fentry => "fentry",
+    fexit => "fexit",
+    fmod_ret => "fmod_ret",
+    uprobe_base_nop => "base-nop",
+    uprobe_base_push => "base-push",
+    uprobe_base_ret => "base-ret",
+    uprobe_nop => "uprobe-nop",
+    uprobe_push => "uprobe-push",
+    uprobe_ret => "uprobe-ret",
+    uretprobe_nop => "uretprobe-nop",
+    uretprobe_push => "uretprobe-push",
+    uretprobe_ret => "uretprobe-ret",
 }

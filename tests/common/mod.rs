@@ -1,11 +1,13 @@
-//! Shared by the integration tests: run one mechanism the way the kernel's
-//! test_overhead does and check what it should have done.
+//! Shared by the integration tests: run one mechanism through the same
+//! pipeline as the `bpf-overhead` command, the way the kernel's
+//! test_overhead does, and check what it should have done.
 
 use std::fmt;
 
-use bpf_overhead::measure::{measure, Options, DEFAULT_ITERATIONS};
-use bpf_overhead::report::{detail_line, selftest_line};
-use bpf_overhead::{Error, Mechanism, Sample};
+use bpf_overhead::document::{Document, Host, MechanismResult, Status};
+use bpf_overhead::measure::DEFAULT_ITERATIONS;
+use bpf_overhead::pipeline::{self, Plan};
+use bpf_overhead::{render, Mechanism};
 
 /// Set to 1 by CI jobs that expect every mechanism: a skip becomes a failure.
 pub const STRICT_ENV: &str = "BPF_OVERHEAD_STRICT";
@@ -34,67 +36,76 @@ macro_rules! ensure {
     };
 }
 
-/// What a test does with an error: a missing kernel feature prints
-/// `SKIP <mechanism>: <reason>` and passes (fails in strict mode); any
-/// other error fails with its one-line message.
-fn skip_or_fail(mechanism: Mechanism, err: Error) -> Outcome {
-    match err {
-        Error::Unsupported(reason) if !strict() => {
-            println!("SKIP {mechanism}: {reason}");
-            Ok(())
+/// Measures `name` and its base with test_overhead's 100000 events (a
+/// warm-up run each, then one timed round), and checks the program
+/// counted exactly one hit per event from the measuring thread. Prints the
+/// selftest line and the overhead against the base measured in the same
+/// round. A missing kernel feature prints `SKIP <mechanism>: <reason>` and
+/// passes (fails in strict mode); anything else fails with one line.
+pub fn check(name: &str) -> Outcome {
+    let mechanism: Mechanism = name.parse().map_err(Failure)?;
+    let doc = pipeline::execute(&Plan::selftest(mechanism), Host::current, |_| {})
+        .map_err(|e| Failure(e.to_string()))?;
+    let result = doc
+        .mechanism(name)
+        .ok_or_else(|| Failure(format!("{name}: not in the result document")))?;
+    let base = doc
+        .mechanism(&result.base)
+        .ok_or_else(|| Failure(format!("{name}: its base is not in the result document")))?;
+    // A base that failed says why itself, better than "its base failed".
+    let judged = if base.is_ok() { result } else { base };
+    match judged.status {
+        Status::Ok => {}
+        Status::Skipped if !strict() => {
+            println!("SKIP {}: {}", judged.name, reason(judged));
+            return Ok(());
         }
-        Error::Unsupported(reason) => Err(Failure(format!(
-            "{mechanism}: {reason} (a skip, failed because {STRICT_ENV}=1)"
-        ))),
-        err => Err(Failure(err.to_string())),
+        Status::Skipped => {
+            return Err(Failure(format!(
+                "{}: {} (a skip, failed because {STRICT_ENV}=1)",
+                judged.name,
+                reason(judged)
+            )))
+        }
+        Status::Failed => return Err(Failure(reason(judged).to_string())),
     }
-}
-
-/// Measures the base of `mechanism`'s trigger, then `mechanism`, with
-/// test_overhead's 100000 events, and checks the program counted exactly
-/// one hit per event from this thread. Prints the selftest line and the
-/// overhead against the base measured just before.
-pub fn check(mechanism: Mechanism) -> Outcome {
-    let opts = Options::default();
-    if mechanism.is_base() {
-        return check_base(mechanism, &opts);
+    for line in [
+        render::selftest_line(&doc, result),
+        render::detail_line(&doc, result),
+    ] {
+        println!("{}", line.unwrap_or_default());
     }
-    let base = match measure(mechanism.base(), &opts) {
-        Ok(base) => base,
-        Err(err) => return skip_or_fail(mechanism.base(), err),
-    };
-    let sample = match measure(mechanism, &opts) {
-        Ok(sample) => sample,
-        Err(err) => return skip_or_fail(mechanism, err),
-    };
-    println!("{}", selftest_line(&sample));
-    println!("{}", detail_line(&sample, &base));
-    check_sample(&sample, Some(DEFAULT_ITERATIONS))
+    check_counts(&doc, result)
 }
 
-/// A base run: the trigger alone. Its checks are the trigger's own (the
-/// comm writes renamed the thread) and that nothing counted hits.
-fn check_base(base: Mechanism, opts: &Options) -> Outcome {
-    let sample = match measure(base, opts) {
-        Ok(sample) => sample,
-        Err(err) => return skip_or_fail(base, err),
-    };
-    println!("{}", selftest_line(&sample));
-    println!("  {base}: {:.1} ns/event", sample.ns_per_event());
-    check_sample(&sample, None)
+fn reason(m: &MechanismResult) -> &str {
+    m.reason.as_deref().unwrap_or("no reason given")
 }
 
-fn check_sample(sample: &Sample, hits: Option<u64>) -> Outcome {
-    let m = sample.mechanism;
+fn check_counts(doc: &Document, m: &MechanismResult) -> Outcome {
+    let name = &m.name;
     ensure!(
-        sample.iterations == DEFAULT_ITERATIONS,
-        "{m}: ran {} events, not {DEFAULT_ITERATIONS}",
-        sample.iterations
+        doc.iterations == DEFAULT_ITERATIONS.get(),
+        "{name}: ran {} events, not {DEFAULT_ITERATIONS}",
+        doc.iterations
     );
+    let expected = (!m.is_base()).then(|| vec![DEFAULT_ITERATIONS.get()]);
     ensure!(
-        sample.hits == hits,
-        "{m}: the BPF program counted {:?} hits from this thread for {DEFAULT_ITERATIONS} events, expected {hits:?}",
-        sample.hits
+        m.hits == expected,
+        "{name}: the BPF program counted {:?} hits from the measuring thread for {DEFAULT_ITERATIONS} events, expected {expected:?}",
+        m.hits
     );
     Ok(())
+}
+
+/// Every catalogue entry has a test line, and every test line names one.
+pub fn check_coverage(tested: &[&str]) {
+    let mut tested: Vec<&str> = tested.to_vec();
+    let mut catalogue: Vec<&str> = Mechanism::all().map(Mechanism::name).collect();
+    tested.sort_unstable();
+    catalogue.sort_unstable();
+    assert_eq!(
+        tested, catalogue,
+        "tests/overhead.rs and the catalogue (src/measure/catalogue.rs) list different mechanisms"
+    );
 }

@@ -1,13 +1,15 @@
-//! Renderers of a result [`Document`]: the human table, KTAP for kselftest
-//! runners, and test_overhead's own lines. (JSON is the document itself:
-//! [`Document::to_json`].) All pure, tested on fixed documents.
+//! Every renderer, each a pure function of what it renders: the human
+//! table, KTAP for kselftest runners, test_overhead's own lines and the
+//! suite's detail line (of a result [`Document`]), the gate report (of a
+//! [`Report`]) and `--list` (of a survey). JSON is the document itself:
+//! [`Document::to_json`]. All tested on fixed values.
 
 use std::fmt::Write as _;
 
+use crate::document::{Document, MechanismResult, Status};
 use crate::gate::{fmt_ratio, Report, Verdict};
-use crate::mechanism::Mechanism;
-use crate::report::selftest_line_for;
-use crate::result::{Document, MechanismResult, Status};
+use crate::measure::Mechanism;
+use crate::pipeline::Availability;
 
 /// A heading line or two saying what was measured where.
 fn heading(doc: &Document) -> Vec<String> {
@@ -164,13 +166,64 @@ pub fn table(doc: &Document) -> String {
 /// rate. Skipped and failed mechanisms print nothing here.
 pub fn selftest(doc: &Document) -> String {
     let mut out = String::new();
-    for m in doc.mechanisms.iter().filter(|m| m.is_ok()) {
-        let (Ok(mechanism), Some(rate)) = (m.name.parse::<Mechanism>(), &m.k_events_per_sec) else {
-            continue;
-        };
-        let _ = writeln!(out, "{}", selftest_line_for(mechanism, rate.median as u64));
+    for line in doc.mechanisms.iter().filter_map(|m| selftest_line(doc, m)) {
+        let _ = writeln!(out, "{line}");
     }
     out
+}
+
+/// `<trigger> <mechanism>\t<N>K events per sec`, N the median rate
+/// truncated as test_overhead truncates, plus ` (emulated: tcg, not a
+/// performance figure)` for a document measured under emulation. `None`
+/// unless the mechanism was measured.
+pub fn selftest_line(doc: &Document, m: &MechanismResult) -> Option<String> {
+    let rate = m.k_events_per_sec.as_ref().filter(|_| m.is_ok())?;
+    let mut line = format!(
+        "{} {}\t{}K events per sec",
+        m.trigger, m.name, rate.median as u64
+    );
+    if let Some(how) = &doc.emulated {
+        let _ = write!(line, " (emulated: {how}, not a performance figure)");
+    }
+    Some(line)
+}
+
+/// The suite's second line, against the base measured in the same round:
+/// `  raw_tp: +82.6 ns/event over base (1750K events per sec), 0.874x base
+/// rate, hits 100000/100000`; for a base, its ns per event, and how many
+/// events it fired when its trigger scales them. `None` unless measured.
+pub fn detail_line(doc: &Document, m: &MechanismResult) -> Option<String> {
+    let ns = m.ns_per_event.filter(|_| m.is_ok())?;
+    if m.is_base() {
+        let events =
+            Mechanism::by_name(&m.name).map_or(doc.iterations, |b| b.events(doc.iterations));
+        let mut line = format!("  {}: {ns:.1} ns/event", m.name);
+        if events != doc.iterations {
+            let _ = write!(
+                line,
+                " ({events} events per run, {}x the mechanisms': a call alone is too short to time well)",
+                events / doc.iterations
+            );
+        }
+        return Some(line);
+    }
+    let base = doc.mechanism(&m.base)?;
+    let mut line = format!(
+        "  {}: {:+.1} ns/event over {} ({}K events per sec), {:.3}x base rate",
+        m.name,
+        m.overhead_ns.as_ref()?.median,
+        m.base,
+        base.k_events_per_sec.as_ref()?.median as u64,
+        m.ratio_to_base.as_ref()?.median,
+    );
+    if let Some(hits) = &m.hits {
+        let per_run: Vec<String> = hits.iter().map(u64::to_string).collect();
+        let _ = write!(line, ", hits {}/{}", per_run.join(","), doc.iterations);
+    }
+    if let Some(ns) = m.prog_ns_per_event {
+        let _ = write!(line, ", program {ns:.1} ns/event");
+    }
+    Some(line)
 }
 
 /// One diagnostic line of figures, for KTAP.
@@ -249,12 +302,123 @@ pub fn ktap(doc: &Document, gate: Option<&Report>) -> String {
     out
 }
 
+/// The gate's report for humans: one line per mechanism, and the verdict.
+pub fn gate_report(report: &Report, baseline_label: &str) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "gate: this run against {baseline_label}: a regression is a ratio to base \
+         lower by more than {:.0}% and by more than the noise of both runs",
+        report.threshold * 100.0
+    );
+    for w in &report.warnings {
+        let _ = writeln!(out, "gate: warning: {w}");
+    }
+    let width = report
+        .comparisons
+        .iter()
+        .map(|c| c.name.len())
+        .max()
+        .unwrap_or(0);
+    for c in &report.comparisons {
+        let _ = writeln!(
+            out,
+            "  {:<9} {:<width$}  {}",
+            c.verdict.label(),
+            c.name,
+            c.detail
+        );
+    }
+    let regressed: Vec<&str> = report.regressions().map(|c| c.name.as_str()).collect();
+    let compared = report
+        .comparisons
+        .iter()
+        .filter(|c| !matches!(c.verdict, Verdict::New | Verdict::NotRun))
+        .count();
+    if regressed.is_empty() {
+        let _ = writeln!(out, "gate: PASSED ({compared} mechanisms compared)");
+    } else {
+        let _ = writeln!(
+            out,
+            "gate: FAILED: {} of {compared} mechanisms regressed: {}",
+            regressed.len(),
+            regressed.join(", ")
+        );
+    }
+    out
+}
+
+/// `--list`: every mechanism, whether this kernel runs it, its hook and
+/// needs; then the reason for each "no" or "error".
+pub fn list(survey: &[(Mechanism, Availability)]) -> String {
+    let header = ["mechanism", "supported", "hook", "needs"].map(String::from);
+    let mut reasons = Vec::new();
+    let rows: Vec<[String; 4]> = survey
+        .iter()
+        .map(|(m, availability)| {
+            let supported = match availability {
+                Availability::Yes => "yes",
+                Availability::Unknown => "?",
+                Availability::No(why) => {
+                    reasons.push(format!("{m}: {}", one_line(why)));
+                    "no"
+                }
+                Availability::Broken(why) => {
+                    reasons.push(format!("{m}: {}", one_line(why)));
+                    "error"
+                }
+            };
+            [
+                m.name().into(),
+                supported.into(),
+                m.hook().into(),
+                m.needs().into(),
+            ]
+        })
+        .collect();
+    let widths: Vec<usize> = (0..4)
+        .map(|c| {
+            rows.iter()
+                .chain(std::iter::once(&header))
+                .map(|r| r[c].len())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for row in std::iter::once(&header).chain(&rows) {
+        let line = format!(
+            "{:<w0$}  {:<w1$}  {:<w2$}  {}",
+            row[0],
+            row[1],
+            row[2],
+            row[3],
+            w0 = widths[0],
+            w1 = widths[1],
+            w2 = widths[2]
+        );
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+    if survey.iter().any(|(_, a)| *a == Availability::Unknown) {
+        let _ = writeln!(
+            out,
+            "\n(run as root to find out which ones this kernel supports)"
+        );
+    }
+    if !reasons.is_empty() {
+        out.push('\n');
+    }
+    for r in reasons {
+        let _ = writeln!(out, "{r}");
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::document::tests::document;
     use crate::gate::{compare, DEFAULT_THRESHOLD};
-    use crate::report::EMULATED_ENV;
-    use crate::result::tests::document;
 
     #[test]
     fn table_has_every_column_and_the_skip_reason() {
@@ -299,7 +463,6 @@ mod tests {
 
     #[test]
     fn selftest_lines_are_test_overheads() {
-        std::env::remove_var(EMULATED_ENV);
         assert_eq!(
             selftest(&document()),
             "task_rename base\t1050K events per sec\n\

@@ -6,21 +6,30 @@ use std::collections::VecDeque;
 use std::fs;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::Path;
-use std::sync::{Mutex, Once};
+use std::sync::{Mutex, Once, OnceLock};
 
 use nix::mount::{mount, umount2, MntFlags, MsFlags};
 
-use crate::error::{Error, Result};
+use super::error::{Error, Result};
 
 const CAP_SYS_ADMIN: u32 = 21;
 const CAP_PERFMON: u32 = 38;
 const CAP_BPF: u32 = 39;
 
 /// Fails with one line saying to use sudo unless this process may load
-/// tracing programs (CAP_SYS_ADMIN, or CAP_BPF with CAP_PERFMON).
+/// tracing programs (CAP_SYS_ADMIN, or CAP_BPF with CAP_PERFMON). Read
+/// once per process: capabilities do not come back once dropped.
 pub fn check_privileges() -> Result<()> {
+    static PRIVILEGED: OnceLock<Result<(), String>> = OnceLock::new();
+    PRIVILEGED
+        .get_or_init(read_privileges)
+        .clone()
+        .map_err(Error::Environment)
+}
+
+fn read_privileges() -> Result<(), String> {
     let status = fs::read_to_string("/proc/self/status")
-        .map_err(|e| Error::environment(format!("cannot read /proc/self/status: {e}")))?;
+        .map_err(|e| format!("cannot read /proc/self/status: {e}"))?;
     let caps = status
         .lines()
         .find_map(|l| l.strip_prefix("CapEff:"))
@@ -30,10 +39,11 @@ pub fn check_privileges() -> Result<()> {
     if has(CAP_SYS_ADMIN) || (has(CAP_BPF) && has(CAP_PERFMON)) {
         Ok(())
     } else {
-        Err(Error::environment(
+        Err(
             "bpf-overhead must run as root (it needs CAP_BPF and CAP_PERFMON to load and attach \
-             BPF programs): run it with sudo",
-        ))
+             BPF programs): run it with sudo"
+                .into(),
+        )
     }
 }
 
@@ -68,7 +78,7 @@ impl Tracefs {
                  mount it with `mount -t tracefs nodev {TRACEFS}`"
             ))
         })?;
-        eprintln!("bpf-overhead: tracefs was not mounted: mounted it at {TRACEFS} for this run");
+        log::warn!("tracefs was not mounted: mounted it at {TRACEFS} for this run");
         Ok(Self { mounted_here: true })
     }
 
@@ -88,7 +98,7 @@ impl Drop for Tracefs {
             // Lazy: a tracefs file someone else opened meanwhile must not
             // make us fail or leave the mount behind.
             if let Err(e) = umount2(TRACEFS, MntFlags::MNT_DETACH) {
-                eprintln!("bpf-overhead: could not unmount {TRACEFS}: {e}");
+                log::warn!("could not unmount {TRACEFS}: {e}");
             }
         }
     }
@@ -158,9 +168,10 @@ pub fn enable_run_time_stats() -> Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-/// Recent libbpf messages, kept so an error can quote the line that
-/// explains it; the full log goes to the `log` crate (RUST_LOG=debug).
-static LIBBPF_LOG: Mutex<VecDeque<String>> = Mutex::new(VecDeque::new());
+/// libbpf's warnings since the last clear, kept so an error can quote the
+/// one that explains it; the full log goes to the `log` crate
+/// (RUST_LOG=debug).
+static LIBBPF_WARNINGS: Mutex<VecDeque<String>> = Mutex::new(VecDeque::new());
 const LIBBPF_LOG_KEEP: usize = 64;
 
 fn on_libbpf_message(level: libbpf_rs::PrintLevel, msg: String) {
@@ -169,13 +180,13 @@ fn on_libbpf_message(level: libbpf_rs::PrintLevel, msg: String) {
     // Debug, not warn: what matters reaches the user in the error itself,
     // and a skipped mechanism should print one line, not libbpf's log.
     match level {
-        libbpf_rs::PrintLevel::Debug => log::trace!("libbpf: {msg}"),
-        _ => log::debug!("libbpf: {msg}"),
+        libbpf_rs::PrintLevel::Warn => log::debug!("libbpf: {msg}"),
+        _ => log::trace!("libbpf: {msg}"),
     }
-    if level == libbpf_rs::PrintLevel::Debug {
+    if level != libbpf_rs::PrintLevel::Warn {
         return;
     }
-    let mut log = LIBBPF_LOG.lock().unwrap_or_else(|e| e.into_inner());
+    let mut log = LIBBPF_WARNINGS.lock().unwrap_or_else(|e| e.into_inner());
     if log.len() == LIBBPF_LOG_KEEP {
         log.pop_front();
     }
@@ -194,15 +205,69 @@ pub fn capture_libbpf_log() {
 
 /// Forgets earlier libbpf messages (called before each load).
 pub fn clear_libbpf_log() {
-    LIBBPF_LOG.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    LIBBPF_WARNINGS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clear();
 }
 
-/// The most telling libbpf message since the last clear: the last one that
-/// reports a failure, for appending to an error.
+/// libbpf's own account of the last failure: the verifier's verdict when
+/// libbpf dumped a program load log, else its first warning (libbpf warns
+/// first where the failure starts, then once per layer it unwinds).
 pub fn libbpf_reason() -> Option<String> {
-    let log = LIBBPF_LOG.lock().unwrap_or_else(|e| e.into_inner());
-    log.iter()
-        .rev()
-        .find(|l| l.contains("failed") || l.contains("not ") || l.contains("error"))
-        .map(|l| l.lines().next().unwrap_or_default().to_string())
+    let log = LIBBPF_WARNINGS.lock().unwrap_or_else(|e| e.into_inner());
+    reason_of(log.iter().map(String::as_str))
+}
+
+const LOG_BEGIN: &str = "-- BEGIN PROG LOAD LOG --";
+const LOG_END: &str = "-- END PROG LOAD LOG --";
+
+fn reason_of<'a>(warnings: impl Iterator<Item = &'a str> + Clone) -> Option<String> {
+    let verdict = warnings.clone().find_map(|w| {
+        let log = w.split_once(LOG_BEGIN)?.1;
+        let log = log.split(LOG_END).next().unwrap_or(log);
+        // The verifier ends with its statistics; the verdict is above them.
+        log.lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .rfind(|l| !l.starts_with("processed ") && !l.starts_with("verification time"))
+            .map(String::from)
+    });
+    verdict.or_else(|| {
+        warnings
+            .into_iter()
+            .next()
+            .map(|l| l.lines().next().unwrap_or_default().to_string())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_warning_is_the_reason() {
+        let warnings = [
+            "prog 'prog_kprobe': failed to create kprobe '__set_task_comm+0x0' perf event: No such file or directory",
+            "prog 'prog_kprobe': failed to auto-attach: -ENOENT",
+        ];
+        assert_eq!(
+            reason_of(warnings.into_iter()).as_deref(),
+            Some(warnings[0])
+        );
+        assert_eq!(reason_of([].into_iter()), None);
+    }
+
+    #[test]
+    fn the_verifier_verdict_beats_the_first_warning() {
+        let warnings = [
+            "prog 'prog_fmod_ret': BPF program load failed: -EINVAL",
+            "prog 'prog_fmod_ret': -- BEGIN PROG LOAD LOG --\n__set_task_comm() is not modifiable\nprocessed 0 insns (limit 1000000)\n-- END PROG LOAD LOG --",
+            "failed to load object 'overhead_bpf'",
+        ];
+        assert_eq!(
+            reason_of(warnings.into_iter()).as_deref(),
+            Some("__set_task_comm() is not modifiable")
+        );
+    }
 }

@@ -1,70 +1,96 @@
-//! The benchmark matrix: every selected mechanism and its base, measured
-//! `repeats` times with the same definitions of mechanism, trigger and
-//! measurement that the tests use ([`measure`](mod@crate::measure)).
+//! The one measurement pipeline, used by the tests and the command alike:
+//! a [`Plan`] (validated when built: the types admit no zero counts) goes
+//! to [`run`], whose runs become a result [`Document`] in [`document`].
+//! Overhead and ratio to base are computed there and nowhere else.
 //!
 //! The order of runs:
 //!
 //! 1. a warm-up pass: one untimed run of every mechanism, which is also
 //!    where the ones this kernel cannot run are found (and skipped);
 //! 2. `repeats` timed passes, each going once round-robin over the whole
-//!    selection in [`Mechanism::ALL`] order (each base just before the
-//!    mechanisms compared to it), so that drift in the machine's speed —
-//!    frequency, other load, cache state — hits a mechanism and its base
-//!    alike. A mechanism's figures against its base are paired per pass:
-//!    repeat *r* of `raw_tp` against repeat *r* of `base`;
-//! 3. one more run of every non-base mechanism with the kernel's BPF
-//!    run-time stats enabled, for the program's own ns per event. It is
-//!    kept out of the timed passes because the stats add two clock reads
-//!    to every program run.
+//!    plan in catalogue order (each base just before the mechanisms
+//!    compared to it), so that drift in the machine's speed — frequency,
+//!    other load, cache state — hits a mechanism and its base alike. A
+//!    mechanism's figures against its base are paired per pass: repeat *r*
+//!    of `raw_tp` against repeat *r* of `base`;
+//! 3. optionally, one more run of every non-base mechanism with the
+//!    kernel's BPF run-time stats enabled, for the program's own ns per
+//!    event. It is kept out of the timed passes because the stats add two
+//!    clock reads to every program run.
+//!
+//! All of it happens on one measuring thread with a file table of its own
+//! ([`on_measuring_thread`]), so a run inside `cargo test` measures what a
+//! single-threaded process does.
 
-use crate::error::{Error, Result};
-use crate::measure::{measure, Options, Sample};
-use crate::mechanism::Mechanism;
-use crate::result::SCHEMA_VERSION;
-use crate::result::{Document, Host, MechanismResult, Status, ORDER_ROUND_ROBIN, SCHEMA};
+use std::num::{NonZeroU64, NonZeroUsize};
+
+use crate::document::SCHEMA_VERSION;
+use crate::document::{Document, Host, MechanismResult, Status, ORDER_ROUND_ROBIN, SCHEMA};
+use crate::measure::sys::{self, Tracefs};
+use crate::measure::{
+    measure, on_measuring_thread, Error, Mechanism, Options, Result, Sample, DEFAULT_ITERATIONS,
+};
 use crate::stats::Summary;
-use crate::sys::{self, Tracefs};
-use crate::trigger::Trigger;
 
 /// Default `--repeat`.
-pub const DEFAULT_REPEATS: usize = 5;
+pub const DEFAULT_REPEATS: NonZeroUsize = NonZeroUsize::new(5).unwrap();
 
+/// What to run, and how.
 #[derive(Clone, Debug)]
-pub struct Config {
-    /// What the user asked for; empty means every mechanism.
-    pub selection: Vec<Mechanism>,
-    pub iterations: u64,
-    pub repeats: usize,
+pub struct Plan {
+    /// The mechanisms to run, each base included, in catalogue order.
+    pub mechanisms: Vec<Mechanism>,
+    /// Events per mechanism run (a base scales it: [`Mechanism::events`]).
+    pub iterations: NonZeroU64,
+    /// Timed passes.
+    pub repeats: NonZeroUsize,
     /// `None`: CPU 0, or the first allowed CPU if 0 is not.
     pub cpu: Option<usize>,
     /// Make the extra run with BPF run-time stats.
-    pub prog_stats: bool,
+    pub stats_run: bool,
 }
 
-impl Default for Config {
-    fn default() -> Self {
+impl Plan {
+    /// `selection` and each one's base, in catalogue order; an empty
+    /// selection means every mechanism. Defaults for the rest.
+    pub fn new(selection: &[Mechanism]) -> Self {
         Self {
-            selection: Vec::new(),
-            iterations: crate::measure::DEFAULT_ITERATIONS,
+            mechanisms: expand(selection),
+            iterations: DEFAULT_ITERATIONS,
             repeats: DEFAULT_REPEATS,
             cpu: None,
-            prog_stats: true,
+            stats_run: true,
+        }
+    }
+
+    /// The selftest's plan: test_overhead's 100000 events, one timed run
+    /// after the warm-up, no stats run.
+    pub fn selftest(mechanism: Mechanism) -> Self {
+        Self {
+            repeats: NonZeroUsize::MIN,
+            stats_run: false,
+            ..Self::new(&[mechanism])
+        }
+    }
+
+    fn options(&self, bpf_stats: bool) -> Options {
+        Options {
+            iterations: self.iterations,
+            cpu: self.cpu,
+            bpf_stats,
         }
     }
 }
 
 /// The mechanisms to run for `selection`: each selected one and its base,
-/// in [`Mechanism::ALL`] order. An empty selection means all of them.
-pub fn plan(selection: &[Mechanism]) -> Vec<Mechanism> {
-    if selection.is_empty() {
-        return Mechanism::ALL.to_vec();
-    }
-    Mechanism::ALL
-        .into_iter()
+/// in catalogue order. An empty selection means all of them.
+pub fn expand(selection: &[Mechanism]) -> Vec<Mechanism> {
+    Mechanism::all()
         .filter(|m| {
-            selection
-                .iter()
-                .any(|s| s == m || (m.is_base() && s.base() == *m))
+            selection.is_empty()
+                || selection
+                    .iter()
+                    .any(|s| s == m || (m.is_base() && s.base() == *m))
         })
         .collect()
 }
@@ -112,47 +138,26 @@ impl Outcome {
         self.reason = Some(reason);
     }
 
-    /// Records a run's error: a missing kernel feature is a skip, anything
-    /// else a failure.
+    /// Records a run's error: a missing kernel feature is a skip (its
+    /// reason alone), anything else a failure (its whole message).
     fn fail(&mut self, err: Error) {
-        match err {
-            Error::Unsupported(reason) => self.set(Status::Skipped, reason),
-            err => self.set(Status::Failed, err.to_string()),
+        if err.is_unsupported() {
+            self.set(Status::Skipped, err.reason().to_string());
+        } else {
+            self.set(Status::Failed, err.to_string());
         }
     }
-}
-
-/// How many times more events a call base (`base-nop`, `base-push`,
-/// `base-ret`) fires. Such an event is a ~2 ns function call: 100000 of
-/// them last 0.2 ms, within the jitter of a single interrupt, which made
-/// the uprobe mechanisms' ratios to base swing 12–28% between runs. Scaled,
-/// the base lasts about as long as a comm-write run; rates are per event,
-/// so the figures stay comparable.
-pub const CALL_BASE_SCALE: u64 = 100;
-
-fn run_one(mechanism: Mechanism, opts: &Options) -> Result<Sample> {
-    let scaled;
-    let opts = if matches!(mechanism, Mechanism::Base(Trigger::Call(_))) {
-        scaled = Options {
-            iterations: opts.iterations.saturating_mul(CALL_BASE_SCALE),
-            ..opts.clone()
-        };
-        &scaled
-    } else {
-        opts
-    };
-    measure(mechanism, opts)
 }
 
 /// Runs each mechanism's pre-load support check ([`Mechanism::check_support`]),
 /// tp first so that the tracefs it keeps mounted serves the others' checks
 /// instead of each mounting (and announcing) its own. Returns the guards to
 /// hold while the mechanisms run, and each mechanism's problem, if any.
-pub fn check_support(mechanisms: &[Mechanism]) -> (Vec<Tracefs>, Vec<Option<Error>>) {
+fn check_support(mechanisms: &[Mechanism]) -> (Vec<Tracefs>, Vec<Option<Error>>) {
     let mut guards = Vec::new();
     let mut problems: Vec<Option<Error>> = mechanisms.iter().map(|_| None).collect();
     let mut order: Vec<usize> = (0..mechanisms.len()).collect();
-    order.sort_by_key(|&i| mechanisms[i] != Mechanism::Tp);
+    order.sort_by_key(|&i| mechanisms[i].kind() != crate::measure::Kind::Tracepoint);
     for i in order {
         match mechanisms[i].check_support() {
             Ok(guard) => guards.extend(guard),
@@ -162,38 +167,32 @@ pub fn check_support(mechanisms: &[Mechanism]) -> (Vec<Tracefs>, Vec<Option<Erro
     (guards, problems)
 }
 
-/// Runs the matrix (see the module documentation for the order) and returns
-/// one outcome per planned mechanism. Fails only for problems that stop the
-/// whole run (not privileged, bad configuration); a mechanism's own
-/// problems end up in its outcome.
-pub fn run(config: &Config, mut progress: impl FnMut(&Step)) -> Result<Vec<Outcome>> {
-    if config.iterations == 0 {
-        return Err(Error::environment("iterations must be at least 1"));
-    }
-    if config.repeats == 0 {
-        return Err(Error::environment("repeats must be at least 1"));
-    }
+/// Runs the plan (see the module documentation for the order) and
+/// returns one outcome per planned mechanism. Fails only for problems that
+/// stop the whole run (not privileged); a mechanism's own problems end up
+/// in its outcome.
+pub fn run(plan: &Plan, progress: impl FnMut(&Step) + Send) -> Result<Vec<Outcome>> {
     sys::check_privileges()?;
-    let plan = plan(&config.selection);
-    let mut outcomes: Vec<Outcome> = plan.iter().copied().map(Outcome::new).collect();
+    on_measuring_thread(|| Ok(run_here(plan, progress)))
+}
+
+fn run_here(plan: &Plan, mut progress: impl FnMut(&Step)) -> Vec<Outcome> {
+    let repeats = plan.repeats.get() as u64;
+    let mut outcomes: Vec<Outcome> = plan.mechanisms.iter().copied().map(Outcome::new).collect();
 
     // Hold what the mechanisms need from the environment (tracefs) for the
     // whole run, so it is set up once rather than per run; and skip what
     // the kernel visibly lacks before loading anything.
-    let (_guards, problems) = check_support(&plan);
+    let (_guards, problems) = check_support(&plan.mechanisms);
     for (outcome, problem) in outcomes.iter_mut().zip(problems) {
         if let Some(err) = problem {
             outcome.fail(err);
         }
     }
 
-    let opts = Options {
-        iterations: config.iterations,
-        cpu: config.cpu,
-        prog_stats: false,
-    };
+    let opts = plan.options(false);
     let stats_runs = |outcomes: &[Outcome]| -> u64 {
-        if config.prog_stats {
+        if plan.stats_run {
             outcomes
                 .iter()
                 .filter(|o| o.is_ok() && !o.mechanism.is_base())
@@ -205,7 +204,7 @@ pub fn run(config: &Config, mut progress: impl FnMut(&Step)) -> Result<Vec<Outco
     let ok_count = |outcomes: &[Outcome]| outcomes.iter().filter(|o| o.is_ok()).count() as u64;
     let mut step = Step {
         done: 0,
-        total: ok_count(&outcomes) * (1 + config.repeats as u64) + stats_runs(&outcomes),
+        total: ok_count(&outcomes) * (1 + repeats) + stats_runs(&outcomes),
         what: String::new(),
     };
 
@@ -213,20 +212,20 @@ pub fn run(config: &Config, mut progress: impl FnMut(&Step)) -> Result<Vec<Outco
     for outcome in outcomes.iter_mut().filter(|o| o.is_ok()) {
         step.what = format!("warm-up {}", outcome.mechanism);
         progress(&step);
-        if let Err(err) = run_one(outcome.mechanism, &opts) {
+        if let Err(err) = measure(outcome.mechanism, &opts) {
             outcome.fail(err);
         }
         step.done += 1;
     }
     propagate_base_problems(&mut outcomes);
-    step.total = step.done + ok_count(&outcomes) * config.repeats as u64 + stats_runs(&outcomes);
+    step.total = step.done + ok_count(&outcomes) * repeats + stats_runs(&outcomes);
 
     // 2. The timed passes, round-robin.
-    for repeat in 1..=config.repeats {
+    for repeat in 1..=repeats {
         for outcome in outcomes.iter_mut().filter(|o| o.is_ok()) {
-            step.what = format!("repeat {repeat}/{} {}", config.repeats, outcome.mechanism);
+            step.what = format!("repeat {repeat}/{repeats} {}", outcome.mechanism);
             progress(&step);
-            match run_one(outcome.mechanism, &opts) {
+            match measure(outcome.mechanism, &opts) {
                 Ok(sample) => outcome.samples.push(sample),
                 Err(err) => outcome.fail(err),
             }
@@ -236,24 +235,21 @@ pub fn run(config: &Config, mut progress: impl FnMut(&Step)) -> Result<Vec<Outco
     propagate_base_problems(&mut outcomes);
 
     // 3. The program's own run time, with BPF stats on for this run only.
-    if config.prog_stats {
+    if plan.stats_run {
         step.total = step.done + stats_runs(&outcomes);
-        let stats_opts = Options {
-            prog_stats: true,
-            ..opts.clone()
-        };
+        let stats_opts = plan.options(true);
         for outcome in outcomes
             .iter_mut()
             .filter(|o| o.is_ok() && !o.mechanism.is_base())
         {
             step.what = format!("BPF stats {}", outcome.mechanism);
             progress(&step);
-            match run_one(outcome.mechanism, &stats_opts) {
+            match measure(outcome.mechanism, &stats_opts) {
                 Ok(sample) => outcome.prog_ns_per_event = sample.prog_ns_per_event(),
                 // No BPF_ENABLE_STATS (before 5.8): no figures, not a
                 // failure, and no point trying the other mechanisms.
-                Err(Error::Unsupported(why)) => {
-                    eprintln!("bpf-overhead: no program run times: {why}");
+                Err(err) if err.is_unsupported() => {
+                    log::warn!("no program run times: {}", err.reason());
                     break;
                 }
                 Err(err) => outcome.fail(err),
@@ -263,7 +259,7 @@ pub fn run(config: &Config, mut progress: impl FnMut(&Step)) -> Result<Vec<Outco
     }
     step.what = "done".into();
     progress(&step);
-    Ok(outcomes)
+    outcomes
 }
 
 /// A mechanism whose base could not be measured cannot be compared to it.
@@ -288,15 +284,25 @@ fn propagate_base_problems(outcomes: &mut [Outcome]) {
     }
 }
 
+/// Runs the plan and returns its document: [`run`], then [`document`].
+pub fn execute(
+    plan: &Plan,
+    host: impl FnOnce() -> Host,
+    progress: impl FnMut(&Step) + Send,
+) -> Result<Document> {
+    let outcomes = run(plan, progress)?;
+    Ok(document(plan, &outcomes, host()))
+}
+
 /// Turns outcomes into the result document. Pure: the statistics of fixed
 /// samples are unit-tested.
-pub fn document(config: &Config, outcomes: &[Outcome], host: Host) -> Document {
+pub fn document(plan: &Plan, outcomes: &[Outcome], host: Host) -> Document {
     let cpu = outcomes
         .iter()
         .flat_map(|o| o.samples.first())
         .map(|s| s.cpu)
         .next()
-        .or(config.cpu)
+        .or(plan.cpu)
         .unwrap_or(0);
     let base_of = |m: Mechanism| outcomes.iter().find(|o| o.mechanism == m.base());
     let mechanisms = outcomes
@@ -326,10 +332,10 @@ pub fn document(config: &Config, outcomes: &[Outcome], host: Host) -> Document {
                 Summary::of(&values)
             };
             MechanismResult {
-                name: m.name(),
-                base: m.base().name(),
+                name: m.name().into(),
+                base: m.base().name().into(),
                 trigger: m.trigger().label().into(),
-                hook: m.hook(),
+                hook: m.hook().into(),
                 status,
                 reason,
                 k_events_per_sec: ok.then(|| Summary::of(&rates)).flatten(),
@@ -351,19 +357,71 @@ pub fn document(config: &Config, outcomes: &[Outcome], host: Host) -> Document {
         cpu_model: host.cpu_model,
         cpu,
         emulated: host.emulated,
-        iterations: config.iterations,
-        repeats: config.repeats,
+        iterations: plan.iterations.get(),
+        repeats: plan.repeats.get(),
         warmup_runs: 1,
         order: ORDER_ROUND_ROBIN.into(),
-        prog_stats: config.prog_stats,
+        prog_stats: plan.stats_run,
         mechanisms,
     }
+}
+
+/// Whether this kernel runs a mechanism, for `--list`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Availability {
+    Yes,
+    /// The kernel lacks what it needs: why.
+    No(String),
+    /// It should run and did not: why.
+    Broken(String),
+    /// Not privileged: cannot tell.
+    Unknown,
+}
+
+/// Finds out, with a one-event run of each, which of `mechanisms` this
+/// kernel runs. Without privileges every answer is [`Availability::Unknown`].
+pub fn survey(mechanisms: &[Mechanism], cpu: Option<usize>) -> Vec<(Mechanism, Availability)> {
+    if sys::check_privileges().is_err() {
+        return mechanisms
+            .iter()
+            .map(|&m| (m, Availability::Unknown))
+            .collect();
+    }
+    let opts = Options {
+        iterations: NonZeroU64::MIN,
+        cpu,
+        bpf_stats: false,
+    };
+    let surveyed = on_measuring_thread(|| {
+        let (_guards, problems) = check_support(mechanisms);
+        Ok(mechanisms
+            .iter()
+            .zip(problems)
+            .map(|(&m, problem)| {
+                let verdict = match problem {
+                    Some(err) => Err(err),
+                    None => measure(m, &opts).map(|_| ()),
+                };
+                let availability = match verdict {
+                    Ok(()) => Availability::Yes,
+                    Err(err) if err.is_unsupported() => Availability::No(err.reason().into()),
+                    Err(err) => Availability::Broken(err.reason().into()),
+                };
+                (m, availability)
+            })
+            .collect())
+    });
+    surveyed.unwrap_or_else(|err| {
+        mechanisms
+            .iter()
+            .map(|&m| (m, Availability::Broken(err.to_string())))
+            .collect()
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trigger::{Target, Trigger};
     use std::time::Duration;
 
     fn m(name: &str) -> Mechanism {
@@ -372,19 +430,19 @@ mod tests {
 
     #[test]
     fn plan_adds_bases_in_order() {
-        assert_eq!(plan(&[]), Mechanism::ALL.to_vec());
-        assert_eq!(plan(&[m("raw_tp")]), vec![m("base"), m("raw_tp")]);
+        assert_eq!(expand(&[]), Mechanism::all().collect::<Vec<_>>());
+        assert_eq!(expand(&[m("raw_tp")]), vec![m("base"), m("raw_tp")]);
         assert_eq!(
-            plan(&[m("uretprobe-ret"), m("tp"), m("raw_tp"), m("tp")]),
+            expand(&[m("uretprobe-ret"), m("tp"), m("raw_tp"), m("tp")]),
             vec![
                 m("base"),
                 m("raw_tp"),
                 m("tp"),
-                Mechanism::Base(Trigger::Call(Target::Ret)),
+                m("base-ret"),
                 m("uretprobe-ret")
             ]
         );
-        assert_eq!(plan(&[m("base-nop")]), vec![m("base-nop")]);
+        assert_eq!(expand(&[m("base-nop")]), vec![m("base-nop")]);
     }
 
     fn sample(mech: Mechanism, ns_per_event: u64, hits: Option<u64>) -> Sample {
@@ -423,12 +481,12 @@ mod tests {
             outcome(m("base"), &[1000, 500, 1000]),
             outcome(m("raw_tp"), &[1100, 600, 1100]),
         ];
-        let config = Config {
-            iterations: 1000,
-            repeats: 3,
-            ..Config::default()
+        let plan = Plan {
+            iterations: NonZeroU64::new(1000).unwrap(),
+            repeats: NonZeroUsize::new(3).unwrap(),
+            ..Plan::new(&[m("raw_tp")])
         };
-        let doc = document(&config, &outcomes, host());
+        let doc = document(&plan, &outcomes, host());
         assert_eq!(doc.cpu, 1);
         let base = doc.mechanism("base").unwrap();
         let rate = base.k_events_per_sec.as_ref().unwrap();
@@ -461,7 +519,7 @@ mod tests {
         let mut tp = outcome(m("tp"), &[1100]);
         tp.fail(Error::failed("tp: attach failed"));
         let outcomes = [outcome(m("base"), &[1000]), kprobe, tp];
-        let doc = document(&Config::default(), &outcomes, host());
+        let doc = document(&Plan::new(&[]), &outcomes, host());
         let kprobe = doc.mechanism("kprobe").unwrap();
         assert_eq!(kprobe.status, Status::Skipped);
         assert_eq!(kprobe.reason.as_deref(), Some("no kprobes"));

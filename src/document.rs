@@ -1,6 +1,6 @@
 //! The result of a benchmark run as one versioned document: what `--format
 //! json` prints, what `--save` writes and what `--baseline` reads back.
-//! docs/cli.md documents the schema; bump [`SCHEMA_VERSION`] on any change
+//! docs/json-schema.md documents the schema; bump [`SCHEMA_VERSION`] on any change
 //! that an older reader would misread (renamed, removed or re-meant fields).
 
 use std::fs;
@@ -183,9 +183,20 @@ impl Host {
             kernel_release: kernel_release(),
             cpu_model: cpu_model(),
             timestamp: rfc3339_utc(SystemTime::now()),
-            emulated: crate::report::emulated(),
+            emulated: emulated(),
         }
     }
+}
+
+/// Environment variable set by scripts/vmtest to the emulator in use
+/// (`tcg`): rates measured there are not performance figures.
+pub const EMULATED_ENV: &str = "BPF_OVERHEAD_EMULATED";
+
+/// `Some("tcg")` when running under an emulator (see [`EMULATED_ENV`]).
+fn emulated() -> Option<String> {
+    std::env::var(EMULATED_ENV)
+        .ok()
+        .filter(|v| !v.is_empty() && v != "0")
 }
 
 pub fn kernel_release() -> String {

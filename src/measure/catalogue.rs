@@ -1,0 +1,371 @@
+//! The catalogue of attach mechanisms, after the kernel's
+//! `benchs/bench_trigger.c` (one `struct bench` per mechanism): one
+//! [`Entry`] holds everything about a mechanism — its name, trigger, hook,
+//! kernel needs and BPF program — and its [`Kind`] says how it attaches,
+//! how its support is probed and how its errors are sorted.
+//!
+//! Adding a mechanism is one entry here, one program in
+//! bpf/overhead.bpf.c and one line in tests/overhead.rs; tests fail until
+//! all three (and the README's table) agree.
+
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::str::FromStr;
+
+use super::error::{errno_name, Error, Result, ENOTSUPP};
+use super::sys::{self, Tracefs};
+use super::trigger::{Target, Trigger};
+
+/// The kernel function probed by kprobe, kretprobe, fentry and fexit
+/// (test_overhead's target). The comm write reaches it once per write.
+pub const KFUNC: &str = "__set_task_comm";
+/// fmod_ret's target; see prog_fmod_ret in bpf/overhead.bpf.c for why it
+/// cannot be KFUNC.
+pub const FMOD_RET_KFUNC: &str = "security_file_permission";
+/// The tracepoint behind raw_tp, tp and tp_btf.
+pub const TRACEPOINT: &str = "task/task_rename";
+
+/// How a mechanism attaches: this decides its support probe, its attach
+/// call and how its load and attach errors are sorted into "this kernel
+/// lacks it" (a skip) and "broken" (a failure).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// The trigger alone, nothing attached: the reference.
+    Base,
+    /// kprobe, kretprobe: CONFIG_KPROBES, through the perf PMU or tracefs.
+    Kprobe,
+    /// raw_tp: a raw tracepoint, by name.
+    RawTracepoint,
+    /// tp: a tracepoint through its tracefs id.
+    Tracepoint,
+    /// tp_btf: a raw tracepoint typed by the kernel's BTF.
+    BtfTracepoint,
+    /// fentry, fexit, fmod_ret: BPF trampolines.
+    Trampoline,
+    /// uprobe, uretprobe on the trigger's target symbol.
+    Uprobe { ret: bool },
+}
+
+/// One mechanism, as the catalogue describes it.
+#[derive(Debug)]
+pub struct Entry {
+    /// Stable name: `-m`, test names, selftest lines, JSON.
+    pub name: &'static str,
+    /// What fires it, once per event.
+    pub trigger: Trigger,
+    pub kind: Kind,
+    /// Its program in bpf/overhead.bpf.c; `None` for a base.
+    pub program: Option<&'static str>,
+    /// Where it attaches, for humans.
+    pub hook: &'static str,
+    /// What the kernel must have, for `--list` and the README table.
+    pub needs: &'static str,
+}
+
+const fn base(name: &'static str, trigger: Trigger) -> Entry {
+    Entry {
+        name,
+        trigger,
+        kind: Kind::Base,
+        program: None,
+        hook: "nothing attached",
+        needs: "nothing",
+    }
+}
+
+const KPROBES: &str = "CONFIG_KPROBES (kprobe PMU or kprobe_events)";
+const UPROBES: &str = "CONFIG_UPROBES (uprobe PMU or uprobe_events)";
+const TRAMPOLINES: &str = "BTF (CONFIG_DEBUG_INFO_BTF), BPF trampolines";
+
+const fn kernel(
+    name: &'static str,
+    kind: Kind,
+    program: &'static str,
+    hook: &'static str,
+    needs: &'static str,
+) -> Entry {
+    Entry {
+        name,
+        trigger: Trigger::TaskRename,
+        kind,
+        program: Some(program),
+        hook,
+        needs,
+    }
+}
+
+const fn uprobe(name: &'static str, target: Target, ret: bool) -> Entry {
+    Entry {
+        name,
+        trigger: Trigger::Call(target),
+        kind: Kind::Uprobe { ret },
+        program: Some(if ret { "prog_uretprobe" } else { "prog_uprobe" }),
+        hook: target.symbol(),
+        needs: UPROBES,
+    }
+}
+
+use Kind::*;
+use Target::{Nop, Push, Ret};
+
+/// Every mechanism, each base just before the mechanisms it is the
+/// reference for. This order is the order of runs, `--list` and output.
+pub static CATALOGUE: [Entry; 18] = [
+    base("base", Trigger::TaskRename),
+    kernel("kprobe", Kprobe, "prog_kprobe", KFUNC, KPROBES),
+    kernel("kretprobe", Kprobe, "prog_kretprobe", KFUNC, KPROBES),
+    kernel(
+        "raw_tp",
+        RawTracepoint,
+        "prog_raw_tp",
+        TRACEPOINT,
+        "CONFIG_BPF_EVENTS",
+    ),
+    kernel(
+        "tp",
+        Tracepoint,
+        "prog_tp",
+        TRACEPOINT,
+        "CONFIG_BPF_EVENTS, tracefs",
+    ),
+    kernel(
+        "tp_btf",
+        BtfTracepoint,
+        "prog_tp_btf",
+        TRACEPOINT,
+        "BTF (CONFIG_DEBUG_INFO_BTF)",
+    ),
+    kernel("fentry", Trampoline, "prog_fentry", KFUNC, TRAMPOLINES),
+    kernel("fexit", Trampoline, "prog_fexit", KFUNC, TRAMPOLINES),
+    kernel(
+        "fmod_ret",
+        Trampoline,
+        "prog_fmod_ret",
+        FMOD_RET_KFUNC,
+        "BTF, BPF trampolines, a modifiable target (security_* hook)",
+    ),
+    base("base-nop", Trigger::Call(Nop)),
+    uprobe("uprobe-nop", Nop, false),
+    uprobe("uretprobe-nop", Nop, true),
+    base("base-push", Trigger::Call(Push)),
+    uprobe("uprobe-push", Push, false),
+    uprobe("uretprobe-push", Push, true),
+    base("base-ret", Trigger::Call(Ret)),
+    uprobe("uprobe-ret", Ret, false),
+    uprobe("uretprobe-ret", Ret, true),
+];
+
+/// A handle to a catalogue entry: cheap to copy, compared by name.
+#[derive(Clone, Copy)]
+pub struct Mechanism(&'static Entry);
+
+impl Mechanism {
+    /// Every mechanism, in catalogue order.
+    pub fn all() -> impl Iterator<Item = Mechanism> + Clone {
+        CATALOGUE.iter().map(Mechanism)
+    }
+
+    pub fn by_name(name: &str) -> Option<Mechanism> {
+        Self::all().find(|m| m.name() == name)
+    }
+
+    pub fn entry(self) -> &'static Entry {
+        self.0
+    }
+
+    pub fn name(self) -> &'static str {
+        self.0.name
+    }
+
+    pub fn trigger(self) -> Trigger {
+        self.0.trigger
+    }
+
+    pub fn kind(self) -> Kind {
+        self.0.kind
+    }
+
+    pub fn hook(self) -> &'static str {
+        self.0.hook
+    }
+
+    pub fn needs(self) -> &'static str {
+        self.0.needs
+    }
+
+    pub fn program(self) -> Option<&'static str> {
+        self.0.program
+    }
+
+    pub fn is_base(self) -> bool {
+        self.0.kind == Base
+    }
+
+    /// The reference this mechanism's overhead is computed against: the
+    /// base of its trigger (a base is its own).
+    pub fn base(self) -> Mechanism {
+        Self::all()
+            .find(|m| m.is_base() && m.trigger() == self.trigger())
+            .expect("every trigger has a base in the catalogue (checked by a test)")
+    }
+
+    /// Events one run fires for `iterations`: the trigger scales its base.
+    pub fn events(self, iterations: u64) -> u64 {
+        if self.is_base() {
+            iterations.saturating_mul(self.trigger().base_scale())
+        } else {
+            iterations
+        }
+    }
+
+    /// All mechanism names, for error messages.
+    pub fn names() -> Vec<&'static str> {
+        Self::all().map(Mechanism::name).collect()
+    }
+
+    /// Checks what can be checked before loading anything. Returns a
+    /// tracefs guard that must outlive the attachment when the mechanism
+    /// goes through tracefs. Trampoline support only shows at load time.
+    pub fn check_support(self) -> Result<Option<Tracefs>> {
+        match self.kind() {
+            Base | RawTracepoint => Ok(None),
+            Kprobe => sys::probe_support("kprobe"),
+            Uprobe { .. } => sys::probe_support("uprobe"),
+            Tracepoint => Tracefs::ensure().map(Some),
+            Trampoline | BtfTracepoint => sys::btf_support().map(|()| None),
+        }
+        .map_err(|e| e.of(self))
+    }
+
+    /// Sorts a load failure: the kernel lacking the feature (a skip) or
+    /// anything else (a failure).
+    pub(crate) fn load_error(self, errno: Option<i32>, why: String) -> Error {
+        let err = match (self.kind(), errno) {
+            // Privileges were checked before loading, so EPERM here is the
+            // kernel refusing trampoline programs (seen under PVM), like
+            // ENOTSUPP/EOPNOTSUPP on arches without trampolines.
+            (Trampoline, Some(n @ (libc::EPERM | libc::EOPNOTSUPP | ENOTSUPP))) => {
+                Error::unsupported(format!(
+                    "kernel refused the tracing (BPF trampoline) program at load with {} \
+                     although we are privileged: this kernel cannot run fentry/fexit/fmod_ret",
+                    errno_name(n)
+                ))
+            }
+            (Trampoline | BtfTracepoint, Some(libc::ESRCH)) => Error::failed(format!(
+                "target {} not found in the kernel's BTF: {why}",
+                self.hook()
+            )),
+            _ => Error::failed(format!("loading the BPF program failed: {why}")),
+        };
+        err.with_errno(errno).of(self)
+    }
+
+    /// Sorts an attach failure.
+    pub(crate) fn attach_error(self, errno: Option<i32>, why: String) -> Error {
+        let err = match (self.kind(), errno) {
+            (Kprobe, Some(libc::ENOENT | libc::EINVAL)) => Error::failed(format!(
+                "symbol {} not found or not probe-able in this kernel \
+                 (check /proc/kallsyms): {why}",
+                self.hook()
+            )),
+            (Tracepoint | RawTracepoint | BtfTracepoint, Some(libc::ENOENT)) => Error::failed(
+                format!("tracepoint {} not found in this kernel: {why}", self.hook()),
+            ),
+            (Uprobe { .. }, Some(libc::ENOENT | libc::ESRCH)) => Error::failed(format!(
+                "symbol {} not found in this executable (was it stripped?): {why}",
+                self.hook()
+            )),
+            _ => Error::failed(format!("attach failed: {why}")),
+        };
+        err.with_errno(errno).of(self)
+    }
+}
+
+impl PartialEq for Mechanism {
+    fn eq(&self, other: &Self) -> bool {
+        self.name() == other.name()
+    }
+}
+
+impl Eq for Mechanism {}
+
+impl Hash for Mechanism {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.name().hash(state);
+    }
+}
+
+impl fmt::Debug for Mechanism {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl fmt::Display for Mechanism {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Mechanism {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
+        Self::by_name(s).ok_or_else(|| {
+            format!(
+                "unknown mechanism '{s}': expected one of {}",
+                Self::names().join(", ")
+            )
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn names_are_unique_and_round_trip() {
+        let names: HashSet<&str> = Mechanism::all().map(Mechanism::name).collect();
+        assert_eq!(names.len(), CATALOGUE.len());
+        for m in Mechanism::all() {
+            assert_eq!(m.name().parse::<Mechanism>(), Ok(m));
+        }
+    }
+
+    #[test]
+    fn unknown_name_lists_the_known_ones() {
+        let err = "kprobes".parse::<Mechanism>().unwrap_err();
+        assert!(
+            err.contains("unknown mechanism 'kprobes'") && err.contains("kretprobe"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn every_mechanism_follows_its_base() {
+        let all: Vec<Mechanism> = Mechanism::all().collect();
+        for (i, m) in all.iter().enumerate() {
+            let base = all.iter().position(|b| *b == m.base()).unwrap();
+            assert!(base <= i, "{m} comes before its base {}", m.base());
+            assert!(m.base().is_base());
+        }
+    }
+
+    #[test]
+    fn a_base_has_no_program_and_the_others_one() {
+        for m in Mechanism::all() {
+            assert_eq!(m.is_base(), m.program().is_none(), "{m}");
+        }
+    }
+
+    #[test]
+    fn only_call_bases_fire_more_events() {
+        let n = |name: &str| name.parse::<Mechanism>().unwrap().events(1000);
+        assert_eq!(n("base"), 1000);
+        assert_eq!(n("base-nop"), 100_000);
+        assert_eq!(n("uprobe-nop"), 1000);
+        assert_eq!(n("raw_tp"), 1000);
+    }
+}

@@ -1,0 +1,18 @@
+//! The core: the catalogue of mechanisms, the triggers that fire them and
+//! the measurement of one run. It knows nothing of the layers above it
+//! (pipeline, document, renderers, gate, command line); a test in
+//! src/lib.rs keeps it that way.
+
+pub mod catalogue;
+pub mod error;
+mod load;
+pub mod run;
+pub mod sys;
+pub mod trigger;
+
+pub use catalogue::{Kind, Mechanism};
+pub use error::{Error, Result};
+pub use run::{
+    measure, on_measuring_thread, with_run, CpuPin, Options, Run, Sample, DEFAULT_ITERATIONS,
+};
+pub use trigger::{Target, Trigger};
