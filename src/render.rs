@@ -44,20 +44,23 @@ fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// The table's column headings.
+pub const TABLE_COLUMNS: [&str; 8] = [
+    "mechanism",
+    "K ev/s",
+    "min–max",
+    "mean ± sd",
+    "ns/ev",
+    "overhead",
+    "ratio",
+    "prog ns",
+];
+
 /// The human table: per mechanism the median rate, its range, mean ±
 /// stddev, ns/event, the overhead over its base, the rate as a ratio to
 /// base and the program's own run time. Skip and failure reasons follow.
 pub fn table(doc: &Document) -> String {
-    let header = [
-        "mechanism",
-        "K ev/s",
-        "min–max",
-        "mean ± sd",
-        "ns/ev",
-        "overhead",
-        "ratio",
-        "prog ns",
-    ];
+    let header = TABLE_COLUMNS;
     let mut rows: Vec<Vec<String>> = Vec::new();
     let mut notes = Vec::new();
     for m in &doc.mechanisms {
@@ -432,15 +435,7 @@ mod tests {
             "{text}"
         );
         let header = lines[3];
-        for col in [
-            "mechanism",
-            "K ev/s",
-            "min–max",
-            "mean ± sd",
-            "overhead",
-            "ratio",
-            "prog ns",
-        ] {
+        for col in TABLE_COLUMNS {
             assert!(header.contains(col), "{header}");
         }
         let raw_tp = lines.iter().find(|l| l.starts_with("raw_tp")).unwrap();

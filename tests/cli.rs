@@ -502,14 +502,7 @@ fn table_by_default_without_progress_when_piped() {
         out.stdout
     );
     let header = lines.iter().find(|l| l.starts_with("mechanism")).unwrap();
-    for col in [
-        "K ev/s",
-        "min–max",
-        "mean ± sd",
-        "overhead",
-        "ratio",
-        "prog ns",
-    ] {
+    for col in bpf_overhead::render::TABLE_COLUMNS {
         assert!(header.contains(col), "{header}");
     }
     assert!(

@@ -360,6 +360,30 @@ mod tests {
         }
     }
 
+    /// The README's table of mechanisms names each catalogue entry once.
+    #[test]
+    fn the_readme_table_lists_the_catalogue() {
+        let readme = include_str!("../../README.md");
+        let table = readme
+            .split_once("| mechanisms | attaches to |")
+            .expect("README.md has the table of mechanisms")
+            .1;
+        let mut listed: Vec<&str> = table
+            .lines()
+            .skip(2)
+            .take_while(|l| l.starts_with('|'))
+            .flat_map(|row| row.split('|').nth(1).unwrap_or_default().split(','))
+            .map(|cell| cell.trim().trim_matches('`'))
+            .collect();
+        let mut catalogue = Mechanism::names();
+        listed.sort_unstable();
+        catalogue.sort_unstable();
+        assert_eq!(
+            listed, catalogue,
+            "README.md's table and the catalogue differ"
+        );
+    }
+
     #[test]
     fn only_call_bases_fire_more_events() {
         let n = |name: &str| name.parse::<Mechanism>().unwrap().events(1000);
