@@ -4,6 +4,8 @@
 //! that an older reader would misread (renamed, removed or re-meant fields).
 
 use std::fs;
+use std::io::Read as _;
+use std::os::unix::fs::{FileTypeExt as _, OpenOptionsExt as _};
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -154,11 +156,93 @@ impl Document {
             .map_err(|e| format!("does not match schema version {SCHEMA_VERSION}: {e}"))
     }
 
-    /// Reads a saved result (a `--baseline` file).
+    /// Reads a saved result (a `--baseline` file): a regular file of at
+    /// most [`MAX_FILE_BYTES`], a document of this schema version whose
+    /// figures make sense ([`Document::validate`]).
     pub fn load(path: &Path) -> Result<Self, String> {
-        let text = fs::read_to_string(path)
+        let text = read_result_file(path)
             .map_err(|e| format!("cannot read baseline {}: {e}", path.display()))?;
-        Self::from_json(&text).map_err(|e| format!("baseline {}: {e}", path.display()))
+        let doc = Self::from_json(&text)
+            .and_then(|doc| doc.validate().map(|()| doc))
+            .map_err(|e| format!("baseline {}: {e}", path.display()))?;
+        Ok(doc)
+    }
+
+    /// Checks that the figures make sense, so that a corrupt or doctored
+    /// file cannot turn the gate off (a stddev of 1e308 makes every drop
+    /// "noise"): mechanism names unique, each one's base present; every
+    /// number finite, rates and ratios positive; each statistic what its
+    /// samples give, one sample per repeat; the hit counts those of an
+    /// ok run. The error names the field.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.iterations == 0 || self.repeats == 0 {
+            return Err(format!(
+                "iterations {} and repeats {}: both must be at least 1",
+                self.iterations, self.repeats
+            ));
+        }
+        for (i, m) in self.mechanisms.iter().enumerate() {
+            let at = |field: &str| format!("mechanisms[{i}] ({}): {field}", m.name);
+            if self.mechanisms[..i].iter().any(|o| o.name == m.name) {
+                return Err(format!(
+                    "mechanisms[{i}]: name \"{}\" appears twice",
+                    m.name
+                ));
+            }
+            if !m.is_base() && !self.mechanism(&m.base).is_some_and(|b| b.is_base()) {
+                return Err(format!(
+                    "{} \"{}\" is not a base in the document",
+                    at("base"),
+                    m.base
+                ));
+            }
+            let rounds = |n: usize| n == self.repeats;
+            let series = [
+                ("k_events_per_sec", &m.k_events_per_sec, Sign::Positive),
+                ("overhead_ns", &m.overhead_ns, Sign::Any),
+                ("ratio_to_base", &m.ratio_to_base, Sign::Positive),
+            ];
+            for (field, summary, sign) in series {
+                if let Some(summary) = summary {
+                    check_summary(summary, sign, rounds)
+                        .map_err(|e| format!("{}{e}", at(field)))?;
+                }
+            }
+            let scalars = [
+                ("ns_per_event", m.ns_per_event, Sign::Positive),
+                ("prog_ns_per_event", m.prog_ns_per_event, Sign::NonNegative),
+            ];
+            for (field, value, sign) in scalars {
+                if let Some(v) = value {
+                    sign.check(v).map_err(|e| format!("{} {e}", at(field)))?;
+                }
+            }
+            if m.is_ok() {
+                if m.k_events_per_sec.is_none() {
+                    return Err(format!(
+                        "{} is null, but the status is ok",
+                        at("k_events_per_sec")
+                    ));
+                }
+                if !m.is_base() && m.ratio_to_base.is_none() {
+                    return Err(format!(
+                        "{} is null, but the status is ok",
+                        at("ratio_to_base")
+                    ));
+                }
+            }
+            if let (Some(hits), true) = (&m.hits, m.is_ok()) {
+                let runs = m.k_events_per_sec.as_ref().map_or(0, |k| k.samples.len());
+                if hits.len() != runs || hits.iter().any(|&h| h != self.iterations) {
+                    return Err(format!(
+                        "{} is {hits:?}: an ok run counts {} hits in each of its {runs} runs",
+                        at("hits"),
+                        self.iterations
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Writes the result for later use (`--save`).
@@ -166,6 +250,132 @@ impl Document {
         fs::write(path, self.to_json())
             .map_err(|e| format!("cannot write result to {}: {e}", path.display()))
     }
+}
+
+/// The most a result file may weigh: a full run's is ~15 KiB.
+pub const MAX_FILE_BYTES: u64 = 64 << 20;
+
+/// The text of a result file, refusing what cannot be one without
+/// reading it: a directory, a FIFO (whose open would wait for a writer),
+/// a device (/dev/zero never ends), anything over [`MAX_FILE_BYTES`].
+fn read_result_file(path: &Path) -> Result<String, String> {
+    let kind = |meta: &fs::Metadata| -> Result<(), String> {
+        let t = meta.file_type();
+        let what = if t.is_dir() {
+            "a directory"
+        } else if t.is_fifo() {
+            "a FIFO"
+        } else if t.is_char_device() || t.is_block_device() {
+            "a device"
+        } else if t.is_socket() {
+            "a socket"
+        } else if !t.is_file() {
+            "not a regular file"
+        } else if meta.len() > MAX_FILE_BYTES {
+            return Err(format!(
+                "{} bytes, more than a result file's {} MiB",
+                meta.len(),
+                MAX_FILE_BYTES >> 20
+            ));
+        } else {
+            return Ok(());
+        };
+        Err(format!("{what}, not a result file"))
+    };
+    kind(&fs::metadata(path).map_err(|e| e.to_string())?)?;
+    // It was a regular file a moment ago; O_NONBLOCK keeps the open from
+    // hanging if it was swapped for a FIFO since, and fstat checks again.
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| e.to_string())?;
+    kind(&file.metadata().map_err(|e| e.to_string())?)?;
+    let mut text = String::new();
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| e.to_string())?;
+    if text.len() as u64 > MAX_FILE_BYTES {
+        return Err(format!(
+            "more than a result file's {} MiB",
+            MAX_FILE_BYTES >> 20
+        ));
+    }
+    Ok(text)
+}
+
+/// A figure for a message: 1e308 as `1e308`, not 309 digits.
+fn num(v: f64) -> String {
+    if v != 0.0 && !(1e-4..1e7).contains(&v.abs()) {
+        format!("{v:e}")
+    } else {
+        format!("{v}")
+    }
+}
+
+/// What sign a figure must have.
+#[derive(Clone, Copy)]
+enum Sign {
+    Positive,
+    NonNegative,
+    /// An overhead can be negative: a mechanism within noise of its base.
+    Any,
+}
+
+impl Sign {
+    fn check(self, v: f64) -> Result<(), String> {
+        let ok = v.is_finite()
+            && match self {
+                Sign::Positive => v > 0.0,
+                Sign::NonNegative => v >= 0.0,
+                Sign::Any => true,
+            };
+        if ok {
+            Ok(())
+        } else {
+            let must = match self {
+                Sign::Positive => "a positive number",
+                Sign::NonNegative => "a number of at least 0",
+                Sign::Any => "a finite number",
+            };
+            Err(format!("is {}, must be {must}", num(v)))
+        }
+    }
+}
+
+/// `.field ...` when `summary` is not what its samples give.
+fn check_summary(
+    summary: &Summary,
+    sign: Sign,
+    rounds: impl Fn(usize) -> bool,
+) -> Result<(), String> {
+    let n = summary.samples.len();
+    if n == 0 || !rounds(n) {
+        return Err(format!(".samples has {n} values, not one per repeat"));
+    }
+    for (j, &v) in summary.samples.iter().enumerate() {
+        sign.check(v).map_err(|e| format!(".samples[{j}] {e}"))?;
+    }
+    let expected = Summary::of(&summary.samples).expect("finite, non-empty samples");
+    let stats = [
+        ("median", summary.median, expected.median),
+        ("mean", summary.mean, expected.mean),
+        ("stddev", summary.stddev, expected.stddev),
+        ("min", summary.min, expected.min),
+        ("max", summary.max, expected.max),
+    ];
+    for (field, got, want) in stats {
+        // Relative, for figures from 1e-4 (ratios) to 1e6 (call rates);
+        // a little absolute slack for a stddev of 0.
+        if !got.is_finite() || (got - want).abs() > 1e-6 * want.abs().max(got.abs()) + 1e-12 {
+            return Err(format!(
+                ".{field} is {}, but its samples give {}",
+                num(got),
+                num(want)
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Facts about the machine recorded with a result.
@@ -349,6 +559,104 @@ pub(crate) mod tests {
         value.as_object_mut().unwrap().remove("iterations");
         let err = Document::from_json(&value.to_string()).unwrap_err();
         assert!(err.contains("iterations"), "{err}");
+    }
+
+    /// `doc` with `edit` applied to mechanism `name`, validated.
+    fn invalid(name: &str, edit: impl FnOnce(&mut MechanismResult)) -> String {
+        let mut doc = document();
+        edit(doc.mechanism_mut(name).unwrap());
+        doc.validate().unwrap_err()
+    }
+
+    #[test]
+    fn a_real_document_is_valid() {
+        document().validate().unwrap();
+        // Round trip through JSON: the statistics survive exactly.
+        Document::from_json(&document().to_json())
+            .unwrap()
+            .validate()
+            .unwrap();
+    }
+
+    #[test]
+    fn nonsense_numbers_are_refused_naming_the_field() {
+        // A stddev of 1e308 would make every drop "noise".
+        let err = invalid("raw_tp", |m| {
+            m.ratio_to_base.as_mut().unwrap().stddev = 1e308
+        });
+        assert_eq!(
+            err,
+            "mechanisms[2] (raw_tp): ratio_to_base.stddev is 1e308, but its samples give 0"
+        );
+        let negative = Summary::of(&[-5.0, -5.0, -5.0]);
+        let err = invalid("raw_tp", |m| m.ratio_to_base = negative);
+        assert!(
+            err.contains("ratio_to_base.samples[0] is -5, must be a positive number"),
+            "{err}"
+        );
+        let zero = Summary::of(&[0.0, 0.0, 0.0]);
+        let err = invalid("tp", |m| m.ratio_to_base = zero);
+        assert!(err.contains("(tp): ratio_to_base.samples[0] is 0"), "{err}");
+        let err = invalid("base", |m| {
+            m.k_events_per_sec.as_mut().unwrap().median = 5.0
+        });
+        assert!(
+            err.contains("k_events_per_sec.median is 5, but its samples give 1050"),
+            "{err}"
+        );
+        let err = invalid("raw_tp", |m| m.prog_ns_per_event = Some(-1.0));
+        assert!(err.contains("prog_ns_per_event is -1"), "{err}");
+        let err = invalid("raw_tp", |m| m.ns_per_event = Some(f64::INFINITY));
+        assert!(err.contains("ns_per_event is inf"), "{err}");
+        // An overhead may be negative: within noise of the base.
+        let mut doc = document();
+        doc.mechanism_mut("raw_tp").unwrap().overhead_ns = Summary::of(&[-1.0, 0.5, -0.2]);
+        doc.validate().unwrap();
+    }
+
+    #[test]
+    fn counts_must_match_the_repeats() {
+        let err = invalid("raw_tp", |m| {
+            m.ratio_to_base = Summary::of(&[0.9, 0.9]);
+        });
+        assert!(
+            err.contains("ratio_to_base.samples has 2 values, not one per repeat"),
+            "{err}"
+        );
+        let err = invalid("raw_tp", |m| m.hits = Some(vec![100_000, 99_999, 100_000]));
+        assert!(
+            err.contains("(raw_tp): hits is [100000, 99999, 100000]"),
+            "{err}"
+        );
+        let err = invalid("raw_tp", |m| m.hits = Some(vec![100_000; 2]));
+        assert!(err.contains("(raw_tp): hits"), "{err}");
+    }
+
+    #[test]
+    fn names_are_unique_and_bases_present() {
+        let mut doc = document();
+        let dup = doc.mechanisms[2].clone();
+        doc.mechanisms.push(dup);
+        assert_eq!(
+            doc.validate().unwrap_err(),
+            "mechanisms[4]: name \"raw_tp\" appears twice"
+        );
+        let mut doc = document();
+        doc.mechanisms.remove(0);
+        let err = doc.validate().unwrap_err();
+        assert!(
+            err.contains("(kprobe): base \"base\" is not a base in the document"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn ok_needs_its_figures() {
+        let err = invalid("tp", |m| m.ratio_to_base = None);
+        assert!(
+            err.contains("(tp): ratio_to_base is null, but the status is ok"),
+            "{err}"
+        );
     }
 
     #[test]

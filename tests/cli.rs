@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 use serde_json::Value;
 use serial_test::serial;
@@ -279,6 +279,158 @@ fn not_root_is_one_line_and_exit_1() {
     assert_eq!(out.code, 1, "{}", out.stderr);
     assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
     assert!(out.stderr.contains("must run as root"), "{}", out.stderr);
+}
+
+// --- reliability: outputs, result files, baselines, limits -----------------
+
+/// Like [`output`], but fails instead of hanging: a FIFO baseline once
+/// made the command wait forever.
+fn output_within(mut cmd: Command, limit: std::time::Duration) -> Output {
+    use std::io::Read as _;
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("bpf-overhead runs");
+    let deadline = std::time::Instant::now() + limit;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("bpf-overhead {cmd:?} did not end within {limit:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    let (mut stdout, mut stderr) = (String::new(), String::new());
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    Output {
+        code: status.code().expect("bpf-overhead exits, not killed"),
+        stdout,
+        stderr,
+    }
+}
+
+/// Bad input found before anything is measured: exit 2 with one line,
+/// within a few seconds although the run asked for would take minutes.
+fn refused_early(args: &[&str], expected: &str) {
+    let long_run: &[&str] = if args.contains(&"--iterations") {
+        &["-m", "raw_tp", "--repeat", "3"]
+    } else {
+        &["-m", "raw_tp", "--iterations", "100000000", "--repeat", "3"]
+    };
+    let cmd = command(&[long_run, args].concat());
+    let out = output_within(cmd, std::time::Duration::from_secs(20));
+    assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
+    assert_eq!(out.stderr.lines().count(), 1, "{args:?}: {}", out.stderr);
+    assert!(
+        out.stderr.contains(expected),
+        "{args:?}: stderr does not say {expected:?}:\n{}",
+        out.stderr
+    );
+    assert!(out.stdout.is_empty(), "{}", out.stdout);
+}
+
+#[test]
+fn special_file_baselines_are_refused_without_reading_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo.json");
+    let path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid C string.
+    assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0, "mkfifo");
+    let huge = dir.path().join("huge.json");
+    // Sparse: 65 MiB of nothing, over the 64 MiB a result file may have.
+    fs::File::create(&huge).unwrap().set_len(65 << 20).unwrap();
+    for (file, expected) in [
+        (
+            "/dev/zero",
+            "cannot read baseline /dev/zero: a device, not a result file",
+        ),
+        (fifo.to_str().unwrap(), "a FIFO, not a result file"),
+        (
+            dir.path().to_str().unwrap(),
+            "a directory, not a result file",
+        ),
+        (
+            huge.to_str().unwrap(),
+            "68157440 bytes, more than a result file's 64 MiB",
+        ),
+    ] {
+        refused_early(&["--baseline", file], expected);
+    }
+}
+
+/// A baseline whose figures make no sense is refused, naming the field: a
+/// gate a corrupt file could switch off would be worse than none.
+#[test]
+fn nonsense_number_baselines_are_refused() {
+    let file = TempFile::new("nonsense.json");
+    fn ratio(doc: &mut Value) -> &mut Value {
+        &mut doc["mechanisms"][2]["ratio_to_base"]
+    }
+    let constant = |v: f64| {
+        serde_json::json!({"samples": [v, v, v], "median": v, "mean": v, "stddev": 0.0,
+                           "min": v, "max": v})
+    };
+    type Edit = Box<dyn Fn(&mut Value)>;
+    let cases: [(&str, Edit); 7] = [
+        // 1e308 of noise made a 100% drop "noise".
+        (
+            "(raw_tp): ratio_to_base.stddev is 1e308, but its samples give 0.009",
+            Box::new(|doc| ratio(doc)["stddev"] = 1e308.into()),
+        ),
+        (
+            "(raw_tp): ratio_to_base.samples[0] is -5, must be a positive number",
+            Box::new(move |doc| *ratio(doc) = constant(-5.0)),
+        ),
+        (
+            "(raw_tp): ratio_to_base.samples[0] is 0, must be a positive number",
+            Box::new(move |doc| *ratio(doc) = constant(0.0)),
+        ),
+        (
+            "mechanisms[3]: name \"raw_tp\" appears twice",
+            Box::new(|doc| {
+                let dup = doc["mechanisms"][2].clone();
+                doc["mechanisms"].as_array_mut().unwrap().push(dup);
+            }),
+        ),
+        (
+            "(kprobe): base \"base\" is not a base in the document",
+            Box::new(|doc| {
+                doc["mechanisms"].as_array_mut().unwrap().remove(0);
+            }),
+        ),
+        (
+            "(raw_tp): k_events_per_sec.samples has 2 values, not one per repeat",
+            Box::new(|doc| {
+                let rate = &mut doc["mechanisms"][2]["k_events_per_sec"];
+                rate["samples"] = serde_json::json!([891.0, 909.0]);
+            }),
+        ),
+        (
+            "(raw_tp): hits is [100000, 5, 100000]",
+            Box::new(|doc| doc["mechanisms"][2]["hits"][1] = 5.into()),
+        ),
+    ];
+    for (expected, edit) in cases {
+        let mut doc = fixture();
+        edit(&mut doc);
+        fs::write(&file.0, doc.to_string()).unwrap();
+        refused_early(&["--baseline", file.path()], expected);
+    }
 }
 
 // --- the JSON document and its documented schema --------------------------
