@@ -68,17 +68,17 @@ struct Cli {
 
     /// Events per timed run.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_ITERATIONS,
-          value_parser = parse_at_least_one::<NonZeroU64>)]
+          allow_negative_numbers = true, value_parser = parse_at_least_one::<NonZeroU64>)]
     iterations: NonZeroU64,
 
     /// Timed runs per mechanism (after one warm-up run).
     #[arg(long, value_name = "N", default_value_t = DEFAULT_REPEATS,
-          value_parser = parse_at_least_one::<NonZeroUsize>)]
+          allow_negative_numbers = true, value_parser = parse_at_least_one::<NonZeroUsize>)]
     repeat: NonZeroUsize,
 
     /// CPU to pin every run to [default: 0, or the first CPU this process
     /// may use].
-    #[arg(long, value_name = "CPU")]
+    #[arg(long, value_name = "CPU", allow_negative_numbers = true, value_parser = parse_cpu)]
     cpu: Option<usize>,
 
     /// List the mechanisms, what each attaches to and needs, and whether
@@ -98,7 +98,7 @@ struct Cli {
     /// With --baseline: a regression is a ratio to base lower by more than
     /// this many percent, and by more than the noise of both runs.
     #[arg(long, value_name = "PERCENT", default_value_t = DEFAULT_THRESHOLD * 100.0,
-          value_parser = parse_percent)]
+          allow_negative_numbers = true, value_parser = parse_percent)]
     threshold: f64,
 
     /// Write the result as JSON to FILE (whatever --format), for later use
@@ -122,23 +122,77 @@ where
 {
     let s = s.trim();
     // NonZero's own message ("number would be zero for non-zero type")
-    // does not say what to do.
-    if s.parse::<u64>() == Ok(0) {
-        return Err("must be at least 1".into());
+    // does not say what to do, nor u64's for "-1" ("invalid digit").
+    if s.parse::<i128>().is_ok_and(|v| v < 1) {
+        return Err(format!("{s} is out of range: must be at least 1"));
     }
     s.parse().map_err(|e| format!("{e}"))
 }
 
+fn parse_cpu(s: &str) -> Result<usize, String> {
+    let s = s.trim();
+    if s.parse::<i128>().is_ok_and(|v| v < 0) {
+        return Err(format!("{s} is out of range: CPUs are numbered from 0"));
+    }
+    s.parse()
+        .map_err(|e| format!("{e}: a CPU number (0, 1, ...) is expected"))
+}
+
 fn parse_percent(s: &str) -> Result<f64, String> {
+    let s = s.trim();
     let v: f64 = s
-        .trim()
         .trim_end_matches('%')
         .parse()
         .map_err(|e| format!("{e}"))?;
     if !(0.0..100.0).contains(&v) {
-        return Err("must be a percentage from 0 to below 100".into());
+        return Err(format!(
+            "{s} is out of range: must be a percentage from 0 to below 100"
+        ));
     }
     Ok(v)
+}
+
+/// clap's own errors take three to six lines (error, possible values,
+/// tip, usage, "for more information"): this keeps the error and its
+/// possible values or tip on one line, then the usage hint.
+fn parse_args() -> Result<Cli, ExitCode> {
+    let err = match Cli::try_parse() {
+        Ok(cli) => return Ok(cli),
+        Err(err) => err,
+    };
+    if !err.use_stderr() {
+        // --help, --version: clap prints them to stdout and exits 0.
+        err.exit();
+    }
+    let text = err.render().to_string();
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines
+        .next()
+        .unwrap_or_default()
+        .trim_start_matches("error: ");
+    let mut msg = first.to_string();
+    let mut usage = None;
+    for line in lines {
+        if line.starts_with("Usage:") {
+            usage = Some(line.to_string());
+        } else if let Some(tip) = line.strip_prefix("tip: ") {
+            msg.push_str(&format!(" ({tip})"));
+        } else if !line.starts_with("For more information") {
+            // "[possible values: ...]", the arguments missing after "...:"
+            msg.push(' ');
+            msg.push_str(line);
+        }
+    }
+    note(&format!("error: {msg}"));
+    let usage = usage.unwrap_or_else(|| "Usage: bpf-overhead [OPTIONS]".into());
+    let _ = writeln!(std::io::stderr(), "{usage} (see --help)");
+    Err(ExitCode::from(2))
+}
+
+/// One line on stderr, `bpf-overhead: <msg>`. A closed or full stderr
+/// does not stop the command (eprintln! would panic).
+fn note(msg: &str) {
+    let _ = writeln!(std::io::stderr(), "bpf-overhead: {msg}");
 }
 
 /// How the command ends when it does not end normally.
@@ -164,16 +218,19 @@ fn init_log() {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match parse_args() {
+        Ok(cli) => cli,
+        Err(code) => return code,
+    };
     init_log();
     match run(&cli) {
         Ok(code) => code,
         Err(Failure::Input(msg)) => {
-            eprintln!("bpf-overhead: error: {msg}");
+            note(&format!("error: {msg}"));
             ExitCode::from(2)
         }
         Err(Failure::Run(msg)) => {
-            eprintln!("bpf-overhead: error: {msg}");
+            note(&format!("error: {msg}"));
             ExitCode::from(1)
         }
     }

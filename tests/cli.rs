@@ -344,6 +344,53 @@ fn refused_early(args: &[&str], expected: &str) {
     assert!(out.stdout.is_empty(), "{}", out.stdout);
 }
 
+/// The argument errors of clap, ours included: one line, then the usage.
+#[test]
+fn usage_errors_are_one_line_and_the_usage() {
+    for (args, expected) in [
+        (
+            &["--cpu", "-1"][..],
+            "-1 is out of range: CPUs are numbered from 0",
+        ),
+        (
+            &["--threshold", "-5"],
+            "-5 is out of range: must be a percentage from 0",
+        ),
+        (
+            &["--iterations", "-1"],
+            "-1 is out of range: must be at least 1",
+        ),
+        (
+            &["--repeat", "-3"],
+            "-3 is out of range: must be at least 1",
+        ),
+        (
+            &["--format", "xml"],
+            "[possible values: table, json, ktap, selftest]",
+        ),
+        (
+            &["--formt", "json"],
+            "a similar argument exists: '--format'",
+        ),
+        (&["--cpu"], "a value is required for '--cpu <CPU>'"),
+    ] {
+        let out = run(args);
+        assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
+        let lines: Vec<&str> = out.stderr.lines().collect();
+        assert_eq!(lines.len(), 2, "{args:?}:\n{}", out.stderr);
+        assert!(
+            lines[0].starts_with("bpf-overhead: error: ") && lines[0].contains(expected),
+            "{args:?}: {}",
+            lines[0]
+        );
+        assert!(
+            lines[1].starts_with("Usage: bpf-overhead") && lines[1].ends_with("(see --help)"),
+            "{}",
+            lines[1]
+        );
+    }
+}
+
 #[test]
 fn special_file_baselines_are_refused_without_reading_them() {
     let dir = tempfile::tempdir().unwrap();
