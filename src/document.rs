@@ -4,8 +4,8 @@
 //! that an older reader would misread (renamed, removed or re-meant fields).
 
 use std::fs;
-use std::io::Read as _;
-use std::os::unix::fs::{FileTypeExt as _, OpenOptionsExt as _};
+use std::io::{Read as _, Write as _};
+use std::os::unix::fs::{FileTypeExt as _, OpenOptionsExt as _, PermissionsExt as _};
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -245,10 +245,32 @@ impl Document {
         Ok(())
     }
 
-    /// Writes the result for later use (`--save`).
+    /// Writes the result for later use (`--save`), atomically: into a new
+    /// file in the same directory, synced, then renamed over `path`. A
+    /// crash or a full disk leaves the old file whole, never half a
+    /// result.
     pub fn save(&self, path: &Path) -> Result<(), String> {
-        fs::write(path, self.to_json())
-            .map_err(|e| format!("cannot write result to {}: {e}", path.display()))
+        let fail = |e: &dyn std::fmt::Display| {
+            // tempfile adds "at path <its random name>": not the user's.
+            let e = e.to_string();
+            let e = e.split(" at path ").next().unwrap_or_default();
+            format!("cannot write result to {}: {e}", path.display())
+        };
+        let mut file = tempfile::Builder::new()
+            .prefix(".bpf-overhead-")
+            .suffix(".json.tmp")
+            .tempfile_in(save_dir(path))
+            .map_err(|e| fail(&e))?;
+        file.write_all(self.to_json().as_bytes())
+            .and_then(|()| file.as_file().sync_all())
+            .map_err(|e| fail(&e))?;
+        // Created 0600; a result is no secret: what fs::write would give.
+        let mode = 0o666 & !umask();
+        file.as_file()
+            .set_permissions(fs::Permissions::from_mode(mode))
+            .map_err(|e| fail(&e))?;
+        file.persist(path).map_err(|e| fail(&e.error))?;
+        Ok(())
     }
 }
 
@@ -302,6 +324,26 @@ fn read_result_file(path: &Path) -> Result<String, String> {
         ));
     }
     Ok(text)
+}
+
+/// The directory a result file at `path` goes into.
+pub fn save_dir(path: &Path) -> &Path {
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    }
+}
+
+/// The process's umask, from /proc (umask(2) can only read it by
+/// changing it, under the feet of other threads); 022 if unknown.
+fn umask() -> u32 {
+    fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            let v = status.lines().find_map(|l| l.strip_prefix("Umask:"))?;
+            u32::from_str_radix(v.trim(), 8).ok()
+        })
+        .unwrap_or(0o022)
 }
 
 /// A figure for a message: 1e308 as `1e308`, not 309 digits.

@@ -3,15 +3,17 @@
 //! parsing, exit codes and wiring; the logic lives in the library's
 //! pipeline, document, render and gate modules.
 
+use std::fs;
 use std::io::{IsTerminal, Write as _};
 use std::num::{NonZeroU64, NonZeroUsize};
+use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use bpf_overhead::document::{Document, Host, Status};
+use bpf_overhead::document::{self, Document, Host, Status};
 use bpf_overhead::gate::{self, DEFAULT_THRESHOLD};
 use bpf_overhead::measure::{sys, CpuPin, DEFAULT_ITERATIONS};
 use bpf_overhead::pipeline::{self, Plan, DEFAULT_REPEATS};
@@ -102,9 +104,14 @@ struct Cli {
     threshold: f64,
 
     /// Write the result as JSON to FILE (whatever --format), for later use
-    /// as a --baseline.
+    /// as a --baseline. Written whole or not at all (a new file renamed
+    /// over FILE).
     #[arg(long, value_name = "FILE")]
     save: Option<PathBuf>,
+
+    /// Let --save replace the --baseline file (refused otherwise).
+    #[arg(long, requires = "save")]
+    overwrite_baseline: bool,
 
     /// Skip the extra run with BPF run-time stats (no "prog ns" figure).
     #[arg(long)]
@@ -267,9 +274,14 @@ fn run(cli: &Cli) -> Result<ExitCode, Failure> {
         }
         None => None,
     };
-    if let Some(path) = &cli.save {
-        check_writable_dir(path)?;
-    }
+    let save = match &cli.save {
+        Some(path) => Some(save_target(
+            path,
+            cli.baseline.as_deref(),
+            cli.overwrite_baseline,
+        )?),
+        None => None,
+    };
     sys::check_privileges()?;
 
     let bar = progress_bar();
@@ -282,6 +294,9 @@ fn run(cli: &Cli) -> Result<ExitCode, Failure> {
     });
     bar.finish_and_clear();
     let doc = doc?;
+
+    // The result file first: whatever happens to stdout, it is written.
+    let saved = save.as_ref().map(|path| doc.save(path).map(|()| path));
 
     let report = baseline
         .as_ref()
@@ -301,18 +316,20 @@ fn run(cli: &Cli) -> Result<ExitCode, Failure> {
             )
         });
 
+    let mut out = String::new();
     match cli.format {
         Format::Table => {
-            print!("{}", render::table(&doc));
+            out.push_str(&render::table(&doc));
             if let Some(text) = &gate_text {
-                println!();
-                print!("{text}");
+                out.push('\n');
+                out.push_str(text);
             }
         }
-        Format::Json => print!("{}", doc.to_json()),
-        Format::Ktap => print!("{}", render::ktap(&doc, report.as_ref())),
-        Format::Selftest => print!("{}", render::selftest(&doc)),
+        Format::Json => out.push_str(&doc.to_json()),
+        Format::Ktap => out.push_str(&render::ktap(&doc, report.as_ref())),
+        Format::Selftest => out.push_str(&render::selftest(&doc)),
     }
+    let printed = print(&out);
     if cli.format != Format::Table {
         // Stdout carries only the machine-readable output.
         if cli.format == Format::Selftest {
@@ -322,24 +339,24 @@ fn run(cli: &Cli) -> Result<ExitCode, Failure> {
                 } else {
                     "FAILED"
                 };
-                eprintln!(
-                    "bpf-overhead: {what} {}: {}",
+                note(&format!(
+                    "{what} {}: {}",
                     m.name,
                     m.reason.as_deref().unwrap_or("no reason given")
-                );
+                ));
             }
         }
         if let Some(text) = &gate_text {
-            eprint!("{text}");
+            let _ = std::io::stderr().write_all(text.as_bytes());
         }
     }
 
-    if let Some(path) = &cli.save {
-        // The directory was checked before the run; failing now (disk
-        // full, permissions) is the run's failure, not bad input.
-        doc.save(path).map_err(Failure::Run)?;
-        eprintln!("bpf-overhead: result saved to {}", path.display());
+    match saved {
+        Some(Ok(path)) => note(&format!("result saved to {}", path.display())),
+        Some(Err(e)) => return Err(Failure::Run(e)),
+        None => {}
     }
+    printed?;
 
     let failed: Vec<&str> = doc
         .mechanisms
@@ -348,7 +365,7 @@ fn run(cli: &Cli) -> Result<ExitCode, Failure> {
         .map(|m| m.name.as_str())
         .collect();
     if !failed.is_empty() {
-        eprintln!("bpf-overhead: failed: {}", failed.join(", "));
+        note(&format!("failed: {}", failed.join(", ")));
     }
     let regressed = report.as_ref().is_some_and(|r| !r.passed());
     Ok(if failed.is_empty() && !regressed {
@@ -356,6 +373,78 @@ fn run(cli: &Cli) -> Result<ExitCode, Failure> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Writes the output to stdout. A reader that went away (`| head`, a
+/// closed pipe) ends it quietly, as it ends `cat`; any other failure
+/// (`>/dev/full`) is the run's, in one line.
+fn print(text: &str) -> Result<(), Failure> {
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(Failure::Run(format!(
+            "cannot write the output to stdout: {e}"
+        ))),
+    }
+}
+
+/// Checks `--save`'s target before the run, so that a bad one is bad input
+/// (exit 2) rather than a run thrown away: a directory where a file can
+/// be created (tried with a temporary file, removed at once), no file there
+/// or a regular one, and not the baseline itself (the same file by any
+/// path or link) unless `overwrite` says so. Returns the path to write:
+/// the file a symlink points to (there or not), so the link stays a link.
+fn save_target(path: &Path, baseline: Option<&Path>, overwrite: bool) -> Result<PathBuf, Failure> {
+    let fail = |why: String| Failure::Input(format!("cannot save to {}: {why}", path.display()));
+    // Follow links by hand: the last one may name a file not there yet.
+    let mut target = path.to_path_buf();
+    for _ in 0..40 {
+        match fs::symlink_metadata(&target) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                let to = fs::read_link(&target).map_err(|e| fail(e.to_string()))?;
+                target = document::save_dir(&target).join(to);
+            }
+            _ => break,
+        }
+    }
+    let dir = document::save_dir(&target);
+    if !dir.is_dir() {
+        return Err(fail(format!("no directory {}", dir.display())));
+    }
+    if let Ok(meta) = fs::metadata(&target) {
+        if !meta.is_file() {
+            let what = if meta.is_dir() {
+                "a directory"
+            } else {
+                "not a regular file"
+            };
+            return Err(fail(format!("it is {what}; name a file to write")));
+        }
+        let same = baseline
+            .and_then(|b| fs::metadata(b).ok())
+            .is_some_and(|b| (b.dev(), b.ino()) == (meta.dev(), meta.ino()));
+        if same && !overwrite {
+            return Err(Failure::Input(format!(
+                "--save {} is the --baseline file: the run would replace the baseline it is \
+                 judged against; save elsewhere, or add --overwrite-baseline",
+                path.display()
+            )));
+        }
+    }
+    tempfile::Builder::new()
+        .prefix(".bpf-overhead-")
+        .tempfile_in(dir)
+        .map_err(|e| {
+            // tempfile adds "at path <the random name>": not the user's.
+            let e = e.to_string();
+            let e = e.split(" at path ").next().unwrap_or_default();
+            fail(format!("cannot create a file in {}: {e}", dir.display()))
+        })?;
+    Ok(target)
 }
 
 /// A progress bar on stderr when it is a terminal; nothing otherwise.
@@ -373,29 +462,11 @@ fn progress_bar() -> ProgressBar {
     bar
 }
 
-/// Fails as bad input when `--save`'s directory does not exist, so a typo
-/// shows before the run rather than after it.
-fn check_writable_dir(path: &Path) -> Result<(), Failure> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    if dir.is_dir() {
-        Ok(())
-    } else {
-        Err(Failure::Input(format!(
-            "cannot save to {}: no directory {}",
-            path.display(),
-            dir.display()
-        )))
-    }
-}
-
 /// `--list`: every mechanism (or the selection and its bases), its hook
 /// and needs, and whether this kernel runs it — found by a one-event run
 /// when privileged.
 fn list(cli: &Cli) -> Result<ExitCode, Failure> {
     let mechanisms = pipeline::expand(&cli.mechanisms);
-    print!("{}", render::list(&pipeline::survey(&mechanisms, cli.cpu)));
+    print(&render::list(&pipeline::survey(&mechanisms, cli.cpu)))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -96,6 +96,7 @@ fn help_describes_every_option() {
         "--baseline",
         "--threshold",
         "--save",
+        "--overwrite-baseline",
         "--no-prog-stats",
         "BPF_ENABLE_STATS",
         "round-robin",
@@ -372,6 +373,7 @@ fn usage_errors_are_one_line_and_the_usage() {
             &["--formt", "json"],
             "a similar argument exists: '--format'",
         ),
+        (&["--overwrite-baseline"], "--save <FILE>"),
         (&["--cpu"], "a value is required for '--cpu <CPU>'"),
     ] {
         let out = run(args);
@@ -478,6 +480,204 @@ fn nonsense_number_baselines_are_refused() {
         fs::write(&file.0, doc.to_string()).unwrap();
         refused_early(&["--baseline", file.path()], expected);
     }
+}
+
+#[test]
+fn save_onto_the_baseline_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let baseline = dir.path().join("baseline.json");
+    fs::write(&baseline, fixture().to_string()).unwrap();
+    let link = dir.path().join("link.json");
+    std::os::unix::fs::symlink(&baseline, &link).unwrap();
+    let hard = dir.path().join("hard.json");
+    fs::hard_link(&baseline, &hard).unwrap();
+    let detour = dir.path().join(".").join("baseline.json");
+    let b = baseline.to_str().unwrap();
+    // The same file by its name, another path, a symlink, a hard link.
+    for save in [
+        b,
+        detour.to_str().unwrap(),
+        link.to_str().unwrap(),
+        hard.to_str().unwrap(),
+    ] {
+        refused_early(
+            &["--baseline", b, "--save", save],
+            "is the --baseline file: the run would replace the baseline",
+        );
+    }
+    assert_eq!(
+        fs::read_to_string(&baseline).unwrap(),
+        fixture().to_string(),
+        "the baseline was changed"
+    );
+}
+
+#[test]
+fn bad_save_targets_are_found_before_measuring() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let nowhere = dir.path().join("nowhere.json");
+    std::os::unix::fs::symlink(dir.path().join("missing/x.json"), &nowhere).unwrap();
+    for (save, expected) in [
+        (d, "it is a directory; name a file to write"),
+        (
+            "/dev/full",
+            "cannot save to /dev/full: it is not a regular file",
+        ),
+        (
+            "/proc/x.json",
+            "cannot save to /proc/x.json: cannot create a file in /proc",
+        ),
+        ("/nonexistent/dir/r.json", "no directory /nonexistent/dir"),
+        (nowhere.to_str().unwrap(), "/missing"),
+    ] {
+        refused_early(&["--save", save], expected);
+    }
+    // A read-only mount, made for the test in a mount namespace of its own.
+    if !is_root() || Command::new("unshare").arg("--help").output().is_err() {
+        println!("SKIP: a read-only mount needs root and unshare(1)");
+        return;
+    }
+    let ro = dir.path().join("ro");
+    fs::create_dir(&ro).unwrap();
+    let script = format!(
+        "mount -t tmpfs -o ro none {ro} && exec {BIN} -m raw_tp --iterations 100000000 \
+         --save {ro}/r.json",
+        ro = ro.display()
+    );
+    let mut cmd = Command::new("unshare");
+    cmd.args(["--mount", "--propagation", "private", "sh", "-c", &script]);
+    let out = output_within(cmd, std::time::Duration::from_secs(20));
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("Read-only file system"),
+        "{}",
+        out.stderr
+    );
+}
+
+/// A closed stdout ends the output quietly: no panic, no backtrace, the
+/// run's own exit status; and --save is written anyway.
+#[test]
+#[serial]
+fn a_closed_stdout_ends_the_output_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let save = dir.path().join("r.json");
+    let mut cmd = command(&[
+        "-m",
+        "raw_tp",
+        "--iterations",
+        "2000",
+        "--repeat",
+        "1",
+        "--format",
+        "json",
+        "--save",
+        save.to_str().unwrap(),
+    ]);
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .env("RUST_BACKTRACE", "1")
+        .spawn()
+        .unwrap();
+    // The reader goes away before a byte is written: `| (exec 0<&-)`.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        !stderr.contains("panicked") && !stderr.contains("Broken pipe"),
+        "{stderr}"
+    );
+    let saved: Value = serde_json::from_str(&fs::read_to_string(&save).unwrap()).unwrap();
+    assert_eq!(saved["mechanisms"][1]["status"], "ok");
+    // --list too.
+    let mut child = command(&["--list", "-m", "raw_tp"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.is_empty(), "{stderr}");
+}
+
+#[test]
+#[serial]
+fn a_failed_stdout_is_one_line_and_exit_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let save = dir.path().join("r.json");
+    let mut cmd = command(&[
+        "-m",
+        "raw_tp",
+        "--iterations",
+        "2000",
+        "--repeat",
+        "1",
+        "--save",
+        save.to_str().unwrap(),
+    ]);
+    cmd.stdout(
+        fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap(),
+    )
+    .env("RUST_BACKTRACE", "1");
+    let out = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.contains("error")).collect();
+    assert_eq!(
+        errors,
+        ["bpf-overhead: error: cannot write the output to stdout: No space left on device (os error 28)"],
+        "{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    // The result file does not depend on stdout.
+    assert!(save.is_file(), "{stderr}");
+}
+
+/// --overwrite-baseline: the new result replaces the baseline whole (a
+/// new file renamed over it, through the link, which stays a link).
+#[test]
+#[serial]
+fn overwrite_baseline_replaces_it_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let baseline = dir.path().join("baseline.json");
+    let link = dir.path().join("link.json");
+    std::os::unix::fs::symlink(&baseline, &link).unwrap();
+    let args = ["-m", "raw_tp", "--iterations", "2000", "--repeat", "2"];
+    let l = link.to_str().unwrap();
+    run_ok(&[&args[..], &["--save", l]].concat());
+    let first = fs::read_to_string(&baseline).unwrap();
+    let out = run(&[
+        &args[..],
+        &["--baseline", l, "--save", l, "--overwrite-baseline"],
+    ]
+    .concat());
+    assert!(
+        out.code == 0 || out.stdout.contains("gate:"),
+        "{}",
+        out.stderr
+    );
+    let second = fs::read_to_string(&baseline).unwrap();
+    assert_ne!(first, second, "not replaced");
+    serde_json::from_str::<Value>(&second).unwrap();
+    assert!(fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    // Nothing but the two names: no temporary file left.
+    let mut names: Vec<String> = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["baseline.json", "link.json"]);
 }
 
 // --- the JSON document and its documented schema --------------------------
