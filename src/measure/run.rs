@@ -86,7 +86,9 @@ impl Sample {
 /// fd lookup instead of the lightweight one, and a comm write gets ~15%
 /// slower: `cargo test`'s worker threads measured 3456K events/s where
 /// the kernel's single-threaded test_overhead measured 4079K. A thread of
-/// its own also takes whatever it opened with it when it ends.
+/// its own also takes whatever it opened with it when it ends, and so does
+/// the mount namespace it enters if it has to mount tracefs
+/// ([`sys::private_mount_namespace`]).
 pub fn on_measuring_thread<R: Send>(f: impl FnOnce() -> Result<R> + Send) -> Result<R> {
     std::thread::scope(|scope| {
         let thread = std::thread::Builder::new()

@@ -2,6 +2,7 @@
 //! log. Everything here answers "can this machine run a mechanism?" with a
 //! precise reason, or changes the machine only behind a guard that undoes it.
 
+use std::cell::Cell;
 use std::collections::VecDeque;
 use std::fs;
 use std::os::fd::{FromRawFd, OwnedFd};
@@ -9,6 +10,7 @@ use std::path::Path;
 use std::sync::{Mutex, Once, OnceLock};
 
 use nix::mount::{mount, umount2, MntFlags, MsFlags};
+use nix::sched::{unshare, CloneFlags};
 
 use super::error::{Error, Result};
 
@@ -52,33 +54,42 @@ pub const TRACEFS: &str = "/sys/kernel/tracing";
 const DEBUGFS_TRACING: &str = "/sys/kernel/debug/tracing";
 
 /// Keeps tracefs reachable for as long as it lives. If tracefs was not
-/// mounted, mounts it at /sys/kernel/tracing, says so, and unmounts it on
-/// drop, so the machine is left as found.
+/// mounted, mounts it at /sys/kernel/tracing in a mount namespace private
+/// to the calling thread ([`private_mount_namespace`]) and unmounts it on
+/// drop. Nobody else ever sees that mount: other processes (a second run
+/// at the same time included) neither lose their tracefs to our unmount
+/// nor find ours, and it goes with the thread however the process ends,
+/// SIGKILL included.
 pub struct Tracefs {
     mounted_here: bool,
 }
 
 impl Tracefs {
     pub fn ensure() -> Result<Self> {
-        if Path::new(DEBUGFS_TRACING).join("events").exists() || is_tracefs_mounted() {
+        if tracefs_visible() {
             return Ok(Self {
                 mounted_here: false,
             });
         }
+        let how = format!("mount it with `mount -t tracefs nodev {TRACEFS}`");
+        private_mount_namespace().map_err(|e| {
+            Error::environment(format!(
+                "tracefs is not mounted and bpf-overhead cannot mount it for itself ({e}): {how}"
+            ))
+        })?;
         mount(
             Some("tracefs"),
             TRACEFS,
             Some("tracefs"),
-            MsFlags::empty(),
+            MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
             None::<&str>,
         )
         .map_err(|e| {
             Error::environment(format!(
-                "tracefs is not mounted and mounting it at {TRACEFS} failed ({e}): \
-                 mount it with `mount -t tracefs nodev {TRACEFS}`"
+                "tracefs is not mounted and mounting it at {TRACEFS} failed ({e}): {how}"
             ))
         })?;
-        log::warn!("tracefs was not mounted: mounted it at {TRACEFS} for this run");
+        log::info!("tracefs was not mounted: mounted it at {TRACEFS} for this run, privately");
         Ok(Self { mounted_here: true })
     }
 
@@ -95,8 +106,10 @@ impl Tracefs {
 impl Drop for Tracefs {
     fn drop(&mut self) {
         if self.mounted_here {
-            // Lazy: a tracefs file someone else opened meanwhile must not
-            // make us fail or leave the mount behind.
+            // Lazy: a tracefs file still open must not make us fail. The
+            // mount is in this thread's namespace only, which goes when
+            // the thread does anyway; unmounting keeps a thread that goes
+            // on (a test's) as it was.
             if let Err(e) = umount2(TRACEFS, MntFlags::MNT_DETACH) {
                 log::warn!("could not unmount {TRACEFS}: {e}");
             }
@@ -104,8 +117,16 @@ impl Drop for Tracefs {
     }
 }
 
+/// Whether tracefs is reachable from the calling thread, where libbpf
+/// looks for it.
+pub fn tracefs_visible() -> bool {
+    Path::new(DEBUGFS_TRACING).join("events").exists() || is_tracefs_mounted()
+}
+
 fn is_tracefs_mounted() -> bool {
-    fs::read_to_string("/proc/self/mounts")
+    // thread-self, not self: /proc/self is the main thread, whose mount
+    // namespace is not this thread's once it has one of its own.
+    fs::read_to_string("/proc/thread-self/mounts")
         .map(|m| {
             m.lines().any(|l| {
                 let mut f = l.split_whitespace();
@@ -114,6 +135,41 @@ fn is_tracefs_mounted() -> bool {
             })
         })
         .unwrap_or(false)
+}
+
+thread_local! {
+    static PRIVATE_MOUNTS: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Moves the calling thread (only it) into a mount namespace of its own,
+/// a copy of the one it was in, with every mount made private first, so
+/// that nothing mounted in it propagates back to the host's namespace
+/// (where / is usually a shared mount). The namespace lives as long as the
+/// thread: when the thread ends, however the process ends, the kernel
+/// unmounts whatever was mounted in it. Idempotent per thread.
+///
+/// Needs CAP_SYS_ADMIN. Paths, /proc/self/exe and open files resolve as
+/// before: the new namespace starts as a copy of the old.
+pub fn private_mount_namespace() -> std::result::Result<(), String> {
+    if PRIVATE_MOUNTS.get() {
+        return Ok(());
+    }
+    // CLONE_NEWNS needs a file-system context (cwd, root) of the thread's
+    // own: CLONE_FS, which affects this thread only.
+    unshare(CloneFlags::CLONE_FS | CloneFlags::CLONE_NEWNS)
+        .map_err(|e| format!("unshare(CLONE_NEWNS) failed: {e}"))?;
+    // From here on this thread is in the new namespace: until its mounts
+    // are private, anything mounted would show on the host too.
+    mount(
+        None::<&str>,
+        "/",
+        None::<&str>,
+        MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+        None::<&str>,
+    )
+    .map_err(|e| format!("making the thread's mounts private failed: {e}"))?;
+    PRIVATE_MOUNTS.set(true);
+    Ok(())
 }
 
 /// Checks that the kernel can create `kind` probes ("kprobe" or "uprobe"):

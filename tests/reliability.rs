@@ -1,0 +1,295 @@
+//! The `bpf-overhead` command under concurrent runs and signals: what it
+//! mounts nobody else sees, and when a run is killed mid-run no BPF
+//! program, link or mount is left behind.
+//!
+//! Each test runs the binary from a thread in a mount namespace of its own
+//! where tracefs is not mounted (so the runs must mount it) and whose
+//! mounts are shared, as on a systemd host: a run whose tracefs mount
+//! reached its parent's namespace, by propagation or by mounting there,
+//! would show in it. Needs root, like the rest of the suite; the tests
+//! attach, so they run one at a time.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::os::unix::process::ExitStatusExt as _;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use libbpf_rs::query::{LinkInfoIter, ProgInfoIter};
+use nix::mount::{mount, umount2, MntFlags, MsFlags};
+use nix::sched::{unshare, CloneFlags};
+use serde_json::Value;
+use serial_test::serial;
+
+const BIN: &str = env!("CARGO_BIN_EXE_bpf-overhead");
+const TRACING: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
+
+fn root() -> bool {
+    let root = nix::unistd::geteuid().is_root();
+    if !root {
+        println!("SKIP: needs root");
+    }
+    root
+}
+
+/// The calling thread's mounts: (device, mount point, type).
+fn mounts() -> Vec<String> {
+    fs::read_to_string("/proc/thread-self/mounts")
+        .unwrap()
+        .lines()
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .collect()
+}
+
+/// Runs `f` on a new thread in a mount namespace of its own, with tracefs
+/// unmounted there and every mount shared (see the module documentation).
+/// The host's mounts are not touched.
+fn in_own_mount_namespace<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                unshare(CloneFlags::CLONE_FS | CloneFlags::CLONE_NEWNS).unwrap();
+                let all = MsFlags::MS_REC;
+                mount(
+                    None::<&str>,
+                    "/",
+                    None::<&str>,
+                    all | MsFlags::MS_PRIVATE,
+                    None::<&str>,
+                )
+                .unwrap();
+                for dir in TRACING {
+                    while mounts().iter().any(|m| m.contains(&format!(" {dir} "))) {
+                        umount2(dir, MntFlags::MNT_DETACH).unwrap();
+                    }
+                }
+                mount(
+                    None::<&str>,
+                    "/",
+                    None::<&str>,
+                    all | MsFlags::MS_SHARED,
+                    None::<&str>,
+                )
+                .unwrap();
+                assert!(
+                    !mounts().iter().any(|m| m.ends_with(" tracefs")),
+                    "{:?}",
+                    mounts()
+                );
+                f()
+            })
+            .join()
+            .unwrap()
+    })
+}
+
+fn spawn(args: &[&str]) -> Child {
+    Command::new(BIN)
+        .args(args)
+        .env_remove("BPF_OVERHEAD_EMULATED")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("bpf-overhead starts")
+}
+
+/// Waits for `child` for at most `limit`; kills it and fails past that.
+fn wait(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("bpf-overhead did not end within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn read_all(pipe: Option<impl std::io::Read>) -> String {
+    let mut text = String::new();
+    if let Some(mut pipe) = pipe {
+        pipe.read_to_string(&mut text).unwrap();
+    }
+    text
+}
+
+#[test]
+#[serial]
+fn concurrent_runs_keep_tracefs_to_themselves() {
+    if !root() {
+        return;
+    }
+    in_own_mount_namespace(|| {
+        let before = mounts();
+        let args = [
+            "-m",
+            "tp,uprobe-nop",
+            "--repeat",
+            "4",
+            "--iterations",
+            "5000",
+            "--no-prog-stats",
+            "--format",
+            "json",
+        ];
+        let mut runs: Vec<Child> = (0..3).map(|_| spawn(&args)).collect();
+        // Watch this namespace while they run: their tracefs must never
+        // show here (the monitor of issue 9 saw it come and go 7 times).
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let mut seen = BTreeSet::new();
+        while runs.iter_mut().any(|r| r.try_wait().unwrap().is_none()) {
+            assert!(Instant::now() < deadline, "the runs did not end in 120 s");
+            seen.extend(mounts().into_iter().filter(|m| !before.contains(m)));
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        assert!(
+            seen.is_empty(),
+            "mounts that showed up during the runs: {seen:?}"
+        );
+        assert_eq!(mounts(), before, "mounts changed by the runs");
+        for mut run in runs {
+            let status = wait(&mut run, Duration::from_secs(1));
+            let stdout = read_all(run.stdout.take());
+            let stderr = read_all(run.stderr.take());
+            assert!(status.success(), "a run failed ({status}):\n{stderr}");
+            let doc: Value = serde_json::from_str(&stdout).unwrap();
+            // tp needed tracefs, mounted each time in the run's own namespace.
+            for m in doc["mechanisms"].as_array().unwrap() {
+                assert_eq!(m["status"], "ok", "{m}\n{stderr}");
+            }
+        }
+    });
+}
+
+/// The BPF programs and links a process holds, from the fdinfo of every
+/// thread (the measuring thread has a file table of its own).
+fn bpf_objects(pid: u32) -> (BTreeSet<u32>, BTreeSet<u32>) {
+    let (mut progs, mut links) = (BTreeSet::new(), BTreeSet::new());
+    let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
+        return (progs, links);
+    };
+    for task in tasks.flatten() {
+        let Ok(fds) = fs::read_dir(task.path().join("fdinfo")) else {
+            continue;
+        };
+        for fd in fds.flatten() {
+            let Ok(info) = fs::read_to_string(fd.path()) else {
+                continue;
+            };
+            let id = |key: &str| {
+                info.lines()
+                    .find_map(|l| l.strip_prefix(key))
+                    .and_then(|v| v.trim().parse::<u32>().ok())
+            };
+            match (id("link_id:"), id("prog_id:")) {
+                (Some(link), _) => {
+                    links.insert(link);
+                }
+                (None, Some(prog)) => {
+                    progs.insert(prog);
+                }
+                (None, None) => {}
+            }
+        }
+    }
+    (progs, links)
+}
+
+/// Starts a long run of tp and uprobe-nop and waits until it has a
+/// program attached (a link), mid-run. Returns the run and what it holds.
+fn start_attached(save: &Path) -> (Child, BTreeSet<u32>, BTreeSet<u32>) {
+    let save = save.to_str().unwrap();
+    let mut run = spawn(&[
+        "-m",
+        "tp,uprobe-nop",
+        "--repeat",
+        "100000",
+        "--iterations",
+        "20000",
+        "--format",
+        "json",
+        "--save",
+        save,
+    ]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (progs, links) = bpf_objects(run.id());
+        if !progs.is_empty() && !links.is_empty() {
+            return (run, progs, links);
+        }
+        if let Some(status) = run.try_wait().unwrap() {
+            panic!(
+                "bpf-overhead ended ({status}) before attaching:\n{}",
+                read_all(run.stderr.take())
+            );
+        }
+        assert!(Instant::now() < deadline, "nothing attached within 60 s");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// The programs and links are gone from the kernel (freed after an RCU
+/// grace period, so given a moment).
+fn assert_released(progs: &BTreeSet<u32>, links: &BTreeSet<u32>, when: &str) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let left_progs: Vec<u32> = ProgInfoIter::default()
+            .map(|p| p.id)
+            .filter(|id| progs.contains(id))
+            .collect();
+        let left_links: Vec<u32> = LinkInfoIter::default()
+            .map(|l| l.id)
+            .filter(|id| links.contains(id))
+            .collect();
+        if left_progs.is_empty() && left_links.is_empty() {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{when}: BPF programs {left_progs:?} and links {left_links:?} left behind"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn files_in(dir: &Path) -> Vec<String> {
+    fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// SIGKILL mid-run: nothing runs in the process any more, and still
+/// nothing is left: the kernel releases the programs and links with their
+/// fds, and the tracefs mount with the run's mount namespace.
+#[test]
+#[serial]
+fn sigkill_mid_run_leaves_nothing_behind() {
+    if !root() {
+        return;
+    }
+    in_own_mount_namespace(|| {
+        let before = mounts();
+        let dir = tempfile::tempdir().unwrap();
+        let (mut run, progs, links) = start_attached(&dir.path().join("result.json"));
+        // The run's own namespace has tracefs mounted now.
+        let theirs = fs::read_dir(format!("/proc/{}/task", run.id()))
+            .unwrap()
+            .flatten()
+            .any(|t| {
+                fs::read_to_string(t.path().join("mounts"))
+                    .is_ok_and(|m| m.contains(" /sys/kernel/tracing tracefs "))
+            });
+        assert!(theirs, "the run should have mounted tracefs for itself");
+        run.kill().unwrap();
+        let status = wait(&mut run, Duration::from_secs(10));
+        assert_eq!(status.signal(), Some(libc::SIGKILL));
+        assert_released(&progs, &links, "after SIGKILL");
+        assert_eq!(mounts(), before, "mounts changed after SIGKILL");
+        assert!(files_in(dir.path()).is_empty());
+    });
+}
