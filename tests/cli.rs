@@ -680,6 +680,37 @@ fn overwrite_baseline_replaces_it_whole() {
     assert_eq!(names, ["baseline.json", "link.json"]);
 }
 
+/// "CPU 0 is not in the allowed set" is said once per process, not once
+/// per run (it was 10 times for three mechanisms).
+#[test]
+#[serial]
+fn the_cpu_note_is_said_once() {
+    let allowed = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)).unwrap();
+    let Some(cpu) = (1..nix::sched::CpuSet::count()).find(|&c| allowed.is_set(c).unwrap()) else {
+        println!("SKIP: needs a CPU other than 0");
+        return;
+    };
+    let mut cmd = command(&["-m", "raw_tp,tp", "--iterations", "1000", "--repeat", "2"]);
+    // SAFETY: sched_setaffinity is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(move || {
+            let mut one = nix::sched::CpuSet::new();
+            one.set(cpu).map_err(std::io::Error::from)?;
+            nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &one)
+                .map_err(std::io::Error::from)
+        });
+    }
+    let out = output(cmd);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let notes = out
+        .stderr
+        .matches(&format!(
+            "CPU 0 is not in the allowed set: pinning to CPU {cpu}"
+        ))
+        .count();
+    assert_eq!(notes, 1, "{}", out.stderr);
+}
+
 // --- the JSON document and its documented schema --------------------------
 
 /// The field tables of docs/json-schema.md: section -> field -> type.

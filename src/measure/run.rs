@@ -5,6 +5,7 @@
 use std::fs;
 use std::mem::MaybeUninit;
 use std::num::NonZeroU64;
+use std::sync::Once;
 use std::time::{Duration, Instant};
 
 use nix::sched::{sched_getaffinity, sched_setaffinity, unshare, CloneFlags, CpuSet};
@@ -138,7 +139,11 @@ impl CpuPin {
                 let first = *allowed
                     .first()
                     .ok_or_else(|| Error::environment("this thread may run on no CPU"))?;
-                log::warn!("CPU 0 is not in the allowed set: pinning to CPU {first}");
+                // Once per process, not once per run.
+                static SAID: Once = Once::new();
+                SAID.call_once(|| {
+                    log::warn!("CPU 0 is not in the allowed set: pinning to CPU {first}");
+                });
                 first
             }
         };
