@@ -68,7 +68,8 @@ struct Cli {
           value_parser = parse_mechanism)]
     mechanisms: Vec<Mechanism>,
 
-    /// Events per timed run.
+    /// Events per timed run. A run that would take more than a day is
+    /// refused.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_ITERATIONS,
           allow_negative_numbers = true, value_parser = parse_at_least_one::<NonZeroU64>)]
     iterations: NonZeroU64,
@@ -282,6 +283,7 @@ fn run(cli: &Cli) -> Result<ExitCode, Failure> {
         )?),
         None => None,
     };
+    check_duration(&plan)?;
     sys::check_privileges()?;
 
     let bar = progress_bar();
@@ -390,6 +392,28 @@ fn print(text: &str) -> Result<(), Failure> {
             "cannot write the output to stdout: {e}"
         ))),
     }
+}
+
+/// Refuses, before the run, a run that cannot finish within a day: the
+/// triggers alone, timed for a moment, give a lower bound of its length.
+fn check_duration(plan: &Plan) -> Result<(), Failure> {
+    const DAY: f64 = 86_400.0;
+    let secs = pipeline::estimate_secs(plan);
+    if secs <= DAY {
+        return Ok(());
+    }
+    let days = secs / DAY;
+    let days = if days < 1e4 {
+        format!("{days:.1} days")
+    } else {
+        format!("{days:.1e} days")
+    };
+    let fit = (plan.iterations.get() as f64 * DAY / secs).floor().max(1.0);
+    Err(Failure::Input(format!(
+        "--iterations {} with --repeat {}: this run would take at least {days}; \
+         at most about {fit:.0} iterations finish in a day",
+        plan.iterations, plan.repeats
+    )))
 }
 
 /// Checks `--save`'s target before the run, so that a bad one is bad input

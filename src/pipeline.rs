@@ -23,12 +23,14 @@
 //! single-threaded process does.
 
 use std::num::{NonZeroU64, NonZeroUsize};
+use std::time::Instant;
 
 use crate::document::SCHEMA_VERSION;
 use crate::document::{Document, Host, MechanismResult, Status, ORDER_ROUND_ROBIN, SCHEMA};
 use crate::measure::sys::{self, Tracefs};
 use crate::measure::{
-    measure, on_measuring_thread, Error, Mechanism, Options, Result, Sample, DEFAULT_ITERATIONS,
+    measure, on_measuring_thread, Error, Mechanism, Options, Result, Sample, Trigger,
+    DEFAULT_ITERATIONS,
 };
 use crate::stats::Summary;
 
@@ -93,6 +95,53 @@ pub fn expand(selection: &[Mechanism]) -> Vec<Mechanism> {
                     .any(|s| s == m || (m.is_base() && s.base() == *m))
         })
         .collect()
+}
+
+/// A lower bound of how long `plan` takes, in seconds: each of its runs
+/// fires its events at no more than the speed of its trigger alone (what
+/// a mechanism adds only slows it), timed here for a moment on this
+/// thread. For refusing what cannot finish: `--iterations
+/// 9223372036854775807` would run for millions of years.
+pub fn estimate_secs(plan: &Plan) -> f64 {
+    let mut ns_per_event: Vec<(Trigger, f64)> = Vec::new();
+    let mut ns = 0.0;
+    for m in &plan.mechanisms {
+        let trigger = m.trigger();
+        let per_event = match ns_per_event.iter().find(|(t, _)| *t == trigger) {
+            Some(&(_, per_event)) => per_event,
+            None => {
+                let per_event = fastest_ns_per_event(trigger);
+                ns_per_event.push((trigger, per_event));
+                per_event
+            }
+        };
+        let stats_run = plan.stats_run && !m.is_base();
+        let runs = 1 + plan.repeats.get() as u64 + u64::from(stats_run);
+        ns += runs as f64 * m.events(plan.iterations.get()) as f64 * per_event;
+    }
+    ns / 1e9
+}
+
+/// The trigger's time per event, the best of a few short batches (the
+/// fastest is the one least disturbed). A trigger that cannot be armed
+/// here counts as 1 ns per event.
+fn fastest_ns_per_event(trigger: Trigger) -> f64 {
+    const BATCH: u64 = 200;
+    let Ok(mut armed) = trigger.arm() else {
+        return 1.0;
+    };
+    let fastest = (0..5)
+        .filter_map(|_| {
+            let start = Instant::now();
+            armed.fire(BATCH).ok()?;
+            Some(start.elapsed().as_nanos() as f64 / BATCH as f64)
+        })
+        .fold(f64::INFINITY, f64::min);
+    if fastest.is_finite() {
+        fastest.max(0.01)
+    } else {
+        1.0
+    }
 }
 
 /// Where a run is, for a progress indicator.
@@ -527,6 +576,24 @@ mod tests {
         let tp = doc.mechanism("tp").unwrap();
         assert_eq!(tp.status, Status::Failed);
         assert!(tp.k_events_per_sec.is_none() && tp.hits.is_none());
+    }
+
+    #[test]
+    fn the_estimate_is_a_lower_bound_that_grows_with_the_plan() {
+        let plan = |iterations: u64, repeats: usize| Plan {
+            iterations: NonZeroU64::new(iterations).unwrap(),
+            repeats: NonZeroUsize::new(repeats).unwrap(),
+            ..Plan::new(&[m("raw_tp"), m("uprobe-nop")])
+        };
+        let small = estimate_secs(&plan(1000, 1));
+        // 1000 comm writes and 100000 calls: well under a second.
+        assert!(small > 0.0 && small < 1.0, "{small}");
+        let absurd = estimate_secs(&plan(u64::MAX / 2, 5));
+        assert!(absurd.is_finite() && absurd > 86_400.0 * 365.0, "{absurd}");
+        // Ten times the rounds, about ten times as long (same triggers).
+        let one = estimate_secs(&plan(1_000_000, 1));
+        let ten = estimate_secs(&plan(1_000_000, 19));
+        assert!(ten > 3.0 * one, "{one} {ten}");
     }
 
     #[test]

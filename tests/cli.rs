@@ -394,6 +394,24 @@ fn usage_errors_are_one_line_and_the_usage() {
 }
 
 #[test]
+fn absurd_iterations_are_refused() {
+    refused_early(
+        &["--iterations", "9223372036854775807"],
+        "--iterations 9223372036854775807 with --repeat 3: this run would take at least",
+    );
+    // What fits is said, and fits.
+    let out = run(&["-m", "raw_tp", "--iterations", "9223372036854775807"]);
+    let fit: u64 = out
+        .stderr
+        .split("at most about ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{}", out.stderr));
+    assert!(fit > 1000 && fit < 1_000_000_000_000, "{fit}");
+}
+
+#[test]
 fn special_file_baselines_are_refused_without_reading_them() {
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("fifo.json");
