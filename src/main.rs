@@ -15,7 +15,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use bpf_overhead::document::{self, Document, Host, Status};
 use bpf_overhead::gate::{self, DEFAULT_THRESHOLD};
-use bpf_overhead::measure::{sys, CpuPin, DEFAULT_ITERATIONS};
+use bpf_overhead::measure::{CpuPin, DEFAULT_ITERATIONS};
 use bpf_overhead::pipeline::{self, Plan, DEFAULT_REPEATS};
 use bpf_overhead::{render, Error, Mechanism};
 
@@ -284,7 +284,7 @@ fn run(cli: &Cli) -> Result<ExitCode, Failure> {
         None => None,
     };
     check_duration(&plan)?;
-    sys::check_privileges()?;
+    pipeline::check_privileges(&plan)?;
 
     let bar = progress_bar();
     let doc = pipeline::execute(&plan, Host::current, |step| {

@@ -27,6 +27,7 @@ use std::time::Instant;
 
 use crate::document::SCHEMA_VERSION;
 use crate::document::{Document, Host, MechanismResult, Status, ORDER_ROUND_ROBIN, SCHEMA};
+use crate::measure::caps;
 use crate::measure::sys::{self, Tracefs};
 use crate::measure::{
     measure, on_measuring_thread, Error, Mechanism, Options, Result, Sample, Trigger,
@@ -208,12 +209,59 @@ fn check_support(mechanisms: &[Mechanism]) -> (Vec<Tracefs>, Vec<Option<Error>>)
     let mut order: Vec<usize> = (0..mechanisms.len()).collect();
     order.sort_by_key(|&i| mechanisms[i].kind() != crate::measure::Kind::Tracepoint);
     for i in order {
+        if let Some(missing) = caps::missing(mechanisms[i]) {
+            let m = mechanisms[i];
+            problems[i] = Some(Error::environment(format!("{m} needs {missing}")));
+            continue;
+        }
         match mechanisms[i].check_support() {
             Ok(guard) => guards.extend(guard),
             Err(err) => problems[i] = Some(err),
         }
     }
     (guards, problems)
+}
+
+/// Checks, before anything runs, that this process has the privileges
+/// every mechanism of the plan needs ([`caps`]), and the stats run's.
+/// The error is one line naming each missing capability and who needs it.
+pub fn check_privileges(plan: &Plan) -> Result<()> {
+    sys::check_privileges()?;
+    // Mechanisms that lack the same, together: "uprobe-nop, uretprobe-nop
+    // need CAP_SYS_ADMIN to create uprobes...".
+    let mut lacking: Vec<(Vec<&str>, String)> = Vec::new();
+    for m in &plan.mechanisms {
+        if let Some(missing) = caps::missing(*m) {
+            let missing = missing.to_string();
+            match lacking.iter_mut().find(|(_, what)| *what == missing) {
+                Some((names, _)) => names.push(m.name()),
+                None => lacking.push((vec![m.name()], missing)),
+            }
+        }
+    }
+    let mut parts: Vec<String> = lacking
+        .iter()
+        .map(|(names, what)| {
+            let verb = if names.len() == 1 { "needs" } else { "need" };
+            format!("{} {verb} {what}", names.join(", "))
+        })
+        .collect();
+    let stats = plan.stats_run && plan.mechanisms.iter().any(|m| !m.is_base());
+    if let Some(missing) = caps::missing_for_stats().filter(|_| stats) {
+        parts.push(format!("the prog ns run needs {missing}"));
+    }
+    if parts.is_empty() {
+        return Ok(());
+    }
+    let leave_out = if stats && parts.len() > lacking.len() {
+        "; run it as root, or leave those out (-m, --no-prog-stats)"
+    } else {
+        "; run it as root, or leave those out (-m)"
+    };
+    Err(Error::environment(format!(
+        "{}{leave_out}",
+        parts.join("; ")
+    )))
 }
 
 /// Runs the plan (see the module documentation for the order) and

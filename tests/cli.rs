@@ -729,6 +729,93 @@ fn the_cpu_note_is_said_once() {
     assert_eq!(notes, 1, "{}", out.stderr);
 }
 
+/// With CAP_BPF and CAP_PERFMON only (what the README once said was
+/// enough) tp and uprobes failed with EACCES from deep inside libbpf. Now
+/// what is missing is named up front, in one line, per mechanism.
+#[test]
+#[serial]
+fn missing_capabilities_are_named_up_front() {
+    if !is_root() {
+        println!("SKIP: needs root to drop to other capabilities");
+        return;
+    }
+    let as_nobody_with = |caps: &str, args: &[&str]| -> Option<Output> {
+        let caps = caps
+            .split(',')
+            .map(|c| format!("+{c}"))
+            .collect::<Vec<_>>()
+            .join(",");
+        let mut cmd = Command::new("setpriv");
+        cmd.args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            &format!("--inh-caps={caps}"),
+            &format!("--ambient-caps={caps}"),
+            BIN,
+        ])
+        .args(args)
+        .env_remove(EMULATED_ENV);
+        match cmd.output() {
+            Ok(out) if !String::from_utf8_lossy(&out.stderr).contains("setpriv:") => {
+                let out = output(cmd);
+                Some(out)
+            }
+            // No setpriv, or nobody may not run the binary here.
+            _ => None,
+        }
+    };
+    let Some(out) = as_nobody_with("bpf,perfmon", &["-m", "tp,uprobe-nop", "--repeat", "1"]) else {
+        println!("SKIP: setpriv cannot run {BIN} as nobody here");
+        return;
+    };
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    for needed in [
+        "tp needs ",
+        "CAP_DAC_READ_SEARCH",
+        "uprobe-nop needs CAP_SYS_ADMIN to create uprobes",
+        "the prog ns run needs CAP_SYS_ADMIN",
+        "leave those out (-m, --no-prog-stats)",
+    ] {
+        assert!(
+            out.stderr.contains(needed),
+            "{needed:?} not in {}",
+            out.stderr
+        );
+    }
+    assert!(!out.stderr.contains("raw_tp"), "{}", out.stderr);
+    // What the check lets through does run: raw_tp with these two...
+    let out = as_nobody_with(
+        "bpf,perfmon",
+        &[
+            "-m",
+            "raw_tp",
+            "--repeat",
+            "1",
+            "--iterations",
+            "1000",
+            "--no-prog-stats",
+        ],
+    )
+    .unwrap();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    // ...and tp and uprobes with what the README says they need.
+    let out = as_nobody_with(
+        "bpf,perfmon,sys_admin,dac_read_search",
+        &[
+            "-m",
+            "tp,uprobe-nop",
+            "--repeat",
+            "1",
+            "--iterations",
+            "1000",
+        ],
+    )
+    .unwrap();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+}
+
 // --- the JSON document and its documented schema --------------------------
 
 /// The field tables of docs/json-schema.md: section -> field -> type.

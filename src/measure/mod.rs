@@ -3,6 +3,7 @@
 //! (pipeline, document, renderers, gate, command line); a test in
 //! src/lib.rs keeps it that way.
 
+pub mod caps;
 pub mod catalogue;
 pub mod error;
 mod load;

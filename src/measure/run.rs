@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use nix::sched::{sched_getaffinity, sched_setaffinity, unshare, CloneFlags, CpuSet};
 use nix::unistd::{gettid, Pid};
 
+use super::caps;
 use super::catalogue::Mechanism;
 use super::error::{Error, Result};
 use super::load::{self, Attached};
@@ -277,6 +278,14 @@ pub fn with_run<R>(
     f: impl FnOnce(&mut Run<'_>) -> Result<R>,
 ) -> Result<R> {
     sys::check_privileges()?;
+    if let Some(missing) = caps::missing(mechanism) {
+        return Err(Error::environment(format!("{mechanism} needs {missing}")));
+    }
+    if opts.bpf_stats && !mechanism.is_base() {
+        if let Some(missing) = caps::missing_for_stats() {
+            return Err(Error::unsupported(format!("no prog ns: needs {missing}")).of(mechanism));
+        }
+    }
     let _tracefs = mechanism.check_support()?;
     let _stats = if opts.bpf_stats && !mechanism.is_base() {
         Some(sys::enable_run_time_stats().map_err(|e| e.of(mechanism))?)

@@ -42,8 +42,8 @@ fn read_privileges() -> Result<(), String> {
         Ok(())
     } else {
         Err(
-            "bpf-overhead must run as root (it needs CAP_BPF and CAP_PERFMON to load and attach \
-             BPF programs): run it with sudo"
+            "bpf-overhead must run as root (loading its BPF programs needs CAP_BPF and \
+             CAP_PERFMON; tp, uprobes and the prog ns run need more): run it with sudo"
                 .into(),
         )
     }
@@ -214,6 +214,11 @@ pub fn enable_run_time_stats() -> Result<OwnedFd> {
     let fd = unsafe {
         libbpf_rs::libbpf_sys::bpf_enable_stats(libbpf_rs::libbpf_sys::BPF_STATS_RUN_TIME)
     };
+    if fd == -libc::EPERM {
+        return Err(Error::unsupported(
+            "BPF_ENABLE_STATS needs CAP_SYS_ADMIN (or --no-prog-stats)",
+        ));
+    }
     if fd < 0 {
         return Err(Error::unsupported(format!(
             "BPF_ENABLE_STATS failed ({}): kernel older than 5.8?",
