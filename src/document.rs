@@ -49,6 +49,11 @@ pub struct Document {
     pub order: String,
     /// Whether the extra run with BPF run-time stats was asked for.
     pub prog_stats: bool,
+    /// The signal that stopped the run early (`"SIGINT"`), or null. An
+    /// interrupted result holds only the rounds every mechanism completed,
+    /// and is refused as a baseline.
+    #[serde(default)]
+    pub interrupted: Option<String>,
     /// Every mechanism measured or skipped, bases included, each base before
     /// the mechanisms it is the reference for.
     pub mechanisms: Vec<MechanismResult>,
@@ -158,13 +163,20 @@ impl Document {
 
     /// Reads a saved result (a `--baseline` file): a regular file of at
     /// most [`MAX_FILE_BYTES`], a document of this schema version whose
-    /// figures make sense ([`Document::validate`]).
+    /// figures make sense ([`Document::validate`]), of a complete run.
     pub fn load(path: &Path) -> Result<Self, String> {
         let text = read_result_file(path)
             .map_err(|e| format!("cannot read baseline {}: {e}", path.display()))?;
         let doc = Self::from_json(&text)
             .and_then(|doc| doc.validate().map(|()| doc))
             .map_err(|e| format!("baseline {}: {e}", path.display()))?;
+        if let Some(signal) = &doc.interrupted {
+            return Err(format!(
+                "baseline {}: the run was interrupted ({signal}) and is incomplete: \
+                 save a complete run as the baseline",
+                path.display()
+            ));
+        }
         Ok(doc)
     }
 
@@ -196,7 +208,14 @@ impl Document {
                     m.base
                 ));
             }
-            let rounds = |n: usize| n == self.repeats;
+            // An interrupted run keeps fewer rounds than it planned.
+            let rounds = |n: usize| {
+                if self.interrupted.is_some() {
+                    n <= self.repeats
+                } else {
+                    n == self.repeats
+                }
+            };
             let series = [
                 ("k_events_per_sec", &m.k_events_per_sec, Sign::Positive),
                 ("overhead_ns", &m.overhead_ns, Sign::Any),
@@ -533,6 +552,7 @@ pub(crate) mod tests {
             warmup_runs: 1,
             order: ORDER_ROUND_ROBIN.into(),
             prog_stats: true,
+            interrupted: None,
             mechanisms: vec![
                 ok("base", "base", &[1000.0, 1100.0, 1050.0], None),
                 MechanismResult {
@@ -672,6 +692,11 @@ pub(crate) mod tests {
         );
         let err = invalid("raw_tp", |m| m.hits = Some(vec![100_000; 2]));
         assert!(err.contains("(raw_tp): hits"), "{err}");
+        // ...but an interrupted run keeps fewer rounds.
+        let mut doc = document();
+        doc.repeats = 5;
+        doc.interrupted = Some("SIGINT".into());
+        doc.validate().unwrap();
     }
 
     #[test]

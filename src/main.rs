@@ -9,6 +9,9 @@ use std::num::{NonZeroU64, NonZeroUsize};
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, AtomicUsize};
+
+use signal_hook::consts::{SIGINT, SIGTERM};
 
 use clap::{Parser, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -106,7 +109,7 @@ struct Cli {
 
     /// Write the result as JSON to FILE (whatever --format), for later use
     /// as a --baseline. Written whole or not at all (a new file renamed
-    /// over FILE).
+    /// over FILE), and not when the run is interrupted.
     #[arg(long, value_name = "FILE")]
     save: Option<PathBuf>,
 
@@ -253,7 +256,7 @@ fn run(cli: &Cli) -> Result<ExitCode, Failure> {
     if cli.list {
         return list(cli);
     }
-    let plan = Plan {
+    let mut plan = Plan {
         iterations: cli.iterations,
         repeats: cli.repeat,
         cpu: cli.cpu,
@@ -286,6 +289,20 @@ fn run(cli: &Cli) -> Result<ExitCode, Failure> {
     check_duration(&plan)?;
     pipeline::check_privileges(&plan)?;
 
+    // SIGINT or SIGTERM: stop after the run in progress, undo everything,
+    // print what was measured, exit 128 + the signal. A second one ends
+    // the process at once (nothing is left behind then either: the BPF
+    // programs and links go with their fds, tracefs with its namespace).
+    static STOP: AtomicUsize = AtomicUsize::new(0);
+    static ASKED: AtomicBool = AtomicBool::new(false);
+    for signal in [SIGINT, SIGTERM] {
+        // The shutdown first: it looks at ASKED before the second sets it.
+        let _ = signal_hook::flag::register_conditional_shutdown(signal, 128 + signal, &ASKED);
+        let _ = signal_hook::flag::register(signal, &ASKED);
+        let _ = signal_hook::flag::register_usize(signal, &STOP, signal as usize);
+    }
+    plan.stop = Some(&STOP);
+
     let bar = progress_bar();
     let doc = pipeline::execute(&plan, Host::current, |step| {
         if bar.length() != Some(step.total) {
@@ -296,12 +313,18 @@ fn run(cli: &Cli) -> Result<ExitCode, Failure> {
     });
     bar.finish_and_clear();
     let doc = doc?;
+    let interrupted = plan.stopped_by();
 
     // The result file first: whatever happens to stdout, it is written.
-    let saved = save.as_ref().map(|path| doc.save(path).map(|()| path));
+    let saved = match (&save, interrupted) {
+        (Some(path), None) => Some(doc.save(path).map(|()| path)),
+        _ => None,
+    };
 
+    // An interrupted run is not judged: it has fewer rounds.
     let report = baseline
         .as_ref()
+        .filter(|_| interrupted.is_none())
         .map(|(_, old)| gate::compare(old, &doc, cli.threshold / 100.0));
     let gate_text = baseline
         .as_ref()
@@ -353,6 +376,18 @@ fn run(cli: &Cli) -> Result<ExitCode, Failure> {
         }
     }
 
+    if let Some(signal) = interrupted {
+        let unsaved = if save.is_some() {
+            "; nothing saved"
+        } else {
+            ""
+        };
+        note(&format!(
+            "interrupted by {}: the result holds only the rounds every mechanism completed{unsaved}",
+            pipeline::signal_name(signal)
+        ));
+        return Ok(ExitCode::from((128 + signal) as u8));
+    }
     match saved {
         Some(Ok(path)) => note(&format!("result saved to {}", path.display())),
         Some(Err(e)) => return Err(Failure::Run(e)),

@@ -23,6 +23,7 @@
 //! single-threaded process does.
 
 use std::num::{NonZeroU64, NonZeroUsize};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use crate::document::SCHEMA_VERSION;
@@ -51,6 +52,9 @@ pub struct Plan {
     pub cpu: Option<usize>,
     /// Make the extra run with BPF run-time stats.
     pub stats_run: bool,
+    /// Set (to a signal number, by a signal handler) to stop the run
+    /// after the run in progress: see [`run`].
+    pub stop: Option<&'static AtomicUsize>,
 }
 
 impl Plan {
@@ -63,6 +67,7 @@ impl Plan {
             repeats: DEFAULT_REPEATS,
             cpu: None,
             stats_run: true,
+            stop: None,
         }
     }
 
@@ -74,6 +79,12 @@ impl Plan {
             stats_run: false,
             ..Self::new(&[mechanism])
         }
+    }
+
+    /// The signal that asked the run to stop, if one did.
+    pub fn stopped_by(&self) -> Option<i32> {
+        let signal = self.stop?.load(Ordering::SeqCst);
+        (signal != 0).then_some(signal as i32)
     }
 
     fn options(&self, bpf_stats: bool) -> Options {
@@ -305,8 +316,15 @@ fn run_here(plan: &Plan, mut progress: impl FnMut(&Step)) -> Vec<Outcome> {
         what: String::new(),
     };
 
+    // A signal stops the run between two runs (never inside one).
+    let stopped = || plan.stopped_by().is_some();
+    let mut rounds_done = 0;
+
     // 1. Warm-up, and the load-time support check.
     for outcome in outcomes.iter_mut().filter(|o| o.is_ok()) {
+        if stopped() {
+            break;
+        }
         step.what = format!("warm-up {}", outcome.mechanism);
         progress(&step);
         if let Err(err) = measure(outcome.mechanism, &opts) {
@@ -318,8 +336,11 @@ fn run_here(plan: &Plan, mut progress: impl FnMut(&Step)) -> Vec<Outcome> {
     step.total = step.done + ok_count(&outcomes) * repeats + stats_runs(&outcomes);
 
     // 2. The timed passes, round-robin.
-    for repeat in 1..=repeats {
+    'rounds: for repeat in 1..=repeats {
         for outcome in outcomes.iter_mut().filter(|o| o.is_ok()) {
+            if stopped() {
+                break 'rounds;
+            }
             step.what = format!("repeat {repeat}/{repeats} {}", outcome.mechanism);
             progress(&step);
             match measure(outcome.mechanism, &opts) {
@@ -328,6 +349,7 @@ fn run_here(plan: &Plan, mut progress: impl FnMut(&Step)) -> Vec<Outcome> {
             }
             step.done += 1;
         }
+        rounds_done = repeat;
     }
     propagate_base_problems(&mut outcomes);
 
@@ -339,6 +361,9 @@ fn run_here(plan: &Plan, mut progress: impl FnMut(&Step)) -> Vec<Outcome> {
             .iter_mut()
             .filter(|o| o.is_ok() && !o.mechanism.is_base())
         {
+            if stopped() {
+                break;
+            }
             step.what = format!("BPF stats {}", outcome.mechanism);
             progress(&step);
             match measure(outcome.mechanism, &stats_opts) {
@@ -354,9 +379,32 @@ fn run_here(plan: &Plan, mut progress: impl FnMut(&Step)) -> Vec<Outcome> {
             step.done += 1;
         }
     }
+    if let Some(signal) = plan.stopped_by() {
+        cut_short(&mut outcomes, rounds_done, signal);
+    }
     step.what = "done".into();
     progress(&step);
     outcomes
+}
+
+/// After a stop: keeps the rounds that every mechanism completed (a
+/// figure against the base pairs runs of the same round), and marks what
+/// has none as not measured.
+fn cut_short(outcomes: &mut [Outcome], rounds: u64, signal: i32) {
+    let why = format!("not measured: interrupted by {}", signal_name(signal));
+    for outcome in outcomes.iter_mut().filter(|o| o.is_ok()) {
+        outcome.samples.truncate(rounds as usize);
+        if outcome.samples.is_empty() {
+            outcome.set(Status::Failed, why.clone());
+        }
+    }
+}
+
+/// `SIGINT` for 2.
+pub fn signal_name(signal: i32) -> String {
+    nix::sys::signal::Signal::try_from(signal)
+        .map(|s| s.as_str().to_string())
+        .unwrap_or_else(|_| format!("signal {signal}"))
 }
 
 /// A mechanism whose base could not be measured cannot be compared to it.
@@ -459,6 +507,7 @@ pub fn document(plan: &Plan, outcomes: &[Outcome], host: Host) -> Document {
         warmup_runs: 1,
         order: ORDER_ROUND_ROBIN.into(),
         prog_stats: plan.stats_run,
+        interrupted: plan.stopped_by().map(signal_name),
         mechanisms,
     }
 }
@@ -624,6 +673,46 @@ mod tests {
         let tp = doc.mechanism("tp").unwrap();
         assert_eq!(tp.status, Status::Failed);
         assert!(tp.k_events_per_sec.is_none() && tp.hits.is_none());
+    }
+
+    #[test]
+    fn a_stop_keeps_the_rounds_every_mechanism_completed() {
+        // Stopped in round 3: base ran it, raw_tp did not.
+        let mut outcomes = [
+            outcome(m("base"), &[1000, 1000, 1000]),
+            outcome(m("raw_tp"), &[1100, 1100]),
+            Outcome::new(m("tp")),
+        ];
+        outcomes[2].fail(Error::unsupported("no tracefs"));
+        cut_short(&mut outcomes, 2, libc::SIGINT);
+        assert_eq!(outcomes[0].samples.len(), 2);
+        assert_eq!(outcomes[1].samples.len(), 2);
+        assert_eq!(outcomes[2].status, Status::Skipped, "left as it was");
+        // Stopped before a timed round: nothing measured.
+        let mut outcomes = [outcome(m("base"), &[]), outcome(m("raw_tp"), &[])];
+        cut_short(&mut outcomes, 0, libc::SIGTERM);
+        for o in &outcomes {
+            assert_eq!(o.status, Status::Failed);
+            assert_eq!(
+                o.reason.as_deref(),
+                Some("not measured: interrupted by SIGTERM")
+            );
+        }
+    }
+
+    #[test]
+    fn the_document_says_what_stopped_the_run() {
+        static STOP: AtomicUsize = AtomicUsize::new(0);
+        let plan = Plan {
+            stop: Some(&STOP),
+            ..Plan::new(&[m("raw_tp")])
+        };
+        let outcomes = [outcome(m("base"), &[1000]), outcome(m("raw_tp"), &[1100])];
+        assert_eq!(document(&plan, &outcomes, host()).interrupted, None);
+        STOP.store(libc::SIGINT as usize, Ordering::SeqCst);
+        assert_eq!(plan.stopped_by(), Some(libc::SIGINT));
+        let doc = document(&plan, &outcomes, host());
+        assert_eq!(doc.interrupted.as_deref(), Some("SIGINT"));
     }
 
     #[test]

@@ -33,6 +33,19 @@ fn heading(doc: &Document) -> Vec<String> {
             "EMULATED ({how}): these rates are not performance figures"
         ));
     }
+    if let Some(signal) = &doc.interrupted {
+        let rounds = doc
+            .mechanisms
+            .iter()
+            .filter_map(|m| m.k_events_per_sec.as_ref())
+            .map(|k| k.samples.len())
+            .max()
+            .unwrap_or(0);
+        lines.push(format!(
+            "INTERRUPTED ({signal}): incomplete, {rounds} of {} rounds ran",
+            doc.repeats
+        ));
+    }
     lines
 }
 
@@ -454,6 +467,20 @@ mod tests {
         // Columns line up: every row's cells end where the header's do.
         let end_of_ratio = header.find("ratio").unwrap() + "ratio".len();
         assert_eq!(&raw_tp[end_of_ratio - 5..end_of_ratio], "0.900", "{text}");
+        assert!(!text.contains("INTERRUPTED"), "{text}");
+    }
+
+    #[test]
+    fn an_interrupted_result_says_so_in_its_heading() {
+        let mut doc = document();
+        doc.interrupted = Some("SIGINT".into());
+        doc.repeats = 5;
+        let text = table(&doc);
+        assert!(
+            text.lines()
+                .any(|l| l == "INTERRUPTED (SIGINT): incomplete, 3 of 5 rounds ran"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -501,6 +501,18 @@ fn nonsense_number_baselines_are_refused() {
 }
 
 #[test]
+fn an_interrupted_result_is_no_baseline() {
+    let file = TempFile::new("interrupted.json");
+    let mut doc = fixture();
+    doc["interrupted"] = "SIGINT".into();
+    fs::write(&file.0, doc.to_string()).unwrap();
+    refused_early(
+        &["--baseline", file.path()],
+        "the run was interrupted (SIGINT) and is incomplete",
+    );
+}
+
+#[test]
 fn save_onto_the_baseline_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let baseline = dir.path().join("baseline.json");
@@ -933,6 +945,7 @@ fn fixture() -> Value {
         "timestamp": "2026-05-01T12:00:00Z", "kernel_release": "6.18.0",
         "cpu_model": "Test CPU", "cpu": 0, "emulated": null, "iterations": 100000,
         "repeats": 3, "warmup_runs": 1, "order": "round-robin", "prog_stats": true,
+        "interrupted": null,
         "mechanisms": [
             {"name": "base", "base": "base", "trigger": "task_rename",
              "hook": "nothing attached", "status": "ok", "reason": null,

@@ -1,6 +1,6 @@
 //! The `bpf-overhead` command under concurrent runs and signals: what it
-//! mounts nobody else sees, and when a run is killed mid-run no BPF
-//! program, link or mount is left behind.
+//! mounts nobody else sees, and whatever way a run ends — SIGINT, SIGTERM,
+//! SIGKILL mid-run — no BPF program, link or mount is left behind.
 //!
 //! Each test runs the binary from a thread in a mount namespace of its own
 //! where tracefs is not mounted (so the runs must mount it) and whose
@@ -19,6 +19,8 @@ use std::time::{Duration, Instant};
 use libbpf_rs::query::{LinkInfoIter, ProgInfoIter};
 use nix::mount::{mount, umount2, MntFlags, MsFlags};
 use nix::sched::{unshare, CloneFlags};
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
 use serde_json::Value;
 use serial_test::serial;
 
@@ -261,6 +263,42 @@ fn files_in(dir: &Path) -> Vec<String> {
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect()
+}
+
+/// SIGINT and SIGTERM mid-run: the run stops after the run in progress,
+/// undoes everything, prints the rounds done marked as interrupted, saves
+/// nothing, and exits 128 + the signal.
+#[test]
+#[serial]
+fn sigint_and_sigterm_end_the_run_cleanly() {
+    if !root() {
+        return;
+    }
+    in_own_mount_namespace(|| {
+        for (signal, code) in [(Signal::SIGINT, 130), (Signal::SIGTERM, 143)] {
+            let before = mounts();
+            let dir = tempfile::tempdir().unwrap();
+            let save = dir.path().join("result.json");
+            let (mut run, progs, links) = start_attached(&save);
+            // A round or two, so there is something to print.
+            std::thread::sleep(Duration::from_millis(300));
+            kill(Pid::from_raw(run.id() as i32), signal).unwrap();
+            let status = wait(&mut run, Duration::from_secs(60));
+            let stdout = read_all(run.stdout.take());
+            let stderr = read_all(run.stderr.take());
+            assert_eq!(status.code(), Some(code), "after {signal}:\n{stderr}");
+            assert!(
+                stderr.contains(&format!("interrupted by {signal}")),
+                "{stderr}"
+            );
+            assert!(!stderr.contains("panicked"), "{stderr}");
+            let doc: Value = serde_json::from_str(&stdout).expect("the output is whole JSON");
+            assert_eq!(doc["interrupted"], signal.as_str(), "{stdout}");
+            assert!(files_in(dir.path()).is_empty(), "saved after {signal}");
+            assert_released(&progs, &links, &format!("after {signal}"));
+            assert_eq!(mounts(), before, "mounts changed after {signal}");
+        }
+    });
 }
 
 /// SIGKILL mid-run: nothing runs in the process any more, and still
