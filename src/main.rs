@@ -53,11 +53,16 @@ ratio are computed against the base run of the same round. The program's own run
 comes from one extra run with the kernel's BPF run-time stats on (BPF_ENABLE_STATS, which \
 goes off again when the run ends): the stats add two clock reads per program run, so that \
 run is never one of the timed ones.\n\n\
-Needs root (CAP_BPF and CAP_PERFMON).",
+Needs root: CAP_BPF and CAP_PERFMON to load the programs; tp also reads root's tracefs \
+(CAP_DAC_READ_SEARCH), uprobes and the prog ns run need CAP_SYS_ADMIN. What is missing is \
+named before anything runs. SIGINT or SIGTERM stops after the run in progress and prints \
+what was measured, marked interrupted.",
     after_help = "Exit status: 0 all measured (skips included) and no regression; 1 a \
-mechanism failed, the gate found a regression, or the run could not start (not root); \
-2 bad input (unknown mechanism, --iterations 0, CPU out of range, unreadable or \
-incompatible baseline, --save into a missing directory).\n\n\
+mechanism failed, the gate found a regression, the run could not start (not root, a \
+capability missing) or its output could not be written; 2 bad input (unknown mechanism, \
+--iterations 0 or more than a day's worth, CPU out of range, an unreadable, special, corrupt \
+or incompatible baseline, a --save that cannot be written or is the baseline); 130, 143 \
+interrupted by SIGINT, SIGTERM.\n\n\
 Examples:\n  \
 sudo bpf-overhead\n  \
 sudo bpf-overhead -m raw_tp,uprobe-nop --repeat 10\n  \
