@@ -47,6 +47,13 @@ pub struct Document {
     pub order: String,
     /// Whether the extra run with BPF run-time stats was asked for.
     pub prog_stats: bool,
+    /// Loop iterations per driver run for the kernel-loop trigger
+    /// (`--batch`). Absent from results written before it existed: 100.
+    #[serde(default = "default_batch")]
+    pub batch: u32,
+    /// Extra work rounds every program did per hit (`--prog-work`).
+    #[serde(default)]
+    pub prog_work: u32,
     /// Every mechanism measured or skipped, bases included, each base before
     /// the mechanisms it is the reference for.
     pub mechanisms: Vec<MechanismResult>,
@@ -73,6 +80,11 @@ pub struct MechanismResult {
     pub trigger: String,
     /// Where it attaches.
     pub hook: String,
+    /// Events each run fired: `iterations`, scaled by the trigger (a call
+    /// base fires 100x, the kernel loop 10x, rounded up to whole batches).
+    /// 0 in results written before it existed.
+    #[serde(default)]
+    pub events_per_run: u64,
     pub status: Status,
     /// Why it was skipped or failed; null when ok.
     pub reason: Option<String>,
@@ -95,6 +107,10 @@ pub struct MechanismResult {
     /// the kernel's BPF stats in one extra run. Null for a base, when not
     /// ok, or when stats were unavailable or not asked for.
     pub prog_ns_per_event: Option<f64>,
+}
+
+fn default_batch() -> u32 {
+    100
 }
 
 impl MechanismResult {
@@ -258,6 +274,7 @@ pub(crate) mod tests {
             base: base.into(),
             trigger: "task_rename".into(),
             hook: "task/task_rename".into(),
+            events_per_run: 100_000,
             status: Status::Ok,
             reason: None,
             k_events_per_sec: Summary::of(rate),
@@ -281,6 +298,8 @@ pub(crate) mod tests {
             warmup_runs: 1,
             order: ORDER_ROUND_ROBIN.into(),
             prog_stats: true,
+            batch: 100,
+            prog_work: 0,
             mechanisms: vec![
                 ok("base", "base", &[1000.0, 1100.0, 1050.0], None),
                 MechanismResult {
@@ -288,6 +307,7 @@ pub(crate) mod tests {
                     base: "base".into(),
                     trigger: "task_rename".into(),
                     hook: "__set_task_comm".into(),
+                    events_per_run: 100_000,
                     status: Status::Skipped,
                     reason: Some("kernel has no kprobes".into()),
                     k_events_per_sec: None,

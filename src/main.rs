@@ -13,7 +13,9 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use bpf_overhead::document::{Document, Host, Status};
 use bpf_overhead::gate::{self, DEFAULT_THRESHOLD};
-use bpf_overhead::measure::{sys, CpuPin, DEFAULT_ITERATIONS};
+use bpf_overhead::measure::{
+    sys, Batch, CpuPin, ProgWork, DEFAULT_ITERATIONS, MAX_BATCH, MAX_PROG_WORK,
+};
 use bpf_overhead::pipeline::{self, Plan, DEFAULT_REPEATS};
 use bpf_overhead::{render, Error, Mechanism};
 
@@ -109,6 +111,18 @@ struct Cli {
     /// Skip the extra run with BPF run-time stats (no "prog ns" figure).
     #[arg(long)]
     no_prog_stats: bool,
+
+    /// Kernel-loop trigger (`*-loop` mechanisms): loop iterations per
+    /// BPF_PROG_TEST_RUN of the driver, 1 to 1000.
+    #[arg(long, value_name = "N", default_value_t = Batch::default().get(),
+          value_parser = parse_batch)]
+    batch: u32,
+
+    /// Rounds of extra work every program does per hit (a multiply and two
+    /// shifts each), 0 to 10000: what a mechanism costs next to a program
+    /// that does something.
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = parse_prog_work)]
+    prog_work: u32,
 }
 
 fn parse_mechanism(s: &str) -> Result<Mechanism, String> {
@@ -127,6 +141,24 @@ where
         return Err("must be at least 1".into());
     }
     s.parse().map_err(|e| format!("{e}"))
+}
+
+fn parse_batch(s: &str) -> Result<u32, String> {
+    s.trim()
+        .parse::<u32>()
+        .ok()
+        .and_then(Batch::new)
+        .map(Batch::get)
+        .ok_or_else(|| format!("must be a whole number from 1 to {MAX_BATCH}"))
+}
+
+fn parse_prog_work(s: &str) -> Result<u32, String> {
+    s.trim()
+        .parse::<u32>()
+        .ok()
+        .and_then(ProgWork::new)
+        .map(ProgWork::get)
+        .ok_or_else(|| format!("must be a whole number from 0 to {MAX_PROG_WORK}"))
 }
 
 fn parse_percent(s: &str) -> Result<f64, String> {
@@ -193,6 +225,8 @@ fn run(cli: &Cli) -> Result<ExitCode, Failure> {
         repeats: cli.repeat,
         cpu: cli.cpu,
         stats_run: !cli.no_prog_stats,
+        batch: Batch::new(cli.batch).expect("checked by parse_batch"),
+        prog_work: ProgWork::new(cli.prog_work).expect("checked by parse_prog_work"),
         ..Plan::new(&cli.mechanisms)
     };
     let baseline = match &cli.baseline {

@@ -28,7 +28,8 @@ use crate::document::SCHEMA_VERSION;
 use crate::document::{Document, Host, MechanismResult, Status, ORDER_ROUND_ROBIN, SCHEMA};
 use crate::measure::sys::{self, Tracefs};
 use crate::measure::{
-    measure, on_measuring_thread, Error, Mechanism, Options, Result, Sample, DEFAULT_ITERATIONS,
+    measure, on_measuring_thread, Batch, Error, Mechanism, Options, ProgWork, Result, Sample,
+    DEFAULT_ITERATIONS,
 };
 use crate::stats::Summary;
 
@@ -48,6 +49,10 @@ pub struct Plan {
     pub cpu: Option<usize>,
     /// Make the extra run with BPF run-time stats.
     pub stats_run: bool,
+    /// Loop iterations per driver run (kernel-loop trigger).
+    pub batch: Batch,
+    /// Extra work every program does per hit.
+    pub prog_work: ProgWork,
 }
 
 impl Plan {
@@ -60,6 +65,8 @@ impl Plan {
             repeats: DEFAULT_REPEATS,
             cpu: None,
             stats_run: true,
+            batch: Batch::default(),
+            prog_work: ProgWork::default(),
         }
     }
 
@@ -78,6 +85,8 @@ impl Plan {
             iterations: self.iterations,
             cpu: self.cpu,
             bpf_stats,
+            batch: self.batch,
+            prog_work: self.prog_work,
         }
     }
 }
@@ -336,6 +345,10 @@ pub fn document(plan: &Plan, outcomes: &[Outcome], host: Host) -> Document {
                 base: m.base().name().into(),
                 trigger: m.trigger().label().into(),
                 hook: m.hook().into(),
+                events_per_run: o
+                    .samples
+                    .first()
+                    .map_or_else(|| m.events(plan.iterations.get()), |s| s.iterations),
                 status,
                 reason,
                 k_events_per_sec: ok.then(|| Summary::of(&rates)).flatten(),
@@ -362,6 +375,8 @@ pub fn document(plan: &Plan, outcomes: &[Outcome], host: Host) -> Document {
         warmup_runs: 1,
         order: ORDER_ROUND_ROBIN.into(),
         prog_stats: plan.stats_run,
+        batch: plan.batch.get(),
+        prog_work: plan.prog_work.get(),
         mechanisms,
     }
 }
@@ -381,17 +396,18 @@ pub enum Availability {
 /// Finds out, with a one-event run of each, which of `mechanisms` this
 /// kernel runs. Without privileges every answer is [`Availability::Unknown`].
 pub fn survey(mechanisms: &[Mechanism], cpu: Option<usize>) -> Vec<(Mechanism, Availability)> {
+    let plan = Plan {
+        iterations: NonZeroU64::MIN,
+        cpu,
+        ..Plan::new(mechanisms)
+    };
     if sys::check_privileges().is_err() {
         return mechanisms
             .iter()
             .map(|&m| (m, Availability::Unknown))
             .collect();
     }
-    let opts = Options {
-        iterations: NonZeroU64::MIN,
-        cpu,
-        bpf_stats: false,
-    };
+    let opts = plan.options(false);
     let surveyed = on_measuring_thread(|| {
         let (_guards, problems) = check_support(mechanisms);
         Ok(mechanisms

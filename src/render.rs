@@ -198,14 +198,13 @@ pub fn selftest_line(doc: &Document, m: &MechanismResult) -> Option<String> {
 pub fn detail_line(doc: &Document, m: &MechanismResult) -> Option<String> {
     let ns = m.ns_per_event.filter(|_| m.is_ok())?;
     if m.is_base() {
-        let events =
-            Mechanism::by_name(&m.name).map_or(doc.iterations, |b| b.events(doc.iterations));
         let mut line = format!("  {}: {ns:.1} ns/event", m.name);
-        if events != doc.iterations {
+        if m.events_per_run > doc.iterations {
             let _ = write!(
                 line,
-                " ({events} events per run, {}x the mechanisms': a call alone is too short to time well)",
-                events / doc.iterations
+                " ({} events per run, {}x the iterations: one event alone is too short to time well)",
+                m.events_per_run,
+                m.events_per_run / doc.iterations.max(1)
             );
         }
         return Some(line);
@@ -221,7 +220,7 @@ pub fn detail_line(doc: &Document, m: &MechanismResult) -> Option<String> {
     );
     if let Some(hits) = &m.hits {
         let per_run: Vec<String> = hits.iter().map(u64::to_string).collect();
-        let _ = write!(line, ", hits {}/{}", per_run.join(","), doc.iterations);
+        let _ = write!(line, ", hits {}/{}", per_run.join(","), m.events_per_run);
     }
     if let Some(ns) = m.prog_ns_per_event {
         let _ = write!(line, ", program {ns:.1} ns/event");

@@ -14,7 +14,7 @@ use std::str::FromStr;
 
 use super::error::{errno_name, Error, Result, ENOTSUPP};
 use super::sys::{self, Tracefs};
-use super::trigger::{Target, Trigger};
+use super::trigger::{Driver, Target, Trigger};
 
 /// The kernel function probed by kprobe, kretprobe, fentry and fexit
 /// (test_overhead's target). The comm write reaches it once per write.
@@ -24,6 +24,8 @@ pub const KFUNC: &str = "__set_task_comm";
 pub const FMOD_RET_KFUNC: &str = "security_file_permission";
 /// The tracepoint behind raw_tp, tp and tp_btf.
 pub const TRACEPOINT: &str = "task/task_rename";
+/// The tracepoint the kernel-loop kfunc fires.
+pub const LOOP_TRACEPOINT: &str = "bpf_test_run/bpf_trigger_tp";
 
 /// How a mechanism attaches: this decides its support probe, its attach
 /// call and how its load and attach errors are sorted into "this kernel
@@ -94,6 +96,27 @@ const fn kernel(
     }
 }
 
+const fn looped(
+    name: &'static str,
+    driver: Driver,
+    kind: Kind,
+    program: &'static str,
+    needs: &'static str,
+) -> Entry {
+    let hook = match (driver, kind) {
+        (Driver::Kfunc, RawTracepoint | Tracepoint | BtfTracepoint) => LOOP_TRACEPOINT,
+        _ => driver.function(),
+    };
+    Entry {
+        name,
+        trigger: Trigger::Loop(driver),
+        kind,
+        program: Some(program),
+        hook,
+        needs,
+    }
+}
+
 const fn uprobe(name: &'static str, target: Target, ret: bool) -> Entry {
     Entry {
         name,
@@ -105,12 +128,15 @@ const fn uprobe(name: &'static str, target: Target, ret: bool) -> Entry {
     }
 }
 
+use Driver::{Helper, Kfunc};
 use Kind::*;
 use Target::{Nop, Push, Ret};
 
+const LOOP_KFUNC_NEEDS: &str = "the bpf_modify_return_test_tp kfunc (6.10+, CONFIG_NET)";
+
 /// Every mechanism, each base just before the mechanisms it is the
 /// reference for. This order is the order of runs, `--list` and output.
-pub static CATALOGUE: [Entry; 18] = [
+pub static CATALOGUE: [Entry; 28] = [
     base("base", Trigger::TaskRename),
     kernel("kprobe", Kprobe, "prog_kprobe", KFUNC, KPROBES),
     kernel("kretprobe", Kprobe, "prog_kretprobe", KFUNC, KPROBES),
@@ -153,6 +179,58 @@ pub static CATALOGUE: [Entry; 18] = [
     base("base-ret", Trigger::Call(Ret)),
     uprobe("uprobe-ret", Ret, false),
     uprobe("uretprobe-ret", Ret, true),
+    base("base-loop", Trigger::Loop(Helper)),
+    looped("kprobe-loop", Helper, Kprobe, "prog_batch_kprobe", KPROBES),
+    looped(
+        "kretprobe-loop",
+        Helper,
+        Kprobe,
+        "prog_batch_kretprobe",
+        KPROBES,
+    ),
+    looped(
+        "fentry-loop",
+        Helper,
+        Trampoline,
+        "prog_batch_fentry",
+        TRAMPOLINES,
+    ),
+    looped(
+        "fexit-loop",
+        Helper,
+        Trampoline,
+        "prog_batch_fexit",
+        TRAMPOLINES,
+    ),
+    base("base-loop-kfunc", Trigger::Loop(Kfunc)),
+    looped(
+        "raw_tp-loop",
+        Kfunc,
+        RawTracepoint,
+        "prog_batch_raw_tp",
+        LOOP_KFUNC_NEEDS,
+    ),
+    looped(
+        "tp-loop",
+        Kfunc,
+        Tracepoint,
+        "prog_batch_tp",
+        LOOP_KFUNC_NEEDS,
+    ),
+    looped(
+        "tp_btf-loop",
+        Kfunc,
+        BtfTracepoint,
+        "prog_batch_tp_btf",
+        LOOP_KFUNC_NEEDS,
+    ),
+    looped(
+        "fmod_ret-loop",
+        Kfunc,
+        Trampoline,
+        "prog_batch_fmod_ret",
+        LOOP_KFUNC_NEEDS,
+    ),
 ];
 
 /// A handle to a catalogue entry: cheap to copy, compared by name.
@@ -209,13 +287,15 @@ impl Mechanism {
             .expect("every trigger has a base in the catalogue (checked by a test)")
     }
 
-    /// Events one run fires for `iterations`: the trigger scales its base.
+    /// Events one run fires for `iterations`: the trigger scales them.
     pub fn events(self, iterations: u64) -> u64 {
-        if self.is_base() {
-            iterations.saturating_mul(self.trigger().base_scale())
+        let trigger = self.trigger();
+        let scale = if self.is_base() {
+            trigger.base_scale()
         } else {
-            iterations
-        }
+            trigger.scale()
+        };
+        iterations.saturating_mul(scale)
     }
 
     /// All mechanism names, for error messages.
@@ -227,6 +307,7 @@ impl Mechanism {
     /// tracefs guard that must outlive the attachment when the mechanism
     /// goes through tracefs. Trampoline support only shows at load time.
     pub fn check_support(self) -> Result<Option<Tracefs>> {
+        self.trigger().check_support().map_err(|e| e.of(self))?;
         match self.kind() {
             Base | RawTracepoint => Ok(None),
             Kprobe => sys::probe_support("kprobe"),
@@ -385,11 +466,14 @@ mod tests {
     }
 
     #[test]
-    fn only_call_bases_fire_more_events() {
+    fn triggers_scale_their_events() {
         let n = |name: &str| name.parse::<Mechanism>().unwrap().events(1000);
         assert_eq!(n("base"), 1000);
         assert_eq!(n("base-nop"), 100_000);
         assert_eq!(n("uprobe-nop"), 1000);
         assert_eq!(n("raw_tp"), 1000);
+        // A loop's events are ~14 ns: all of them scale, base or not.
+        assert_eq!(n("base-loop"), 10_000);
+        assert_eq!(n("raw_tp-loop"), 10_000);
     }
 }

@@ -12,9 +12,9 @@ use nix::unistd::{gettid, Pid};
 
 use super::catalogue::Mechanism;
 use super::error::{Error, Result};
-use super::load::{self, Attached};
+use super::load::{self, Loaded, Settings};
 use super::sys;
-use super::trigger::Armed;
+use super::trigger::{Armed, DEFAULT_BATCH, MAX_BATCH};
 
 /// test_overhead's MAX_CNT.
 pub const DEFAULT_ITERATIONS: NonZeroU64 = NonZeroU64::new(100_000).unwrap();
@@ -30,6 +30,10 @@ pub struct Options {
     /// program's own run time. They add two clock reads per program run,
     /// so runs with and without them are not comparable.
     pub bpf_stats: bool,
+    /// Loop iterations per driver run, for the kernel-loop trigger.
+    pub batch: Batch,
+    /// Extra work the program does per hit.
+    pub prog_work: ProgWork,
 }
 
 impl Default for Options {
@@ -38,7 +42,47 @@ impl Default for Options {
             iterations: DEFAULT_ITERATIONS,
             cpu: None,
             bpf_stats: false,
+            batch: Batch::default(),
+            prog_work: ProgWork::default(),
         }
+    }
+}
+
+/// Loop iterations per BPF_PROG_TEST_RUN of a kernel-loop driver, 1 to
+/// [`MAX_BATCH`] (upstream's range).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Batch(u32);
+
+impl Batch {
+    pub fn new(n: u32) -> Option<Self> {
+        (1..=MAX_BATCH).contains(&n).then_some(Self(n))
+    }
+
+    pub fn get(self) -> u32 {
+        self.0
+    }
+}
+
+impl Default for Batch {
+    fn default() -> Self {
+        Self(DEFAULT_BATCH)
+    }
+}
+
+/// Rounds of extra work every program does per hit (`--prog-work`), 0 to
+/// [`MAX_PROG_WORK`] (PROG_WORK_MAX in bpf/overhead.bpf.c).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProgWork(u32);
+
+pub const MAX_PROG_WORK: u32 = 10_000;
+
+impl ProgWork {
+    pub fn new(n: u32) -> Option<Self> {
+        (n <= MAX_PROG_WORK).then_some(Self(n))
+    }
+
+    pub fn get(self) -> u32 {
+        self.0
     }
 }
 
@@ -200,38 +244,39 @@ fn list(cpus: &[usize]) -> String {
 /// to one CPU. Lives only inside [`with_run`], which undoes everything.
 pub struct Run<'a> {
     mechanism: Mechanism,
-    attached: Option<Attached<'a>>,
+    loaded: Option<Loaded<'a>>,
     armed: &'a mut Armed,
     bpf_stats: bool,
     cpu: usize,
 }
 
 impl Run<'_> {
-    /// Fires `events` events and times them.
+    /// Fires `events` events (for a loop, rounded up to whole batches) and
+    /// times them.
     pub fn measure(&mut self, events: NonZeroU64) -> Result<Sample> {
-        let events = events.get();
-        if let Some(a) = self.attached.as_mut() {
+        let counting = self.mechanism.program().is_some();
+        if let Some(l) = self.loaded.as_mut() {
             // Attaching may have hit the probe already (fmod_ret sees
             // every write(2) of this thread, including log output).
-            a.reset_hits();
+            l.reset_hits();
         }
-        let before = self.attached.as_ref().and_then(|a| a.prog_stats());
+        let before = self.loaded.as_ref().and_then(|l| l.prog_stats());
         let start = Instant::now();
-        self.armed.fire(events)?;
+        let fired = self.armed.fire(events.get())?;
         let elapsed = start.elapsed();
         // Read the counter before anything else runs on this thread:
         // restoring the thread name, for one, fires the probe again.
-        let hits = self.attached.as_mut().map(|a| a.hits());
-        let after = self.attached.as_ref().and_then(|a| a.prog_stats());
+        let hits = self.loaded.as_mut().filter(|_| counting).map(|l| l.hits());
+        let after = self.loaded.as_ref().and_then(|l| l.prog_stats());
         self.armed.verify().map_err(|e| e.of(self.mechanism))?;
-        check_hits(self.mechanism, hits, events)?;
+        check_hits(self.mechanism, hits, fired)?;
         let prog_run = match (self.bpf_stats, before, after) {
             (true, Some((t0, c0)), Some((t1, c1))) => Some((t1 - t0, c1 - c0)),
             _ => None,
         };
         Ok(Sample {
             mechanism: self.mechanism,
-            iterations: events,
+            iterations: fired,
             elapsed,
             hits,
             prog_run,
@@ -277,13 +322,25 @@ pub fn with_run<R>(
         None
     };
     let pin = CpuPin::new(opts.cpu)?;
-    let mut armed = mechanism.trigger().arm().map_err(|e| e.of(mechanism))?;
-    let tid = gettid().as_raw() as u32;
+    let settings = Settings {
+        tid: gettid().as_raw() as u32,
+        batch: opts.batch.get(),
+        prog_work: opts.prog_work.get(),
+    };
     let mut storage = MaybeUninit::uninit();
-    let attached = load::attach(mechanism, &mut storage, tid)?;
+    // Load, arm, attach: a loop trigger runs a loaded driver, and a call
+    // target's first byte must be checked before a uprobe overwrites it.
+    let mut loaded = load::load(mechanism, &mut storage, settings)?;
+    let mut armed = mechanism
+        .trigger()
+        .arm(loaded.as_ref().and_then(|l| l.driver_fd()), settings.batch)
+        .map_err(|e| e.of(mechanism))?;
+    if let Some(l) = loaded.as_mut() {
+        l.attach(mechanism)?;
+    }
     let mut run = Run {
         mechanism,
-        attached,
+        loaded,
         armed: &mut armed,
         bpf_stats: opts.bpf_stats,
         cpu: pin.cpu,
