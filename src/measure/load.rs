@@ -61,6 +61,7 @@ pub(crate) fn load(
     rodata.target_tid = settings.tid;
     rodata.batch_iters = settings.batch;
     rodata.prog_work = settings.prog_work;
+    rodata.driver_counts = mechanism.is_base() && driver.is_some();
     let mut enabled = 0;
     for mut prog in open.open_object_mut().progs_mut() {
         if wanted.iter().any(|w| prog.name() == *w) {

@@ -254,7 +254,8 @@ impl Run<'_> {
     /// Fires `events` events (for a loop, rounded up to whole batches) and
     /// times them.
     pub fn measure(&mut self, events: NonZeroU64) -> Result<Sample> {
-        let counting = self.mechanism.program().is_some();
+        // A program counts, and so does a loop's driver in a base run.
+        let counting = self.loaded.is_some();
         if let Some(l) = self.loaded.as_mut() {
             // Attaching may have hit the probe already (fmod_ret sees
             // every write(2) of this thread, including log output).
