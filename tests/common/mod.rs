@@ -4,17 +4,11 @@
 
 use std::fmt;
 
-use bpf_overhead::document::{Document, Host, MechanismResult, Status};
+use bpf_overhead::document::{Document, Host, MechanismResult};
+use bpf_overhead::expect::{Expectations, Verdict};
 use bpf_overhead::measure::DEFAULT_ITERATIONS;
 use bpf_overhead::pipeline::{self, Plan};
 use bpf_overhead::{render, Mechanism};
-
-/// Set to 1 by CI jobs that expect every mechanism: a skip becomes a failure.
-pub const STRICT_ENV: &str = "BPF_OVERHEAD_STRICT";
-
-pub fn strict() -> bool {
-    std::env::var(STRICT_ENV).is_ok_and(|v| v == "1")
-}
 
 /// A test failure that prints as its one-line message: the harness shows
 /// `Error: <message>` rather than a panic location and backtrace.
@@ -41,8 +35,10 @@ macro_rules! ensure {
 /// counted exactly one hit per event from the measuring thread. Prints the
 /// selftest line and the overhead against the base measured in the same
 /// round. A missing kernel feature prints `SKIP <mechanism>: <reason>` and
-/// passes (fails in strict mode); anything else fails with one line.
+/// passes, unless strict mode says otherwise ([`Expectations`]: the
+/// kernel's declared absences); anything else fails with one line.
 pub fn check(name: &str) -> Outcome {
+    let expect = Expectations::from_env().map_err(Failure)?;
     let mechanism: Mechanism = name.parse().map_err(Failure)?;
     let doc = pipeline::execute(&Plan::selftest(mechanism), Host::current, |_| {})
         .map_err(|e| Failure(e.to_string()))?;
@@ -52,22 +48,16 @@ pub fn check(name: &str) -> Outcome {
     let base = doc
         .mechanism(&result.base)
         .ok_or_else(|| Failure(format!("{name}: its base is not in the result document")))?;
-    // A base that failed says why itself, better than "its base failed".
-    let judged = if base.is_ok() { result } else { base };
-    match judged.status {
-        Status::Ok => {}
-        Status::Skipped if !strict() => {
-            println!("SKIP {}: {}", judged.name, reason(judged));
+    // A base that failed or skipped says why itself, better than "its base
+    // failed"; the mechanism is judged by its own name all the same.
+    let why = if base.is_ok() { result } else { base };
+    match expect.judge(name, result.status, why.reason.as_deref()) {
+        Verdict::Pass => {}
+        Verdict::Skip(reason) => {
+            println!("SKIP {name}: {reason}");
             return Ok(());
         }
-        Status::Skipped => {
-            return Err(Failure(format!(
-                "{}: {} (a skip, failed because {STRICT_ENV}=1)",
-                judged.name,
-                reason(judged)
-            )))
-        }
-        Status::Failed => return Err(Failure(reason(judged).to_string())),
+        Verdict::Fail(reason) => return Err(Failure(reason)),
     }
     for line in [
         render::selftest_line(&doc, result),
@@ -76,10 +66,6 @@ pub fn check(name: &str) -> Outcome {
         println!("{}", line.unwrap_or_default());
     }
     check_counts(&doc, result)
-}
-
-fn reason(m: &MechanismResult) -> &str {
-    m.reason.as_deref().unwrap_or("no reason given")
 }
 
 fn check_counts(doc: &Document, m: &MechanismResult) -> Outcome {
