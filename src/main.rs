@@ -59,7 +59,7 @@ Examples:\n  \
 sudo bpf-overhead\n  \
 sudo bpf-overhead -m raw_tp,uprobe-nop --repeat 10\n  \
 sudo bpf-overhead --format json --save baseline.json\n  \
-sudo bpf-overhead --baseline baseline.json --threshold 10"
+sudo bpf-overhead --baseline baseline.json --threshold 10 -m raw_tp-loop,tp-loop"
 )]
 struct Cli {
     /// Mechanisms to measure, comma-separated or repeated [default: all].
@@ -97,8 +97,9 @@ struct Cli {
     #[arg(long, value_name = "FILE")]
     baseline: Option<PathBuf>,
 
-    /// With --baseline: a regression is a ratio to base lower by more than
-    /// this many percent, and by more than the noise of both runs.
+    /// With --baseline: a regression is an overhead over base (the
+    /// mechanism's own cost) higher by more than this many percent, and
+    /// beyond the noise of both runs (one-sided Mann-Whitney, p <= 0.05).
     #[arg(long, value_name = "PERCENT", default_value_t = DEFAULT_THRESHOLD * 100.0,
           value_parser = parse_percent)]
     threshold: f64,

@@ -309,8 +309,8 @@ pub fn gate_report(report: &Report, baseline_label: &str) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "gate: this run against {baseline_label}: a regression is a ratio to base \
-         lower by more than {:.0}% and by more than the noise of both runs",
+        "gate: this run against {baseline_label}: a regression is an overhead over base \
+         higher by more than {:.0}% and beyond the noise (Mann-Whitney p <= 0.05)",
         report.threshold * 100.0
     );
     for w in &report.warnings {
@@ -496,13 +496,13 @@ mod tests {
     fn ktap_marks_regressions_not_ok() {
         let mut baseline = document();
         let raw_tp = baseline.mechanism_mut("raw_tp").unwrap();
-        let ratio = raw_tp.ratio_to_base.as_mut().unwrap();
-        ratio.median = 1.2;
+        let overhead = raw_tp.overhead_ns.as_mut().unwrap();
+        *overhead = crate::stats::Summary::of(&[50.0, 55.0, 45.0]).unwrap();
         let report = compare(&baseline, &document(), DEFAULT_THRESHOLD);
         let text = ktap(&document(), Some(&report));
         assert!(text.contains("\nnot ok 3 raw_tp\n"), "{text}");
         assert!(
-            text.contains("# gate raw_tp: ratio to base 1.200 -> 0.900"),
+            text.contains("# gate raw_tp: overhead over base +50.0 -> +100.0 ns/event"),
             "{text}"
         );
         assert!(text.contains("\nok 4 tp\n"), "{text}");

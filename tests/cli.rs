@@ -110,7 +110,7 @@ fn help_describes_every_option() {
     for default in [
         "[default: 100000]",
         "[default: 5]",
-        "[default: 10]",
+        "[default: 5]",
         "[default: table]",
     ] {
         assert!(out.stdout.contains(default), "--help lacks {default}");
@@ -590,8 +590,8 @@ fn ktap_format_for_kselftest() {
 
 // --- the gate ---------------------------------------------------------------
 
-/// Enough events and rounds that two runs on one machine agree well within
-/// the default 10% threshold.
+/// Enough events and rounds for the gate's noise test (5 rounds reach
+/// p <= 0.05).
 const GATE_RUN: [&str; 6] = ["-m", "raw_tp", "--iterations", "50000", "--repeat", "5"];
 
 fn args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
@@ -608,15 +608,16 @@ fn args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
 /// is the answer. A gate that never gives the expected verdict still fails.
 const GATE_ATTEMPTS: usize = 3;
 
-/// How much better the doctored baseline claims the mechanism was: 30% on
-/// real hardware. Under an emulator (scripts/vmtest with TCG sets
-/// BPF_OVERHEAD_EMULATED) a run's own noise can cover 30%, and the gate
-/// rightly calls that noise, so there the baseline claims 3x: still a
-/// regression the gate must name, and one no emulator noise can hide.
-fn better_factor() -> f64 {
+/// How much cheaper per event the doctored baseline claims the mechanism
+/// was, in ns: 1 µs, far beyond what a busy machine moves raw_tp's ~20 ns
+/// between rounds (seen: ±150 ns with both CPUs compiling), so these tests
+/// exercise the gate's plumbing, not the machine's noise (scripts/gate-power
+/// measures that). Under an emulator (scripts/vmtest with TCG sets
+/// BPF_OVERHEAD_EMULATED) syscalls are 5x slower and noisier: 10 µs.
+fn cheaper_by_ns() -> f64 {
     match std::env::var(EMULATED_ENV) {
-        Ok(v) if !v.is_empty() && v != "0" => 3.0,
-        _ => 1.3,
+        Ok(v) if !v.is_empty() && v != "0" => 10_000.0,
+        _ => 1_000.0,
     }
 }
 
@@ -664,25 +665,27 @@ fn gate_passes_against_its_own_saved_result() {
     );
 }
 
-/// The saved result with `name`'s ratio to base 30% better (all its
-/// samples and statistics times 1.3; see [`better_factor`]): as if the
-/// mechanism had been cheaper.
-fn thirty_percent_better(doc: &mut Value, name: &str) {
-    let factor = better_factor();
+/// The saved result with `name`'s overhead over base lowered by
+/// [`cheaper_by_ns`] in every round and statistic (the spread kept): as if
+/// the mechanism had been cheaper.
+fn cheaper(doc: &mut Value, name: &str) {
+    let by = cheaper_by_ns();
     let m = doc["mechanisms"]
         .as_array_mut()
         .unwrap()
         .iter_mut()
         .find(|m| m["name"] == name)
         .unwrap();
-    let ratio = m["ratio_to_base"].as_object_mut().unwrap();
-    for (key, value) in ratio.iter_mut() {
-        if key == "samples" {
-            for v in value.as_array_mut().unwrap() {
-                *v = (v.as_f64().unwrap() * factor).into();
+    let overhead = m["overhead_ns"].as_object_mut().unwrap();
+    for (key, value) in overhead.iter_mut() {
+        match key.as_str() {
+            "samples" => {
+                for v in value.as_array_mut().unwrap() {
+                    *v = (v.as_f64().unwrap() - by).into();
+                }
             }
-        } else {
-            *value = (value.as_f64().unwrap() * factor).into();
+            "stddev" => {}
+            _ => *value = (value.as_f64().unwrap() - by).into(),
         }
     }
 }
@@ -694,7 +697,7 @@ fn gate_fails_against_a_better_baseline_naming_the_mechanism() {
     let (doc, out) = gate_attempts(
         "doctored.json",
         &[],
-        |doc| thirty_percent_better(doc, "raw_tp"),
+        |doc| cheaper(doc, "raw_tp"),
         regressed,
     );
     assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
@@ -711,11 +714,11 @@ fn gate_fails_against_a_better_baseline_naming_the_mechanism() {
         .expect("a REGRESSED line");
     assert!(line.contains("raw_tp"), "{line}");
     // Old (doctored) and new figures both named.
-    let doctored = doc["mechanisms"][1]["ratio_to_base"]["median"]
+    let doctored = doc["mechanisms"][1]["overhead_ns"]["median"]
         .as_f64()
         .unwrap();
     assert!(
-        line.contains(&format!("ratio to base {doctored:.3} -> ")),
+        line.contains(&format!("overhead over base {doctored:+.1} -> ")),
         "{line}"
     );
 }
@@ -726,7 +729,7 @@ fn gate_regression_is_a_failed_ktap_test() {
     let (_, out) = gate_attempts(
         "doctored-ktap.json",
         &["--format", "ktap"],
-        |doc| thirty_percent_better(doc, "raw_tp"),
+        |doc| cheaper(doc, "raw_tp"),
         |out| out.code == 1,
     );
     assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
