@@ -13,7 +13,7 @@ pub mod trigger;
 pub use catalogue::{Kind, Mechanism};
 pub use error::{Error, Result};
 pub use run::{
-    measure, on_measuring_thread, with_run, Batch, CpuPin, Options, ProgWork, Run, Sample,
-    DEFAULT_ITERATIONS, MAX_PROG_WORK,
+    measure, on_measuring_thread, online_cpus, with_run, Batch, CpuPin, Options, ProgWork, Run,
+    Sample, DEFAULT_ITERATIONS, MAX_PROG_WORK,
 };
 pub use trigger::{Driver, Target, Trigger, MAX_BATCH};
