@@ -16,6 +16,10 @@
 #include <stdbool.h>
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
+/* For libbpf's USDT maps (attach_usdt needs them in the object); it
+ * reads registers, so it needs the user-space struct pt_regs. */
+#include <linux/ptrace.h>
+#include <bpf/usdt.bpf.h>
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -55,6 +59,36 @@ static __always_inline void count_hit(void)
 	}
 }
 
+/*
+ * Session programs (kprobe.session, uprobe.session) run on entry and, when
+ * the entry returns 0, on exit too. The entry counts the hit and leaves a
+ * mark in the session cookie; the exit counts the marks it finds, so user
+ * space can check that every entry had its exit, and its own cookie.
+ */
+extern bool bpf_session_is_return(void) __ksym __weak;
+extern __u64 *bpf_session_cookie(void) __ksym __weak;
+
+#define SESSION_MARK 0x5e55104eULL
+
+__u64 session_exits = 0;
+
+static __always_inline int session_hit(void)
+{
+	__u64 *cookie;
+
+	if (target_tid && (__u32)bpf_get_current_pid_tgid() != target_tid)
+		return 0;
+	cookie = bpf_session_cookie();
+	if (!bpf_session_is_return()) {
+		*cookie = SESSION_MARK;
+		count_hit();
+		return 0;
+	}
+	if (*cookie == SESSION_MARK)
+		__sync_fetch_and_add(&session_exits, 1);
+	return 0;
+}
+
 /* Comm-write trigger: write(/proc/thread-self/comm) -> __set_task_comm(). */
 
 SEC("?kprobe/__set_task_comm")
@@ -69,6 +103,26 @@ int prog_kretprobe(void *ctx)
 {
 	count_hit();
 	return 0;
+}
+
+SEC("?kprobe.multi/__set_task_comm")
+int prog_kprobe_multi(void *ctx)
+{
+	count_hit();
+	return 0;
+}
+
+SEC("?kretprobe.multi/__set_task_comm")
+int prog_kretprobe_multi(void *ctx)
+{
+	count_hit();
+	return 0;
+}
+
+SEC("?kprobe.session/__set_task_comm")
+int prog_kprobe_session(void *ctx)
+{
+	return session_hit();
 }
 
 SEC("?raw_tp/task_rename")
@@ -132,6 +186,34 @@ int prog_uprobe(void *ctx)
 
 SEC("?uretprobe")
 int prog_uretprobe(void *ctx)
+{
+	count_hit();
+	return 0;
+}
+
+SEC("?uprobe.multi")
+int prog_uprobe_multi(void *ctx)
+{
+	count_hit();
+	return 0;
+}
+
+SEC("?uretprobe.multi")
+int prog_uretprobe_multi(void *ctx)
+{
+	count_hit();
+	return 0;
+}
+
+SEC("?uprobe.session")
+int prog_uprobe_session(void *ctx)
+{
+	return session_hit();
+}
+
+/* Attached to the USDT note bpf_overhead:usdt_nop in this binary. */
+SEC("?usdt")
+int prog_usdt(void *ctx)
 {
 	count_hit();
 	return 0;
@@ -204,6 +286,26 @@ int prog_batch_kretprobe(void *ctx)
 {
 	count_hit();
 	return 0;
+}
+
+SEC("?kprobe.multi/bpf_get_numa_node_id")
+int prog_batch_kprobe_multi(void *ctx)
+{
+	count_hit();
+	return 0;
+}
+
+SEC("?kretprobe.multi/bpf_get_numa_node_id")
+int prog_batch_kretprobe_multi(void *ctx)
+{
+	count_hit();
+	return 0;
+}
+
+SEC("?kprobe.session/bpf_get_numa_node_id")
+int prog_batch_kprobe_session(void *ctx)
+{
+	return session_hit();
 }
 
 SEC("?fentry/bpf_get_numa_node_id")

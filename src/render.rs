@@ -155,6 +155,7 @@ pub fn table(doc: &Document) -> String {
     ] {
         let _ = writeln!(out, "{legend}");
     }
+    notes.extend(nop5_note(doc));
     if !notes.is_empty() {
         out.push('\n');
     }
@@ -162,6 +163,29 @@ pub fn table(doc: &Document) -> String {
         let _ = writeln!(out, "{note}");
     }
     out
+}
+
+/// Whether this kernel optimizes uprobes on a 5-byte nop into a call
+/// (recent x86 kernels): uprobe-nop5 then costs far less than uprobe-nop,
+/// whose 1-byte nop must still trap.
+pub fn nop5_note(doc: &Document) -> Option<String> {
+    let own = |name: &str| {
+        doc.mechanism(name)
+            .filter(|m| m.is_ok())?
+            .overhead_ns
+            .as_ref()
+            .map(|o| o.median)
+    };
+    let (nop, nop5) = (own("uprobe-nop")?, own("uprobe-nop5")?);
+    let verdict = if nop5 * 1.5 < nop {
+        "this kernel optimizes uprobes on a 5-byte nop into a call"
+    } else {
+        "this kernel does not optimize uprobes on a 5-byte nop (both trap)"
+    };
+    Some(format!(
+        "uprobe-nop5 {nop5:+.1} ns/event, uprobe-nop {nop:+.1} ns/event ({:.1}x): {verdict}",
+        nop / nop5
+    ))
 }
 
 /// test_overhead's lines, exactly: `task_rename raw_tp\t1107K events per
@@ -463,6 +487,23 @@ mod tests {
              task_rename raw_tp\t945K events per sec\n\
              task_rename tp\t890K events per sec\n"
         );
+    }
+
+    #[test]
+    fn the_nop5_note_says_whether_the_kernel_optimizes() {
+        let mut doc = document();
+        for (name, ns) in [("uprobe-nop", 450.0), ("uprobe-nop5", 200.0)] {
+            let mut m = doc.mechanism("raw_tp").unwrap().clone();
+            m.name = name.into();
+            m.overhead_ns = crate::stats::Summary::of(&[ns]);
+            doc.mechanisms.push(m);
+        }
+        let note = nop5_note(&doc).unwrap();
+        assert!(note.contains("(2.2x): this kernel optimizes"), "{note}");
+        assert!(table(&doc).contains(&note));
+        doc.mechanism_mut("uprobe-nop5").unwrap().overhead_ns = crate::stats::Summary::of(&[440.0]);
+        assert!(nop5_note(&doc).unwrap().contains("does not optimize"));
+        assert_eq!(nop5_note(&document()), None);
     }
 
     #[test]

@@ -46,6 +46,34 @@ pub enum Kind {
     Trampoline,
     /// uprobe, uretprobe on the trigger's target symbol.
     Uprobe { ret: bool },
+    /// kprobe.multi, kretprobe.multi: fprobe-based (5.18, CONFIG_FPROBE).
+    KprobeMulti,
+    /// kprobe.session: one program on entry and exit (6.10).
+    KprobeSession,
+    /// uprobe.multi, uretprobe.multi on the target symbol (6.6).
+    UprobeMulti { ret: bool },
+    /// uprobe.session (6.13).
+    UprobeSession,
+    /// A USDT probe, through libbpf's USDT support.
+    Usdt,
+}
+
+impl Kind {
+    /// The entry of `enum bpf_attach_type` a kernel must know for it.
+    const fn attach_type(self) -> Option<&'static str> {
+        match self {
+            KprobeMulti => Some("BPF_TRACE_KPROBE_MULTI"),
+            KprobeSession => Some("BPF_TRACE_KPROBE_SESSION"),
+            UprobeMulti { .. } => Some("BPF_TRACE_UPROBE_MULTI"),
+            UprobeSession => Some("BPF_TRACE_UPROBE_SESSION"),
+            _ => None,
+        }
+    }
+
+    /// A session program: every entry must have its exit.
+    pub const fn is_session(self) -> bool {
+        matches!(self, KprobeSession | UprobeSession)
+    }
 }
 
 /// One mechanism, as the catalogue describes it.
@@ -128,18 +156,60 @@ const fn uprobe(name: &'static str, target: Target, ret: bool) -> Entry {
     }
 }
 
+const fn uprobe_multi(name: &'static str, target: Target, kind: Kind) -> Entry {
+    let (program, needs) = match kind {
+        UprobeMulti { ret: false } => ("prog_uprobe_multi", UPROBE_MULTI),
+        UprobeMulti { ret: true } => ("prog_uretprobe_multi", UPROBE_MULTI),
+        _ => ("prog_uprobe_session", UPROBE_SESSION),
+    };
+    Entry {
+        name,
+        trigger: Trigger::Call(target),
+        kind,
+        program: Some(program),
+        hook: target.symbol(),
+        needs,
+    }
+}
+
+const UPROBE_MULTI: &str = "CONFIG_UPROBES, the uprobe.multi attach type (6.6)";
+const UPROBE_SESSION: &str = "CONFIG_UPROBES, the uprobe.session attach type (6.13)";
+const KPROBE_MULTI: &str = "CONFIG_FPROBE, the kprobe.multi attach type (5.18)";
+const KPROBE_SESSION: &str = "CONFIG_FPROBE, the kprobe.session attach type (6.10)";
+
 use Driver::{Helper, Kfunc};
 use Kind::*;
-use Target::{Nop, Push, Ret};
+use Target::{Nop, Nop5, Push, Ret};
 
 const LOOP_KFUNC_NEEDS: &str = "the bpf_modify_return_test_tp kfunc (6.10+, CONFIG_NET)";
 
 /// Every mechanism, each base just before the mechanisms it is the
 /// reference for. This order is the order of runs, `--list` and output.
-pub static CATALOGUE: [Entry; 28] = [
+pub static CATALOGUE: [Entry; 48] = [
     base("base", Trigger::TaskRename),
     kernel("kprobe", Kprobe, "prog_kprobe", KFUNC, KPROBES),
     kernel("kretprobe", Kprobe, "prog_kretprobe", KFUNC, KPROBES),
+    kernel(
+        "kprobe.multi",
+        KprobeMulti,
+        "prog_kprobe_multi",
+        KFUNC,
+        KPROBE_MULTI,
+    ),
+    kernel(
+        "kretprobe.multi",
+        KprobeMulti,
+        "prog_kretprobe_multi",
+        KFUNC,
+        KPROBE_MULTI,
+    ),
+    kernel(
+        "kprobe.session",
+        KprobeSession,
+        "prog_kprobe_session",
+        KFUNC,
+        KPROBE_SESSION,
+    ),
     kernel(
         "raw_tp",
         RawTracepoint,
@@ -173,12 +243,33 @@ pub static CATALOGUE: [Entry; 28] = [
     base("base-nop", Trigger::Call(Nop)),
     uprobe("uprobe-nop", Nop, false),
     uprobe("uretprobe-nop", Nop, true),
+    uprobe_multi("uprobe.multi-nop", Nop, UprobeMulti { ret: false }),
+    uprobe_multi("uretprobe.multi-nop", Nop, UprobeMulti { ret: true }),
+    uprobe_multi("uprobe.session-nop", Nop, UprobeSession),
     base("base-push", Trigger::Call(Push)),
     uprobe("uprobe-push", Push, false),
     uprobe("uretprobe-push", Push, true),
+    uprobe_multi("uprobe.multi-push", Push, UprobeMulti { ret: false }),
+    uprobe_multi("uretprobe.multi-push", Push, UprobeMulti { ret: true }),
+    uprobe_multi("uprobe.session-push", Push, UprobeSession),
     base("base-ret", Trigger::Call(Ret)),
     uprobe("uprobe-ret", Ret, false),
     uprobe("uretprobe-ret", Ret, true),
+    uprobe_multi("uprobe.multi-ret", Ret, UprobeMulti { ret: false }),
+    uprobe_multi("uretprobe.multi-ret", Ret, UprobeMulti { ret: true }),
+    uprobe_multi("uprobe.session-ret", Ret, UprobeSession),
+    base("base-nop5", Trigger::Call(Nop5)),
+    uprobe("uprobe-nop5", Nop5, false),
+    uprobe("uretprobe-nop5", Nop5, true),
+    base("base-usdt", Trigger::Call(Target::Usdt)),
+    Entry {
+        name: "usdt",
+        trigger: Trigger::Call(Target::Usdt),
+        kind: Usdt,
+        program: Some("prog_usdt"),
+        hook: "bpf_overhead:usdt_nop",
+        needs: UPROBES,
+    },
     base("base-loop", Trigger::Loop(Helper)),
     looped("kprobe-loop", Helper, Kprobe, "prog_batch_kprobe", KPROBES),
     looped(
@@ -187,6 +278,27 @@ pub static CATALOGUE: [Entry; 28] = [
         Kprobe,
         "prog_batch_kretprobe",
         KPROBES,
+    ),
+    looped(
+        "kprobe.multi-loop",
+        Helper,
+        KprobeMulti,
+        "prog_batch_kprobe_multi",
+        KPROBE_MULTI,
+    ),
+    looped(
+        "kretprobe.multi-loop",
+        Helper,
+        KprobeMulti,
+        "prog_batch_kretprobe_multi",
+        KPROBE_MULTI,
+    ),
+    looped(
+        "kprobe.session-loop",
+        Helper,
+        KprobeSession,
+        "prog_batch_kprobe_session",
+        KPROBE_SESSION,
     ),
     looped(
         "fentry-loop",
@@ -308,10 +420,17 @@ impl Mechanism {
     /// goes through tracefs. Trampoline support only shows at load time.
     pub fn check_support(self) -> Result<Option<Tracefs>> {
         self.trigger().check_support().map_err(|e| e.of(self))?;
+        if let Some(attach_type) = self.kind().attach_type() {
+            sys::btf_has_attach_type(attach_type).map_err(|why| {
+                Error::unsupported(format!("kernel too old for {}: {why}", self.needs())).of(self)
+            })?;
+        }
         match self.kind() {
-            Base | RawTracepoint => Ok(None),
+            Base | RawTracepoint | KprobeMulti | KprobeSession => Ok(None),
             Kprobe => sys::probe_support("kprobe"),
-            Uprobe { .. } => sys::probe_support("uprobe"),
+            Uprobe { .. } | UprobeMulti { .. } | UprobeSession | Usdt => {
+                sys::probe_support("uprobe")
+            }
             Tracepoint => Tracefs::ensure().map(Some),
             Trampoline | BtfTracepoint => sys::btf_support().map(|()| None),
         }
@@ -344,15 +463,28 @@ impl Mechanism {
     /// Sorts an attach failure.
     pub(crate) fn attach_error(self, errno: Option<i32>, why: String) -> Error {
         let err = match (self.kind(), errno) {
-            (Kprobe, Some(libc::ENOENT | libc::EINVAL)) => Error::failed(format!(
-                "symbol {} not found or not probe-able in this kernel \
+            // The attach type exists (checked before loading), but fprobe,
+            // which it runs on, does not.
+            (KprobeMulti | KprobeSession, Some(n @ (libc::EOPNOTSUPP | ENOTSUPP))) => {
+                Error::unsupported(format!(
+                    "kernel has no fprobe (CONFIG_FPROBE off): attaching returned {}",
+                    errno_name(n)
+                ))
+            }
+            (Kprobe | KprobeMulti | KprobeSession, Some(libc::ENOENT | libc::EINVAL)) => {
+                Error::failed(format!(
+                    "symbol {} not found or not probe-able in this kernel \
                  (check /proc/kallsyms): {why}",
-                self.hook()
-            )),
+                    self.hook()
+                ))
+            }
             (Tracepoint | RawTracepoint | BtfTracepoint, Some(libc::ENOENT)) => Error::failed(
                 format!("tracepoint {} not found in this kernel: {why}", self.hook()),
             ),
-            (Uprobe { .. }, Some(libc::ENOENT | libc::ESRCH)) => Error::failed(format!(
+            (
+                Uprobe { .. } | UprobeMulti { .. } | UprobeSession | Usdt,
+                Some(libc::ENOENT | libc::ESRCH),
+            ) => Error::failed(format!(
                 "symbol {} not found in this executable (was it stripped?): {why}",
                 self.hook()
             )),

@@ -11,6 +11,7 @@ use libbpf_rs::{Link, OpenObject, ProgramMut, UprobeOpts};
 use super::catalogue::{Kind, Mechanism};
 use super::error::{errno_of, Error, Result};
 use super::sys;
+use super::trigger::{USDT_NAME, USDT_PROVIDER};
 use crate::skel::{OverheadSkel, OverheadSkelBuilder};
 
 /// The BPF object loaded for one run: the mechanism's program (attached
@@ -135,6 +136,18 @@ fn attach_program(mechanism: Mechanism, prog: &ProgramMut<'_>) -> libbpf_rs::Res
             // pid 0: this process only.
             prog.attach_uprobe_with_opts(0, &exe, 0, opts)
         }
+        Kind::UprobeMulti { ret } => {
+            let exe = std::env::current_exe().map_err(libbpf_rs::Error::from)?;
+            prog.attach_uprobe_multi(0, &exe, mechanism.hook(), ret, false)
+        }
+        Kind::UprobeSession => {
+            let exe = std::env::current_exe().map_err(libbpf_rs::Error::from)?;
+            prog.attach_uprobe_multi(0, &exe, mechanism.hook(), false, true)
+        }
+        Kind::Usdt => {
+            let exe = std::env::current_exe().map_err(libbpf_rs::Error::from)?;
+            prog.attach_usdt(0, &exe, USDT_PROVIDER, USDT_NAME)
+        }
         // The rest attach where their SEC() says.
         _ => prog.attach(),
     }
@@ -160,11 +173,30 @@ impl Loaded<'_> {
         &mut bss.hits
     }
 
-    /// Zeroes the hit counter. Volatile: the BPF program writes this
+    /// Zeroes the hit counters. Volatile: the BPF program writes this
     /// memory behind the compiler's back.
     pub(crate) fn reset_hits(&mut self) {
-        // SAFETY: the pointer is to the mmapped .bss, valid while self lives.
-        unsafe { self.hits_ptr().write_volatile(0) }
+        // SAFETY: the pointers are to the mmapped .bss, valid while self lives.
+        unsafe {
+            self.hits_ptr().write_volatile(0);
+            self.exits_ptr().write_volatile(0);
+        }
+    }
+
+    fn exits_ptr(&mut self) -> *mut u64 {
+        let bss = self
+            .skel
+            .maps
+            .bss_data
+            .as_deref_mut()
+            .expect("the BPF object has a .bss with the session counter");
+        &mut bss.session_exits
+    }
+
+    /// Session exits that found their entry's mark (session programs).
+    pub(crate) fn session_exits(&mut self) -> u64 {
+        // SAFETY: as in reset_hits.
+        unsafe { self.exits_ptr().read_volatile() }
     }
 
     pub(crate) fn hits(&mut self) -> u64 {

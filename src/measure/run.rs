@@ -268,9 +268,23 @@ impl Run<'_> {
         // Read the counter before anything else runs on this thread:
         // restoring the thread name, for one, fires the probe again.
         let hits = self.loaded.as_mut().filter(|_| counting).map(|l| l.hits());
+        let session = self.mechanism.kind().is_session();
+        let exits = self
+            .loaded
+            .as_mut()
+            .filter(|_| session)
+            .map(|l| l.session_exits());
         let after = self.loaded.as_ref().and_then(|l| l.prog_stats());
         self.armed.verify().map_err(|e| e.of(self.mechanism))?;
         check_hits(self.mechanism, hits, fired)?;
+        if let Some(exits) = exits {
+            check_hits(self.mechanism, Some(exits), fired).map_err(|_| {
+                Error::failed(format!(
+                    "{exits} of {fired} session entries saw their exit run with their cookie"
+                ))
+                .of(self.mechanism)
+            })?;
+        }
         let prog_run = match (self.bpf_stats, before, after) {
             (true, Some((t0, c0)), Some((t1, c1))) => Some((t1 - t0, c1 - c0)),
             _ => None,

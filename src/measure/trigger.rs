@@ -304,10 +304,26 @@ pub enum Target {
     Push,
     /// First instruction `ret` (single-stepped).
     Ret,
+    /// First instruction the 5-byte `nopl 0x0(%rax,%rax,1)`, which recent
+    /// kernels optimize from a trap into a call (Jiri Olsa's series).
+    Nop5,
+    /// A USDT probe point (a `nop`) described by a `.note.stapsdt` note,
+    /// provider `bpf_overhead`, name `usdt_nop`, as sys/sdt.h writes one.
+    Usdt,
 }
 
+/// The USDT note's provider and name.
+pub const USDT_PROVIDER: &str = "bpf_overhead";
+pub const USDT_NAME: &str = "usdt_nop";
+
 impl Target {
-    pub const ALL: [Target; 3] = [Target::Nop, Target::Push, Target::Ret];
+    pub const ALL: [Target; 5] = [
+        Target::Nop,
+        Target::Push,
+        Target::Ret,
+        Target::Nop5,
+        Target::Usdt,
+    ];
 
     /// Short name used in mechanism names: `uprobe-nop`, `base-push`...
     pub const fn name(self) -> &'static str {
@@ -315,6 +331,8 @@ impl Target {
             Target::Nop => "nop",
             Target::Push => "push",
             Target::Ret => "ret",
+            Target::Nop5 => "nop5",
+            Target::Usdt => "usdt",
         }
     }
 
@@ -324,27 +342,31 @@ impl Target {
             Target::Nop => "uprobe_target_nop",
             Target::Push => "uprobe_target_push",
             Target::Ret => "uprobe_target_ret",
+            Target::Nop5 => "uprobe_target_nop5",
+            Target::Usdt => "usdt_target",
         }
     }
 
     /// The machine code the target must start with.
-    pub fn first_byte(self) -> u8 {
+    pub fn first_bytes(self) -> &'static [u8] {
         match self {
-            Target::Nop => 0x90,  // nop
-            Target::Push => 0x55, // push %rbp
-            Target::Ret => 0xc3,  // ret
+            Target::Nop | Target::Usdt => &[0x90],           // nop
+            Target::Push => &[0x55],                         // push %rbp
+            Target::Ret => &[0xc3],                          // ret
+            Target::Nop5 => &[0x0f, 0x1f, 0x44, 0x00, 0x00], // nopl 0x0(%rax,%rax,1)
         }
     }
 
-    /// Fails unless the code starts with [`Target::first_byte`].
+    /// Fails unless the code starts with [`Target::first_bytes`].
     pub fn verify(self) -> Result<()> {
-        // SAFETY: the function's code is mapped and readable.
-        let byte = unsafe { (self.function() as *const u8).read() };
-        if byte != self.first_byte() {
+        let want = self.first_bytes();
+        // SAFETY: the function's code is mapped, readable and longer than
+        // its first instruction.
+        let code = unsafe { std::slice::from_raw_parts(self.function() as *const u8, want.len()) };
+        if code != want {
             return Err(Error::failed(format!(
-                "{} starts with byte {byte:#04x}, not {:#04x}: the measurement would be of another instruction",
+                "{} starts with bytes {code:02x?}, not {want:02x?}: the measurement would be of another instruction",
                 self.symbol(),
-                self.first_byte()
             )));
         }
         Ok(())
@@ -355,6 +377,8 @@ impl Target {
             Target::Nop => uprobe_target_nop,
             Target::Push => uprobe_target_push,
             Target::Ret => uprobe_target_ret,
+            Target::Nop5 => uprobe_target_nop5,
+            Target::Usdt => usdt_target,
         }
     }
 }
@@ -385,6 +409,41 @@ std::arch::global_asm!(
     "uprobe_target_ret:",
     "ret",
     ".size uprobe_target_ret, .-uprobe_target_ret",
+    ".globl uprobe_target_nop5",
+    ".type uprobe_target_nop5,@function",
+    "uprobe_target_nop5:",
+    ".byte 0x0f, 0x1f, 0x44, 0x00, 0x00",
+    "ret",
+    ".size uprobe_target_nop5, .-uprobe_target_nop5",
+    ".globl usdt_target",
+    ".type usdt_target,@function",
+    "usdt_target:",
+    "990: nop",
+    "ret",
+    ".size usdt_target, .-usdt_target",
+    ".popsection",
+    // The USDT note for the nop at 990, laid out as sys/sdt.h's
+    // _SDT_ASM_BODY does: the probe's address, the .stapsdt.base anchor
+    // (which lets readers undo prelinking), no semaphore, provider, name,
+    // no arguments.
+    ".pushsection .note.stapsdt,\"\",\"note\"",
+    ".balign 4",
+    ".4byte 992f-991f, 994f-993f, 3",
+    "991: .asciz \"stapsdt\"",
+    "992: .balign 4",
+    "993: .8byte 990b",
+    ".8byte _.stapsdt.base",
+    ".8byte 0",
+    ".asciz \"bpf_overhead\"",
+    ".asciz \"usdt_nop\"",
+    ".asciz \"\"",
+    "994: .balign 4",
+    ".popsection",
+    ".pushsection .stapsdt.base,\"aG\",\"progbits\",.stapsdt.base,comdat",
+    ".weak _.stapsdt.base",
+    ".hidden _.stapsdt.base",
+    "_.stapsdt.base: .space 1",
+    ".size _.stapsdt.base, 1",
     ".popsection",
 );
 
@@ -395,6 +454,8 @@ extern "C" {
     fn uprobe_target_nop();
     fn uprobe_target_push();
     fn uprobe_target_ret();
+    fn uprobe_target_nop5();
+    fn usdt_target();
 }
 
 #[cfg(test)]
@@ -404,16 +465,43 @@ mod tests {
     #[test]
     fn each_target_starts_with_its_instruction() {
         for target in Target::ALL {
-            let first = target.function() as *const u8;
-            // SAFETY: the function's code is mapped and readable.
-            let byte = unsafe { first.read() };
-            assert_eq!(
-                byte,
-                target.first_byte(),
-                "{} starts with {byte:#04x}",
-                target.symbol()
-            );
+            target.verify().unwrap();
         }
+    }
+
+    /// The USDT note is what readelf, and so libbpf, read: provider, name,
+    /// and a location inside usdt_target.
+    #[test]
+    fn the_usdt_note_reads_back() {
+        let exe = std::env::current_exe().unwrap();
+        let out = std::process::Command::new("readelf")
+            .arg("-n")
+            .arg(&exe)
+            .output()
+            .expect("readelf (binutils) runs");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let note = text
+            .split("stapsdt")
+            .find(|n| n.contains("Provider: bpf_overhead"))
+            .unwrap_or_else(|| panic!("no bpf_overhead USDT note in:\n{text}"));
+        assert!(note.contains("Name: usdt_nop"), "{note}");
+        let location = note
+            .split("Location: ")
+            .nth(1)
+            .and_then(|l| l.split(',').next())
+            .and_then(|hex| u64::from_str_radix(hex.trim().trim_start_matches("0x"), 16).ok())
+            .unwrap_or_else(|| panic!("no location in {note}"));
+        let symbols = std::process::Command::new("nm").arg(&exe).output().unwrap();
+        let symbols = String::from_utf8_lossy(&symbols.stdout);
+        let start = symbols
+            .lines()
+            .find(|l| l.ends_with(" usdt_target"))
+            .and_then(|l| u64::from_str_radix(l.split(' ').next()?, 16).ok())
+            .expect("usdt_target in the symbol table");
+        assert_eq!(
+            location, start,
+            "the probe is usdt_target's first instruction"
+        );
     }
 
     #[test]
