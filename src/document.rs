@@ -54,6 +54,9 @@ pub struct Document {
     /// Extra work rounds every program did per hit (`--prog-work`).
     #[serde(default)]
     pub prog_work: u32,
+    /// Producers firing at once, each on its own CPU (`--producers`).
+    #[serde(default = "one")]
+    pub producers: usize,
     /// Every mechanism measured or skipped, bases included, each base before
     /// the mechanisms it is the reference for.
     pub mechanisms: Vec<MechanismResult>,
@@ -107,6 +110,29 @@ pub struct MechanismResult {
     /// the kernel's BPF stats in one extra run. Null for a base, when not
     /// ok, or when stats were unavailable or not asked for.
     pub prog_ns_per_event: Option<f64>,
+    /// With several producers: each one's rate and hits. Null otherwise.
+    #[serde(default)]
+    pub producers: Option<Vec<ProducerResult>>,
+    /// With several producers: per round, the total rate over one
+    /// producer's rate in the same round. Null otherwise.
+    #[serde(default)]
+    pub scaling: Option<Summary>,
+}
+
+/// One producer of a multi-producer run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProducerResult {
+    /// The CPU it was pinned to.
+    pub cpu: usize,
+    /// Its own rate in each round.
+    pub k_events_per_sec: Summary,
+    /// The hits its program counted in each round (its events, else the
+    /// run failed).
+    pub hits: Vec<u64>,
+}
+
+fn one() -> usize {
+    1
 }
 
 fn default_batch() -> u32 {
@@ -283,6 +309,8 @@ pub(crate) mod tests {
             ratio_to_base: ratio.and_then(Summary::of),
             hits: ratio.map(|_| vec![100_000; 3]),
             prog_ns_per_event: ratio.map(|_| 20.5),
+            producers: None,
+            scaling: None,
         };
         Document {
             schema: SCHEMA.into(),
@@ -300,6 +328,7 @@ pub(crate) mod tests {
             prog_stats: true,
             batch: 100,
             prog_work: 0,
+            producers: 1,
             mechanisms: vec![
                 ok("base", "base", &[1000.0, 1100.0, 1050.0], None),
                 MechanismResult {
@@ -316,6 +345,8 @@ pub(crate) mod tests {
                     ratio_to_base: None,
                     hits: None,
                     prog_ns_per_event: None,
+                    producers: None,
+                    scaling: None,
                 },
                 ok(
                     "raw_tp",

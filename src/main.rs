@@ -124,6 +124,14 @@ struct Cli {
     /// that does something.
     #[arg(long, value_name = "N", default_value_t = 0, value_parser = parse_prog_work)]
     prog_work: u32,
+
+    /// Threads firing each mechanism at once, each pinned to a CPU of its
+    /// own and counting into its own slot (bench's -p N -a). With N > 1
+    /// each round also runs one producer alone, and the table adds the
+    /// total rate, the rate per producer and the scaling.
+    #[arg(long, value_name = "N", default_value_t = NonZeroUsize::MIN,
+          value_parser = parse_at_least_one::<NonZeroUsize>)]
+    producers: NonZeroUsize,
 }
 
 fn parse_mechanism(s: &str) -> Result<Mechanism, String> {
@@ -221,6 +229,15 @@ fn run(cli: &Cli) -> Result<ExitCode, Failure> {
     if cli.list {
         return list(cli);
     }
+    let usable = CpuPin::new(cli.cpu)
+        .map(|pin| pin.allowed.len())
+        .map_err(|e| Failure::Input(e.to_string()))?;
+    if cli.producers.get() > usable {
+        return Err(Failure::Input(format!(
+            "--producers {}: each producer needs a CPU of its own, and this process may use {usable}",
+            cli.producers
+        )));
+    }
     let plan = Plan {
         iterations: cli.iterations,
         repeats: cli.repeat,
@@ -228,6 +245,7 @@ fn run(cli: &Cli) -> Result<ExitCode, Failure> {
         stats_run: !cli.no_prog_stats,
         batch: Batch::new(cli.batch).expect("checked by parse_batch"),
         prog_work: ProgWork::new(cli.prog_work).expect("checked by parse_prog_work"),
+        producers: cli.producers,
         ..Plan::new(&cli.mechanisms)
     };
     let baseline = match &cli.baseline {

@@ -25,7 +25,9 @@
 use std::num::{NonZeroU64, NonZeroUsize};
 
 use crate::document::SCHEMA_VERSION;
-use crate::document::{Document, Host, MechanismResult, Status, ORDER_ROUND_ROBIN, SCHEMA};
+use crate::document::{
+    Document, Host, MechanismResult, ProducerResult, Status, ORDER_ROUND_ROBIN, SCHEMA,
+};
 use crate::measure::sys::{self, Tracefs};
 use crate::measure::{
     measure, on_measuring_thread, Batch, Error, Mechanism, Options, ProgWork, Result, Sample,
@@ -53,6 +55,9 @@ pub struct Plan {
     pub batch: Batch,
     /// Extra work every program does per hit.
     pub prog_work: ProgWork,
+    /// Producers firing at once, each on its own CPU. With more than one,
+    /// each round also measures one producer alone, for the scaling.
+    pub producers: NonZeroUsize,
 }
 
 impl Plan {
@@ -67,6 +72,7 @@ impl Plan {
             stats_run: true,
             batch: Batch::default(),
             prog_work: ProgWork::default(),
+            producers: NonZeroUsize::MIN,
         }
     }
 
@@ -87,6 +93,7 @@ impl Plan {
             bpf_stats,
             batch: self.batch,
             prog_work: self.prog_work,
+            producers: self.producers,
         }
     }
 }
@@ -123,6 +130,8 @@ pub struct Outcome {
     pub reason: Option<String>,
     /// The timed runs, in repeat order.
     pub samples: Vec<Sample>,
+    /// With several producers: one producer alone, in the same rounds.
+    pub single: Vec<Sample>,
     /// The program's own ns per event, from the stats run.
     pub prog_ns_per_event: Option<f64>,
 }
@@ -134,6 +143,7 @@ impl Outcome {
             status: Status::Ok,
             reason: None,
             samples: Vec::new(),
+            single: Vec::new(),
             prog_ns_per_event: None,
         }
     }
@@ -230,12 +240,22 @@ fn run_here(plan: &Plan, mut progress: impl FnMut(&Step)) -> Vec<Outcome> {
     step.total = step.done + ok_count(&outcomes) * repeats + stats_runs(&outcomes);
 
     // 2. The timed passes, round-robin.
+    let single_opts = Options {
+        producers: NonZeroUsize::MIN,
+        ..opts.clone()
+    };
     for repeat in 1..=repeats {
         for outcome in outcomes.iter_mut().filter(|o| o.is_ok()) {
             step.what = format!("repeat {repeat}/{repeats} {}", outcome.mechanism);
             progress(&step);
-            match measure(outcome.mechanism, &opts) {
-                Ok(sample) => outcome.samples.push(sample),
+            let single = (plan.producers.get() > 1)
+                .then(|| measure(outcome.mechanism, &single_opts))
+                .transpose();
+            match single.and_then(|single| Ok((single, measure(outcome.mechanism, &opts)?))) {
+                Ok((single, sample)) => {
+                    outcome.single.extend(single);
+                    outcome.samples.push(sample);
+                }
                 Err(err) => outcome.fail(err),
             }
             step.done += 1;
@@ -358,6 +378,18 @@ pub fn document(plan: &Plan, outcomes: &[Outcome], host: Host) -> Document {
                 hits: (!m.is_base() && ok)
                     .then(|| o.samples.iter().map(|s| s.hits.unwrap_or(0)).collect()),
                 prog_ns_per_event: ok.then_some(o.prog_ns_per_event).flatten(),
+                producers: (ok && plan.producers.get() > 1).then(|| per_producer(&o.samples)),
+                scaling: (ok && o.single.len() == o.samples.len())
+                    .then(|| {
+                        let ratios: Vec<f64> = o
+                            .samples
+                            .iter()
+                            .zip(&o.single)
+                            .map(|(n, one)| n.events_per_sec() / one.events_per_sec())
+                            .collect();
+                        Summary::of(&ratios)
+                    })
+                    .flatten(),
             }
         })
         .collect();
@@ -377,8 +409,27 @@ pub fn document(plan: &Plan, outcomes: &[Outcome], host: Host) -> Document {
         prog_stats: plan.stats_run,
         batch: plan.batch.get(),
         prog_work: plan.prog_work.get(),
+        producers: plan.producers.get(),
         mechanisms,
     }
+}
+
+/// Each producer's rate over the rounds, and its hits.
+fn per_producer(samples: &[Sample]) -> Vec<ProducerResult> {
+    let n = samples.iter().map(|s| s.producers.len()).min().unwrap_or(0);
+    (0..n)
+        .filter_map(|i| {
+            let rates: Vec<f64> = samples
+                .iter()
+                .map(|s| s.producers[i].events_per_sec() / 1e3)
+                .collect();
+            Some(ProducerResult {
+                cpu: samples.first()?.producers[i].cpu,
+                k_events_per_sec: Summary::of(&rates)?,
+                hits: samples.iter().filter_map(|s| s.producers[i].hits).collect(),
+            })
+        })
+        .collect()
 }
 
 /// Whether this kernel runs a mechanism, for `--list`.
@@ -469,6 +520,7 @@ mod tests {
             hits,
             prog_run: None,
             cpu: 1,
+            producers: Vec::new(),
         }
     }
 

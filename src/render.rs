@@ -156,6 +156,10 @@ pub fn table(doc: &Document) -> String {
         let _ = writeln!(out, "{legend}");
     }
     notes.extend(nop5_note(doc));
+    if let Some(scaling) = scaling_table(doc) {
+        out.push('\n');
+        out.push_str(&scaling);
+    }
     if !notes.is_empty() {
         out.push('\n');
     }
@@ -163,6 +167,52 @@ pub fn table(doc: &Document) -> String {
         let _ = writeln!(out, "{note}");
     }
     out
+}
+
+/// With several producers: per mechanism the total rate, each producer's
+/// rate and the scaling over one producer in the same rounds (medians).
+pub fn scaling_table(doc: &Document) -> Option<String> {
+    if doc.producers < 2 {
+        return None;
+    }
+    let mut out = String::new();
+    for m in doc.mechanisms.iter().filter(|m| m.is_ok()) {
+        let (Some(rate), Some(per), Some(scaling)) =
+            (&m.k_events_per_sec, &m.producers, &m.scaling)
+        else {
+            continue;
+        };
+        let per: Vec<String> = per
+            .iter()
+            .map(|p| format!("cpu{} {}", p.cpu, k(p.k_events_per_sec.median)))
+            .collect();
+        let _ = writeln!(
+            out,
+            "  {:<22} total {:>9}  {}  scaling {:.2}x over one producer",
+            m.name,
+            k(rate.median),
+            per.join(" "),
+            scaling.median
+        );
+    }
+    if out.is_empty() {
+        return None;
+    }
+    out.insert_str(
+        0,
+        &format!(
+            "{} producers, one per CPU (K events/s, medians):\n",
+            doc.producers
+        ),
+    );
+    if doc.emulated.is_some() {
+        let _ = writeln!(
+            out,
+            "  (emulated: vCPUs are threads of one emulator, often run one at a time; \
+             scaling here says nothing of hardware)"
+        );
+    }
+    Some(out)
 }
 
 /// Whether this kernel optimizes uprobes on a 5-byte nop into a call

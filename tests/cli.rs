@@ -293,6 +293,8 @@ fn documented_schema() -> BTreeMap<String, BTreeMap<String, String>> {
         if let Some(heading) = line.strip_prefix("## ") {
             section = if heading.contains("Top level") {
                 "top"
+            } else if heading.contains("producers[]") {
+                "producer"
             } else if heading.contains("mechanisms[]") {
                 "mechanism"
             } else if heading.contains("Statistics") {
@@ -342,6 +344,8 @@ fn check_type(
                 let what = format!("{what}[{i}]");
                 if item == "object" {
                     check_object(v, &schema["mechanism"], &what, schema);
+                } else if item == "producer" {
+                    check_object(v, &schema["producer"], &what, schema);
                 } else {
                     check_type(v, item, &what, schema);
                 }
@@ -377,7 +381,7 @@ fn check_schema(doc: &Value) {
     let schema = documented_schema();
     assert_eq!(
         schema.keys().collect::<Vec<_>>(),
-        ["mechanism", "statistics", "top"],
+        ["mechanism", "producer", "statistics", "top"],
         "docs/json-schema.md sections"
     );
     check_object(doc, &schema["top"], "document", &schema);
@@ -398,23 +402,26 @@ fn fixture() -> Value {
         "timestamp": "2026-05-01T12:00:00Z", "kernel_release": "6.18.0",
         "cpu_model": "Test CPU", "cpu": 0, "emulated": null, "iterations": 100000,
         "repeats": 3, "warmup_runs": 1, "order": "round-robin", "prog_stats": true,
-        "batch": 100, "prog_work": 0,
+        "batch": 100, "prog_work": 0, "producers": 1,
         "mechanisms": [
             {"name": "base", "base": "base", "trigger": "task_rename",
              "hook": "nothing attached", "events_per_run": 100000, "status": "ok", "reason": null,
              "k_events_per_sec": stats(1000.0), "ns_per_event": 1000.0,
              "overhead_ns": null, "ratio_to_base": null, "hits": null,
-             "prog_ns_per_event": null},
+             "prog_ns_per_event": null, "producers": null, "scaling": null},
             {"name": "kprobe", "base": "base", "trigger": "task_rename",
              "hook": "__set_task_comm", "events_per_run": 100000, "status": "skipped",
              "reason": "no kprobes",
              "k_events_per_sec": null, "ns_per_event": null, "overhead_ns": null,
-             "ratio_to_base": null, "hits": null, "prog_ns_per_event": null},
+             "ratio_to_base": null, "hits": null, "prog_ns_per_event": null,
+             "producers": null, "scaling": null},
             {"name": "raw_tp", "base": "base", "trigger": "task_rename",
              "hook": "task/task_rename", "events_per_run": 100000, "status": "ok", "reason": null,
              "k_events_per_sec": stats(900.0), "ns_per_event": 1111.1,
              "overhead_ns": stats(111.1), "ratio_to_base": stats(0.9),
-             "hits": [100000, 100000, 100000], "prog_ns_per_event": 20.0}
+             "hits": [100000, 100000, 100000], "prog_ns_per_event": 20.0,
+             "producers": [{"cpu": 0, "k_events_per_sec": stats(450.0), "hits": [100000]}],
+             "scaling": stats(1.9)}
         ]
     })
 }

@@ -28,8 +28,6 @@ pub(crate) struct Loaded<'obj> {
 /// What a load sets in the object's read-only data.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Settings {
-    /// Count hits from this thread only.
-    pub tid: u32,
     /// Loop iterations per driver run.
     pub batch: u32,
     /// Extra work per hit.
@@ -59,7 +57,6 @@ pub(crate) fn load(
         .rodata_data
         .as_deref_mut()
         .ok_or_else(|| Error::failed("BPF object has no .rodata"))?;
-    rodata.target_tid = settings.tid;
     rodata.batch_iters = settings.batch;
     rodata.prog_work = settings.prog_work;
     rodata.driver_counts = mechanism.is_base() && driver.is_some();
@@ -162,46 +159,48 @@ fn with_libbpf_reason(err: &libbpf_rs::Error) -> String {
     }
 }
 
+/// Per-CPU slots in the object (MAX_SLOTS in bpf/overhead.bpf.c).
+pub(crate) const SLOTS: usize = 256;
+
 impl Loaded<'_> {
-    fn hits_ptr(&mut self) -> *mut u64 {
-        let bss = self
-            .skel
+    fn bss(&mut self) -> &mut crate::skel::types::bss {
+        self.skel
             .maps
             .bss_data
             .as_deref_mut()
-            .expect("the BPF object has a .bss with the hit counter");
-        &mut bss.hits
+            .expect("the BPF object has a .bss with the counters")
     }
 
-    /// Zeroes the hit counters. Volatile: the BPF program writes this
-    /// memory behind the compiler's back.
+    /// Counts events on `cpu` from thread `tid` only (0: from nobody).
+    /// Volatile, as every access below: the BPF programs read and write
+    /// this memory behind the compiler's back.
+    pub(crate) fn register(&mut self, cpu: usize, tid: u32) {
+        let slot = &mut self.bss().producer_tids[cpu % SLOTS];
+        // SAFETY: the pointer is into the mmapped .bss, valid while self lives.
+        unsafe { std::ptr::write_volatile(slot, tid) }
+    }
+
+    /// Zeroes every counter.
     pub(crate) fn reset_hits(&mut self) {
-        // SAFETY: the pointers are to the mmapped .bss, valid while self lives.
-        unsafe {
-            self.hits_ptr().write_volatile(0);
-            self.exits_ptr().write_volatile(0);
+        for c in self.bss().counters.iter_mut() {
+            // SAFETY: as in register.
+            unsafe {
+                std::ptr::write_volatile(&mut c.hits, 0);
+                std::ptr::write_volatile(&mut c.exits, 0);
+            }
         }
     }
 
-    fn exits_ptr(&mut self) -> *mut u64 {
-        let bss = self
-            .skel
-            .maps
-            .bss_data
-            .as_deref_mut()
-            .expect("the BPF object has a .bss with the session counter");
-        &mut bss.session_exits
+    /// Hits counted on `cpu` for its producer.
+    pub(crate) fn hits(&mut self, cpu: usize) -> u64 {
+        // SAFETY: as in register.
+        unsafe { std::ptr::read_volatile(&self.bss().counters[cpu % SLOTS].hits) }
     }
 
-    /// Session exits that found their entry's mark (session programs).
-    pub(crate) fn session_exits(&mut self) -> u64 {
-        // SAFETY: as in reset_hits.
-        unsafe { self.exits_ptr().read_volatile() }
-    }
-
-    pub(crate) fn hits(&mut self) -> u64 {
-        // SAFETY: as in reset_hits.
-        unsafe { self.hits_ptr().read_volatile() }
+    /// Session exits on `cpu` that found their entry's mark.
+    pub(crate) fn session_exits(&mut self, cpu: usize) -> u64 {
+        // SAFETY: as in register.
+        unsafe { std::ptr::read_volatile(&self.bss().counters[cpu % SLOTS].exits) }
     }
 
     /// The kernel's `run_time_ns` and `run_cnt` for the program (non-zero

@@ -6,6 +6,7 @@
 pub mod catalogue;
 pub mod error;
 mod load;
+mod producer;
 pub mod run;
 pub mod sys;
 pub mod trigger;
@@ -13,7 +14,7 @@ pub mod trigger;
 pub use catalogue::{Kind, Mechanism};
 pub use error::{Error, Result};
 pub use run::{
-    measure, on_measuring_thread, online_cpus, with_run, Batch, CpuPin, Options, ProgWork, Run,
-    Sample, DEFAULT_ITERATIONS, MAX_PROG_WORK,
+    measure, on_measuring_thread, online_cpus, with_run, Batch, CpuPin, Options, ProducerSample,
+    ProgWork, Run, Sample, DEFAULT_ITERATIONS, MAX_PROG_WORK,
 };
 pub use trigger::{Driver, Target, Trigger, MAX_BATCH};
