@@ -54,7 +54,8 @@ Needs root (CAP_BPF and CAP_PERFMON).",
     after_help = "Exit status: 0 all measured (skips included) and no regression; 1 a \
 mechanism failed, the gate found a regression, or the run could not start (not root); \
 2 bad input (unknown mechanism, --iterations 0, CPU out of range, unreadable or \
-incompatible baseline, --save into a missing directory).\n\n\
+incompatible baseline, --save into a missing directory); 4, with --format ktap only, \
+every selected mechanism was skipped (kselftest's KSFT_SKIP).\n\n\
 Examples:\n  \
 sudo bpf-overhead\n  \
 sudo bpf-overhead -m raw_tp,uprobe-nop --repeat 10\n  \
@@ -329,12 +330,18 @@ fn run(cli: &Cli) -> Result<ExitCode, Failure> {
         eprintln!("bpf-overhead: failed: {}", failed.join(", "));
     }
     let regressed = report.as_ref().is_some_and(|r| !r.passed());
-    Ok(if failed.is_empty() && !regressed {
-        ExitCode::SUCCESS
-    } else {
+    Ok(if !failed.is_empty() || regressed {
         ExitCode::from(1)
+    } else if cli.format == Format::Ktap && doc.all_skipped() {
+        // kselftest's runner shows exit 4 as a skipped test, not a pass.
+        ExitCode::from(KSFT_SKIP)
+    } else {
+        ExitCode::SUCCESS
     })
 }
+
+/// kselftest's exit status for "skipped" (tools/testing/selftests/kselftest.h).
+const KSFT_SKIP: u8 = 4;
 
 /// A progress bar on stderr when it is a terminal; nothing otherwise.
 /// Drawn only between runs (no ticker thread to disturb the timed ones).

@@ -563,7 +563,7 @@ fn ktap_format_for_kselftest() {
     ]);
     let lines: Vec<&str> = out.stdout.lines().collect();
     assert_eq!(lines[0], "KTAP version 1");
-    assert!(lines.contains(&"1..3"), "{}", out.stdout);
+    assert_eq!(lines[1], "1..3", "the plan follows the version line");
     assert!(lines.contains(&"ok 1 base"), "{}", out.stdout);
     assert!(lines.contains(&"ok 3 raw_tp"), "{}", out.stdout);
     // kprobe: ok here, or skipped with its reason where the kernel lacks it.
@@ -585,6 +585,51 @@ fn ktap_format_for_kselftest() {
             line.starts_with("# ") || line.starts_with("ok ") || line.starts_with("1.."),
             "not a KTAP line: {line:?}"
         );
+    }
+}
+
+/// The mechanisms this host may lack: on a kernel without them all, a
+/// run of these is all-skipped.
+const MAYBE_UNSUPPORTED: &str = "kprobe,kretprobe,fentry,fexit,fmod_ret";
+
+#[test]
+#[serial]
+fn ktap_all_skipped_exits_ksft_skip() {
+    let args = [
+        "-m",
+        MAYBE_UNSUPPORTED,
+        "--iterations",
+        "2000",
+        "--repeat",
+        "1",
+    ];
+    let out = run(&[&args[..], &["--format", "ktap"]].concat());
+    let results: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("ok ") || l.starts_with("not ok "))
+        .collect();
+    assert_eq!(results.len(), 6, "{}", out.stdout);
+    assert_eq!(results[0], "ok 1 base");
+    let all_skipped = results[1..].iter().all(|l| l.contains(" # SKIP "));
+    let fine = results.iter().all(|l| l.starts_with("ok "));
+    let expected = match (fine, all_skipped) {
+        (false, _) => 1,
+        (true, true) => 4, // kselftest's KSFT_SKIP
+        (true, false) => 0,
+    };
+    assert_eq!(
+        out.code, expected,
+        "all skipped: {all_skipped}\n{}{}",
+        out.stdout, out.stderr
+    );
+    // Only KTAP's consumers read 4 as "skipped": the other formats keep 0.
+    let out = run(&[&args[..], &["--format", "table"]].concat());
+    assert_eq!(out.code, if fine { 0 } else { 1 }, "{}", out.stderr);
+    if all_skipped {
+        println!("this kernel has none of {MAYBE_UNSUPPORTED}: ktap exited 4");
+    } else {
+        println!("this kernel has some of {MAYBE_UNSUPPORTED}: ktap exited {expected}");
     }
 }
 
