@@ -2,7 +2,10 @@
 //! table, KTAP for kselftest runners, test_overhead's own lines and the
 //! suite's detail line (of a result [`Document`]), the gate report (of a
 //! [`Report`]) and `--list` (of a survey). JSON is the document itself:
-//! [`Document::to_json`]. All tested on fixed values.
+//! [`Document::to_json`]. [`report`] renders several documents side by
+//! side, as a table and an SVG chart. All tested on fixed values.
+
+pub mod report;
 
 use std::fmt::Write as _;
 

@@ -281,6 +281,85 @@ fn not_root_is_one_line_and_exit_1() {
     assert!(out.stderr.contains("must run as root"), "{}", out.stderr);
 }
 
+// --- report: several result files side by side ----------------------------
+
+/// One line on stderr, exit 2, no backtrace.
+fn bad_report(args: &[&str], expected: &str) {
+    let args: Vec<&str> = std::iter::once("report")
+        .chain(args.iter().copied())
+        .collect();
+    bad_input(&args, expected);
+    let out = run(&args);
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    assert!(out.stdout.is_empty(), "{}", out.stdout);
+}
+
+#[test]
+fn report_bad_input() {
+    bad_report(&[], "report: no result files");
+    bad_report(
+        &["/nonexistent/a.json"],
+        "report: cannot read /nonexistent/a.json",
+    );
+    let junk = TempFile::new("report-junk.json");
+    fs::write(&junk.0, "task_rename base\t1000K events per sec\n").unwrap();
+    bad_report(&[junk.path()], "not valid JSON");
+    let (a, b) = (
+        TempFile::new("report-a.json"),
+        TempFile::new("report-b.json"),
+    );
+    let mut doc = fixture();
+    doc["mechanisms"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|m| m["name"] != "kprobe");
+    fs::write(&a.0, doc.to_string()).unwrap();
+    doc["mechanisms"][1]["name"] = "tp".into();
+    fs::write(&b.0, doc.to_string()).unwrap();
+    bad_report(&[a.path(), b.path()], "nothing in common");
+    bad_report(
+        &[a.path(), "--svg", "/nonexistent/dir/r.svg"],
+        "no directory /nonexistent/dir",
+    );
+}
+
+#[test]
+fn report_renders_a_table_and_a_chart() {
+    let (a, b, chart) = (
+        TempFile::new("report-6.18.json"),
+        TempFile::new("report-6.1.json"),
+        TempFile::new("report.svg"),
+    );
+    fs::write(&a.0, fixture().to_string()).unwrap();
+    let mut doc = fixture();
+    doc["kernel_release"] = "6.1.0".into();
+    doc["emulated"] = "tcg".into();
+    fs::write(&b.0, doc.to_string()).unwrap();
+    let out = run_ok(&["report", a.path(), b.path(), "--svg", chart.path()]);
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    let header = lines.iter().find(|l| l.starts_with("mechanism")).unwrap();
+    assert!(
+        header.contains("6.18.0") && header.contains("6.1.0 (emulated)"),
+        "{}",
+        out.stdout
+    );
+    let raw_tp = lines.iter().find(|l| l.starts_with("raw_tp")).unwrap();
+    assert_eq!(raw_tp.matches("+111.1 ± 1.1").count(), 2, "{raw_tp}");
+    assert!(
+        out.stdout
+            .contains("EMULATED (tcg): not performance figures"),
+        "{}",
+        out.stdout
+    );
+    let svg = fs::read_to_string(&chart.0).unwrap();
+    assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+    assert!(svg.contains("+111.1 ± 1.1 (emulated)"), "{svg}");
+    assert_eq!(
+        out.stderr.trim(),
+        format!("bpf-overhead: chart written to {}", chart.path())
+    );
+}
+
 // --- the JSON document and its documented schema --------------------------
 
 /// The field tables of docs/json-schema.md: section -> field -> type.
