@@ -215,30 +215,43 @@ fn check_common(docs: &[(String, Document)]) -> Result<(), String> {
     ))
 }
 
-/// The first of these that tells every run apart: kernel release, file
-/// name, file as given; else the kernel release numbered.
+/// Each run's kernel release when no other run has the same one, else
+/// its file name when no other has that, else the file as given; all
+/// numbered when that still leaves two alike.
 fn labels(docs: &[(String, Document)]) -> Vec<String> {
-    let unique = |labels: &[String]| labels.iter().collect::<BTreeSet<_>>().len() == labels.len();
-    let candidates: [Vec<String>; 3] = [
-        docs.iter().map(|(_, d)| d.kernel_release.clone()).collect(),
-        docs.iter()
-            .map(|(f, _)| {
-                Path::new(f)
-                    .file_name()
-                    .map_or_else(|| f.clone(), |n| n.to_string_lossy().into_owned())
-            })
-            .collect(),
-        docs.iter().map(|(f, _)| f.clone()).collect(),
+    type Candidate = fn(&(String, Document)) -> String;
+    let candidates: [Candidate; 3] = [
+        |(_, d)| d.kernel_release.clone(),
+        |(f, _)| {
+            Path::new(f)
+                .file_name()
+                .map_or_else(|| f.clone(), |n| n.to_string_lossy().into_owned())
+        },
+        |(f, _)| f.clone(),
     ];
-    candidates
-        .into_iter()
-        .find(|c| unique(c))
-        .unwrap_or_else(|| {
-            docs.iter()
-                .enumerate()
-                .map(|(i, (_, d))| format!("{} #{}", d.kernel_release, i + 1))
-                .collect()
+    let labels: Vec<String> = docs
+        .iter()
+        .enumerate()
+        .map(|(i, run)| {
+            candidates
+                .iter()
+                .find(|c| {
+                    docs.iter()
+                        .enumerate()
+                        .all(|(j, other)| j == i || c(other) != c(run))
+                })
+                .map(|c| c(run))
+                .unwrap_or_default()
         })
+        .collect();
+    let unique = labels.iter().collect::<BTreeSet<_>>().len() == labels.len();
+    if unique && labels.iter().all(|l| !l.is_empty()) {
+        return labels;
+    }
+    docs.iter()
+        .enumerate()
+        .map(|(i, (_, d))| format!("{} #{}", d.kernel_release, i + 1))
+        .collect()
 }
 
 /// Reads a result file for the report; the message names the file.
@@ -333,6 +346,20 @@ pub(crate) mod tests {
             labels,
             ["before.json", "after.json"],
             "same kernel: file names"
+        );
+        let mut other = doc.clone();
+        other.kernel_release = "6.1.0".into();
+        let m = Matrix::new(&[
+            ("x/before.json".into(), doc.clone()),
+            ("y/after.json".into(), doc.clone()),
+            ("z/vm.json".into(), other),
+        ])
+        .unwrap();
+        let labels: Vec<&str> = m.runs.iter().map(|r| r.label.as_str()).collect();
+        assert_eq!(
+            labels,
+            ["before.json", "after.json", "6.1.0"],
+            "kernel releases where they tell runs apart"
         );
         let m = Matrix::new(&[
             ("x/r.json".into(), doc.clone()),

@@ -257,7 +257,8 @@ fn draw<DB: DrawingBackend>(
         ))?;
     }
     root.draw(&Text::new(
-        "Bars: median over the rounds; whiskers: ± sample stddev; hollow bars: emulated, not performance figures.",
+        "Bars: median over the rounds; whiskers: ± sample stddev (without a cap where cut at the edge); \
+         hollow bars: emulated, not performance figures.",
         (20, top as i32 + 12),
         (FONT, 13).into_font().color(&RGBColor(0x55, 0x55, 0x55)),
     ))?;
@@ -269,15 +270,20 @@ fn draw<DB: DrawingBackend>(
 fn legend(run: &Run) -> String {
     const ROOM: usize = 112;
     let mut what = format!(
-        "{} — {}, kernel {}, {}, {}, {}×{} events",
+        "{}: kernel {}, {}, {}, {}×{} events",
         run.label,
-        run.file,
         run.kernel_release,
         run.cpu_model,
         run.timestamp.split('T').next().unwrap_or(&run.timestamp),
         run.repeats,
         run.iterations
     );
+    let named = std::path::Path::new(&run.file)
+        .file_name()
+        .is_some_and(|name| name.to_string_lossy() == run.label);
+    if !named && run.file != run.label {
+        let _ = write!(what, ", {}", run.file);
+    }
     let notice = run
         .emulated
         .as_ref()
@@ -298,6 +304,37 @@ fn bar_style(run: &Run, i: usize) -> ShapeStyle {
     }
 }
 
+const MARGIN_LEFT: u32 = 12;
+const MARGIN_RIGHT: u32 = 28;
+/// Roughly the width of a character of the values' 13-point text.
+const CHAR_WIDTH: f64 = 6.6;
+
+/// The value written after a bar.
+fn value_label(median: f64, stddev: f64, rounds: usize, run: &Run) -> String {
+    let mut text = overhead(median, stddev, rounds);
+    if run.emulated.is_some() {
+        text.push_str(" (emulated)");
+    }
+    text
+}
+
+/// A bar's whisker, median ± stddev, cut to the scale `lo..=hi`: its ends,
+/// each with whether it was cut. None with one round or no noise.
+#[allow(clippy::type_complexity)]
+fn whisker(
+    median: f64,
+    stddev: f64,
+    rounds: usize,
+    lo: f64,
+    hi: f64,
+) -> Option<((f64, bool), (f64, bool))> {
+    if rounds < 2 || stddev <= 0.0 {
+        return None;
+    }
+    let (a, b) = (median - stddev, median + stddev);
+    Some(((a.max(lo), a < lo), (b.min(hi), b > hi)))
+}
+
 fn panel<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     area: &DrawingArea<DB, Shift>,
@@ -308,27 +345,52 @@ fn panel<DB: DrawingBackend>(
     let runs = m.runs.len();
     let mut bases: Vec<&str> = rows.iter().map(|r| r.base.as_str()).collect();
     bases.dedup();
+    // The scale: every median, and the whiskers of real runs. An emulated
+    // run's noise would squash the rest: its whiskers are cut at the edge.
     let (mut lo, mut hi) = (0.0f64, 1.0f64);
     for row in rows {
-        for cell in &row.cells {
+        for (cell, run) in row.cells.iter().zip(&m.runs) {
             if let Cell::Overhead { median, stddev, .. } = cell {
-                lo = lo.min(median - stddev);
-                hi = hi.max(median + stddev);
+                let noise = if run.emulated.is_some() { 0.0 } else { *stddev };
+                lo = lo.min(median - noise);
+                hi = hi.max(median + noise);
             }
         }
     }
-    let span = hi - lo;
-    // Room on the right for the values written after the bars.
-    let x = (lo - 0.02 * span)..(hi + 0.16 * span);
-    let n = rows.len() as f64;
     let name_width = rows.iter().map(|r| r.name.len()).max().unwrap_or(4) as u32 * 9 + 16;
+    let plot_width = f64::from(WIDTH - name_width - MARGIN_LEFT - MARGIN_RIGHT);
+    let span = hi - lo;
+    let left = lo - 0.02 * span;
+    // Room on the right for the value written after each bar or whisker:
+    // end + its width in data units (which depend on the right edge) must
+    // fit.
+    let mut right = hi + 0.02 * span;
+    for row in rows {
+        for (cell, run) in row.cells.iter().zip(&m.runs) {
+            if let Cell::Overhead {
+                median,
+                stddev,
+                rounds,
+            } = cell
+            {
+                let end = whisker(*median, *stddev, *rounds, lo, hi).map_or(*median, |w| w.1 .0);
+                let share = (value_label(*median, *stddev, *rounds, run).chars().count() as f64
+                    * CHAR_WIDTH
+                    + 10.0)
+                    / plot_width;
+                right = right.max((end.max(0.0) - share * left) / (1.0 - share.min(0.9)));
+            }
+        }
+    }
+    let x = left..right;
+    let n = rows.len() as f64;
     let mut chart = ChartBuilder::on(area)
         .caption(
             format!("{trigger} — over {}", bases.join(", ")),
             (FONT, 17).into_font().style(FontStyle::Bold),
         )
-        .margin_left(12)
-        .margin_right(28)
+        .margin_left(MARGIN_LEFT)
+        .margin_right(MARGIN_RIGHT)
         .margin_top(4)
         .x_label_area_size(44)
         .y_label_area_size(name_width)
@@ -399,14 +461,19 @@ fn panel<DB: DrawingBackend>(
                         bar_style(run, j),
                     )))?;
                     let mut end = *median;
-                    if *rounds > 1 && *stddev > 0.0 {
-                        let (a, b) = (median - stddev, median + stddev);
+                    if let Some(((a, a_cut), (b, b_cut))) =
+                        whisker(*median, *stddev, *rounds, lo, hi)
+                    {
                         let cap = band * 0.22;
-                        for segment in [
-                            vec![(a, mid), (b, mid)],
-                            vec![(a, mid - cap), (a, mid + cap)],
-                            vec![(b, mid - cap), (b, mid + cap)],
-                        ] {
+                        let mut segments = vec![vec![(a, mid), (b, mid)]];
+                        // A cut end has no cap: the noise goes on.
+                        if !a_cut {
+                            segments.push(vec![(a, mid - cap), (a, mid + cap)]);
+                        }
+                        if !b_cut {
+                            segments.push(vec![(b, mid - cap), (b, mid + cap)]);
+                        }
+                        for segment in segments {
                             chart.draw_series(std::iter::once(PathElement::new(
                                 segment,
                                 BLACK.stroke_width(1),
@@ -414,10 +481,7 @@ fn panel<DB: DrawingBackend>(
                         }
                         end = end.max(b);
                     }
-                    let mut text = overhead(*median, *stddev, *rounds);
-                    if run.emulated.is_some() {
-                        text.push_str(" (emulated)");
-                    }
+                    let text = value_label(*median, *stddev, *rounds, run);
                     chart.draw_series(std::iter::once(label(text, end.max(0.0), BLACK)))?;
                 }
                 Cell::Skipped(_) => {
@@ -545,9 +609,9 @@ mod tests {
         assert!(rects(&svg, "fill=\"#009E73\"").is_empty());
         let texts = texts(&svg);
         for text in [
-            "6.1.0 — c.json, kernel 6.1.0, Test CPU, 2026-05-01, 3×100000 events; \
+            "6.1.0: kernel 6.1.0, Test CPU, 2026-05-01, 3×100000 events, c.json; \
              EMULATED (tcg): not performance figures",
-            "6.12.0 — results/b.json, kernel 6.12.0, Test CPU, 2026-05-01, 3×100000 events",
+            "6.12.0: kernel 6.12.0, Test CPU, 2026-05-01, 3×100000 events, results/b.json",
             "+100.0 ± 10.0 (emulated)",
             "+100.0 ± 10.0",
             "+150.0 ± 10.0",
@@ -563,6 +627,53 @@ mod tests {
             assert!(texts.contains(&text), "{text} not in the SVG:\n{texts:#?}");
         }
         assert!(!texts.contains(&"base"), "a base has no bar");
+    }
+
+    #[test]
+    fn whiskers_are_cut_at_the_scale() {
+        assert_eq!(
+            whisker(100.0, 10.0, 3, 0.0, 200.0),
+            Some(((90.0, false), (110.0, false)))
+        );
+        assert_eq!(
+            whisker(100.0, 500.0, 3, -50.0, 200.0),
+            Some(((-50.0, true), (200.0, true)))
+        );
+        assert_eq!(
+            whisker(100.0, 10.0, 1, 0.0, 200.0),
+            None,
+            "one round: no noise"
+        );
+    }
+
+    #[test]
+    fn emulated_noise_sets_no_scale_and_every_value_fits() {
+        let mut m = matrix();
+        // The emulated run's raw_tp: +100 ± 900.
+        m.rows[2].cells[2] = Cell::Overhead {
+            median: 100.0,
+            stddev: 900.0,
+            rounds: 5,
+        };
+        let svg = svg(&m).unwrap();
+        let lines: Vec<&str> = svg.lines().collect();
+        let mut values = 0;
+        for (i, line) in lines.iter().enumerate() {
+            if !(line.starts_with('+') || line.starts_with('-')) || !line.contains(" ± ") {
+                continue;
+            }
+            let tag = lines[i - 1];
+            let at = tag.find(" x=\"").unwrap() + 4;
+            let x: f64 = tag[at..].split('"').next().unwrap().parse().unwrap();
+            let end = x + line.chars().count() as f64 * CHAR_WIDTH;
+            assert!(end <= f64::from(WIDTH), "{line} ends at {end}");
+            values += 1;
+        }
+        assert_eq!(values, 5, "{svg}");
+        // The scale is set by real runs: kprobe's +250 ± 10 bar, not the
+        // emulated ±900, takes most of the plot.
+        let orange = rects(&svg, "fill=\"#E69F00\"");
+        assert!(width(orange[1]) > 500.0, "{orange:?}");
     }
 
     #[test]
