@@ -100,6 +100,7 @@ fn help_describes_every_option() {
         "BPF_ENABLE_STATS",
         "round-robin",
         "Exit status",
+        "report",
     ] {
         assert!(
             out.stdout.contains(option),
@@ -292,6 +293,24 @@ fn bad_report(args: &[&str], expected: &str) {
     let out = run(&args);
     assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
     assert!(out.stdout.is_empty(), "{}", out.stdout);
+}
+
+#[test]
+fn report_help() {
+    let out = run_ok(&["report", "--help"]);
+    for text in [
+        "FILE",
+        "--svg",
+        "--save or --format json",
+        "Emulated runs are marked",
+        "Exit status",
+    ] {
+        assert!(
+            out.stdout.contains(text),
+            "report --help lacks {text}:\n{}",
+            out.stdout
+        );
+    }
 }
 
 #[test]
