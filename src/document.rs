@@ -158,6 +158,17 @@ impl Document {
         self.mechanisms.iter_mut().find(|m| m.name == name)
     }
 
+    /// Whether every mechanism of the run, bases aside, was skipped (and
+    /// there was at least one): nothing it was asked to measure could be
+    /// measured on this kernel. `--format ktap` then exits with
+    /// kselftest's KSFT_SKIP (4). A run of bases alone skipped nothing.
+    pub fn all_skipped(&self) -> bool {
+        let mut mechanisms = self.mechanisms.iter().filter(|m| !m.is_base()).peekable();
+        mechanisms.peek().is_some()
+            && mechanisms.all(|m| m.status == Status::Skipped)
+            && self.mechanisms.iter().all(|m| m.status != Status::Failed)
+    }
+
     pub fn to_json(&self) -> String {
         let mut text = serde_json::to_string_pretty(self).expect("a Document always serializes");
         text.push('\n');
@@ -400,6 +411,21 @@ pub(crate) mod tests {
         value.as_object_mut().unwrap().remove("iterations");
         let err = Document::from_json(&value.to_string()).unwrap_err();
         assert!(err.contains("iterations"), "{err}");
+    }
+
+    #[test]
+    fn all_skipped_means_every_mechanism_but_the_bases() {
+        let mut doc = document();
+        assert!(!doc.all_skipped(), "raw_tp and tp were measured");
+        for name in ["raw_tp", "tp"] {
+            doc.mechanism_mut(name).unwrap().status = Status::Skipped;
+        }
+        assert!(doc.all_skipped(), "base ran, every mechanism skipped");
+        doc.mechanism_mut("base").unwrap().status = Status::Failed;
+        assert!(!doc.all_skipped(), "a failure is a failure, not a skip");
+        doc.mechanisms.retain(|m| m.is_base());
+        doc.mechanism_mut("base").unwrap().status = Status::Ok;
+        assert!(!doc.all_skipped(), "a run of bases alone skipped nothing");
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::num::{NonZeroU64, NonZeroUsize};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::{Parser, ValueEnum};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use bpf_overhead::document::{Document, Host, Status};
@@ -17,6 +17,7 @@ use bpf_overhead::measure::{
     sys, Batch, CpuPin, ProgWork, DEFAULT_ITERATIONS, MAX_BATCH, MAX_PROG_WORK,
 };
 use bpf_overhead::pipeline::{self, Plan, DEFAULT_REPEATS};
+use bpf_overhead::report::{self, Matrix};
 use bpf_overhead::{render, Error, Mechanism};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -54,14 +55,20 @@ Needs root (CAP_BPF and CAP_PERFMON).",
     after_help = "Exit status: 0 all measured (skips included) and no regression; 1 a \
 mechanism failed, the gate found a regression, or the run could not start (not root); \
 2 bad input (unknown mechanism, --iterations 0, CPU out of range, unreadable or \
-incompatible baseline, --save into a missing directory).\n\n\
+incompatible baseline, --save into a missing directory); 4, with --format ktap only, \
+every selected mechanism was skipped (kselftest's KSFT_SKIP).\n\n\
 Examples:\n  \
 sudo bpf-overhead\n  \
 sudo bpf-overhead -m raw_tp,uprobe-nop --repeat 10\n  \
 sudo bpf-overhead --format json --save baseline.json\n  \
-sudo bpf-overhead --baseline baseline.json --threshold 10 -m raw_tp-loop,tp-loop"
+sudo bpf-overhead --baseline baseline.json --threshold 10 -m raw_tp-loop,tp-loop\n  \
+bpf-overhead report 6.1.json 6.12.json --svg report.svg",
+    args_conflicts_with_subcommands = true
 )]
 struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+
     /// Mechanisms to measure, comma-separated or repeated [default: all].
     /// Each one's base is measured too. See --list for the names.
     #[arg(short, long = "mechanism", value_name = "NAME", value_delimiter = ',',
@@ -132,6 +139,32 @@ struct Cli {
     #[arg(long, value_name = "N", default_value_t = NonZeroUsize::MIN,
           value_parser = parse_at_least_one::<NonZeroUsize>)]
     producers: NonZeroUsize,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Puts result files side by side: a table, and an SVG chart with --svg.
+    ///
+    /// The files come from --save or --format json: several kernels,
+    /// machines, or before and after a change. Mechanisms go down and runs
+    /// across; each cell is the mechanism's ns per event over the base of
+    /// its own run, median ± sample stddev over the rounds. The chart shows
+    /// the same figures, one panel per trigger. Emulated runs are marked in
+    /// both. Needs no root. Exit status: 0 rendered; 2 bad input (no files,
+    /// an unreadable file or not a result, no two results with a mechanism
+    /// in common, --svg into a missing directory).
+    Report(ReportArgs),
+}
+
+#[derive(Debug, Args)]
+struct ReportArgs {
+    /// Result files, as written by --save or --format json.
+    #[arg(value_name = "FILE")]
+    files: Vec<PathBuf>,
+
+    /// Also write the chart, as SVG, to OUT.
+    #[arg(long, value_name = "OUT")]
+    svg: Option<PathBuf>,
 }
 
 fn parse_mechanism(s: &str) -> Result<Mechanism, String> {
@@ -221,6 +254,9 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: &Cli) -> Result<ExitCode, Failure> {
+    if let Some(Command::Report(args)) = &cli.command {
+        return report(args);
+    }
     // Bad input first, before anything needs root or takes time.
     if let Some(cpu) = cli.cpu {
         // Pinning checks that the CPU is online and allowed; undone on drop.
@@ -347,12 +383,18 @@ fn run(cli: &Cli) -> Result<ExitCode, Failure> {
         eprintln!("bpf-overhead: failed: {}", failed.join(", "));
     }
     let regressed = report.as_ref().is_some_and(|r| !r.passed());
-    Ok(if failed.is_empty() && !regressed {
-        ExitCode::SUCCESS
-    } else {
+    Ok(if !failed.is_empty() || regressed {
         ExitCode::from(1)
+    } else if cli.format == Format::Ktap && doc.all_skipped() {
+        // kselftest's runner shows exit 4 as a skipped test, not a pass.
+        ExitCode::from(KSFT_SKIP)
+    } else {
+        ExitCode::SUCCESS
     })
 }
+
+/// kselftest's exit status for "skipped" (tools/testing/selftests/kselftest.h).
+const KSFT_SKIP: u8 = 4;
 
 /// A progress bar on stderr when it is a terminal; nothing otherwise.
 /// Drawn only between runs (no ticker thread to disturb the timed ones).
@@ -393,5 +435,37 @@ fn check_writable_dir(path: &Path) -> Result<(), Failure> {
 fn list(cli: &Cli) -> Result<ExitCode, Failure> {
     let mechanisms = pipeline::expand(&cli.mechanisms);
     print!("{}", render::list(&pipeline::survey(&mechanisms, cli.cpu)));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `report FILE... [--svg OUT]`: the table on stdout, the chart into OUT.
+/// No files, an unreadable or foreign one, or results with nothing in
+/// common are bad input.
+fn report(args: &ReportArgs) -> Result<ExitCode, Failure> {
+    if args.files.is_empty() {
+        return Err(Failure::Input(
+            "report: no result files: bpf-overhead report FILE... [--svg OUT], each FILE \
+             written by --save or --format json"
+                .into(),
+        ));
+    }
+    if let Some(out) = &args.svg {
+        check_writable_dir(out)?;
+    }
+    let docs = args
+        .files
+        .iter()
+        .map(|path| report::load(path).map(|doc| (path.display().to_string(), doc)))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| Failure::Input(format!("report: {e}")))?;
+    let matrix = Matrix::new(&docs).map_err(|e| Failure::Input(format!("report: {e}")))?;
+    print!("{}", render::report::table(&matrix));
+    if let Some(out) = &args.svg {
+        let svg = render::report::svg(&matrix)
+            .map_err(|e| Failure::Run(format!("report: cannot draw the chart: {e}")))?;
+        std::fs::write(out, svg)
+            .map_err(|e| Failure::Run(format!("report: cannot write {}: {e}", out.display())))?;
+        eprintln!("bpf-overhead: chart written to {}", out.display());
+    }
     Ok(ExitCode::SUCCESS)
 }

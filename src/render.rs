@@ -2,7 +2,10 @@
 //! table, KTAP for kselftest runners, test_overhead's own lines and the
 //! suite's detail line (of a result [`Document`]), the gate report (of a
 //! [`Report`]) and `--list` (of a survey). JSON is the document itself:
-//! [`Document::to_json`]. All tested on fixed values.
+//! [`Document::to_json`]. [`report`] renders several documents side by
+//! side, as a table and an SVG chart. All tested on fixed values.
+
+pub mod report;
 
 use std::fmt::Write as _;
 
@@ -327,17 +330,53 @@ fn figures_line(m: &MechanismResult) -> Option<String> {
     Some(s)
 }
 
-/// KTAP version 1, as kselftest runners read it: one test per mechanism,
-/// `ok N name`, `ok N name # SKIP reason` for what this kernel lacks,
-/// `not ok N name` for a failure — and, with a gate report, for a
-/// regression — with the figures as `#` diagnostic lines.
-pub fn ktap(doc: &Document, gate: Option<&Report>) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "KTAP version 1");
-    for line in heading(doc) {
-        let _ = writeln!(out, "# {line}");
+/// What a KTAP test result line says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KtapResult<'a> {
+    /// `ok N name`
+    Pass,
+    /// `ok N name # SKIP reason`: what the kernel lacks.
+    Skip(&'a str),
+    /// `not ok N name`
+    Fail,
+}
+
+/// The start of a KTAP document: the version line and, right after it as
+/// the spec (Documentation/dev-tools/ktap.rst) and older parsers want it,
+/// the plan. A parser that knows the plan catches output cut short.
+pub fn ktap_header(tests: usize) -> String {
+    format!("KTAP version 1\n1..{tests}\n")
+}
+
+/// One KTAP result line, without its newline: `ok 3 raw_tp`,
+/// `ok 2 kprobe # SKIP kernel has no kprobes`, `not ok 4 tp`. The
+/// description is the name with any `#` (which would start a directive)
+/// replaced; a reason is kept on one line.
+pub fn ktap_result(n: usize, name: &str, result: KtapResult) -> String {
+    let name = name.replace('#', "_");
+    match result {
+        KtapResult::Pass => format!("ok {n} {name}"),
+        KtapResult::Skip(reason) => format!("ok {n} {name} # SKIP {}", one_line(reason)),
+        KtapResult::Fail => format!("not ok {n} {name}"),
     }
-    let _ = writeln!(out, "1..{}", doc.mechanisms.len());
+}
+
+/// A KTAP diagnostic line, without its newline: `# text` on one line.
+pub fn ktap_diagnostic(text: &str) -> String {
+    format!("# {}", one_line(text))
+}
+
+/// KTAP version 1, as kselftest runners read it: the version line, the
+/// plan, what was measured where as `#` diagnostics, then one test per
+/// mechanism, `ok N name`, `ok N name # SKIP reason` for what this kernel
+/// lacks, `not ok N name` for a failure — and, with a gate report, for a
+/// regression — with the figures as `#` diagnostic lines, and kselftest's
+/// `# Totals:` line.
+pub fn ktap(doc: &Document, gate: Option<&Report>) -> String {
+    let mut out = ktap_header(doc.mechanisms.len());
+    for line in heading(doc) {
+        let _ = writeln!(out, "{}", ktap_diagnostic(&line));
+    }
     let (mut pass, mut fail, mut skip) = (0, 0, 0);
     for (i, m) in doc.mechanisms.iter().enumerate() {
         let n = i + 1;
@@ -349,15 +388,14 @@ pub fn ktap(doc: &Document, gate: Option<&Report>) -> String {
             let _ = writeln!(out, "# gate {}: {}", m.name, one_line(&c.detail));
         }
         let regressed = gated.is_some_and(|c| c.verdict.is_regression());
-        match m.status {
+        let result = match m.status {
             Status::Ok if !regressed => {
                 pass += 1;
-                let _ = writeln!(out, "ok {n} {}", m.name);
+                KtapResult::Pass
             }
             Status::Skipped if !regressed => {
                 skip += 1;
-                let reason = one_line(m.reason.as_deref().unwrap_or("not supported"));
-                let _ = writeln!(out, "ok {n} {} # SKIP {reason}", m.name);
+                KtapResult::Skip(m.reason.as_deref().unwrap_or("not supported"))
             }
             _ => {
                 fail += 1;
@@ -367,9 +405,10 @@ pub fn ktap(doc: &Document, gate: Option<&Report>) -> String {
                 if regressed {
                     let _ = writeln!(out, "# {}: regression against the baseline", m.name);
                 }
-                let _ = writeln!(out, "not ok {n} {}", m.name);
+                KtapResult::Fail
             }
-        }
+        };
+        let _ = writeln!(out, "{}", ktap_result(n, &m.name, result));
     }
     let _ = writeln!(
         out,
@@ -561,7 +600,13 @@ mod tests {
         let text = ktap(&document(), None);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines[0], "KTAP version 1");
-        assert!(lines.contains(&"1..4"), "{text}");
+        // The plan follows the version line (ktap.rst; a 6.1-era
+        // kunit_parser loses a later plan), the heading comes after it.
+        assert_eq!(lines[1], "1..4", "{text}");
+        assert!(
+            lines[2].starts_with("# bpf-overhead 0.1.0: kernel 6.18.0"),
+            "{text}"
+        );
         assert!(lines.contains(&"ok 1 base"));
         assert!(lines.contains(&"ok 2 kprobe # SKIP kernel has no kprobes"));
         assert!(lines.contains(&"ok 3 raw_tp"));
@@ -581,6 +626,20 @@ mod tests {
             text.contains("# raw_tp: 945K events per sec (median of 3"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn ktap_result_lines() {
+        assert_eq!(ktap_result(3, "raw_tp", KtapResult::Pass), "ok 3 raw_tp");
+        assert_eq!(ktap_result(4, "tp", KtapResult::Fail), "not ok 4 tp");
+        assert_eq!(
+            ktap_result(2, "kprobe", KtapResult::Skip("no\nkprobes  here")),
+            "ok 2 kprobe # SKIP no kprobes here"
+        );
+        // A '#' in the description would start a directive.
+        assert_eq!(ktap_result(1, "a#b", KtapResult::Pass), "ok 1 a_b");
+        assert_eq!(ktap_header(18), "KTAP version 1\n1..18\n");
+        assert_eq!(ktap_diagnostic("two\nlines"), "# two lines");
     }
 
     #[test]

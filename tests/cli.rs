@@ -100,6 +100,7 @@ fn help_describes_every_option() {
         "BPF_ENABLE_STATS",
         "round-robin",
         "Exit status",
+        "report",
     ] {
         assert!(
             out.stdout.contains(option),
@@ -279,6 +280,103 @@ fn not_root_is_one_line_and_exit_1() {
     assert_eq!(out.code, 1, "{}", out.stderr);
     assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
     assert!(out.stderr.contains("must run as root"), "{}", out.stderr);
+}
+
+// --- report: several result files side by side ----------------------------
+
+/// One line on stderr, exit 2, no backtrace.
+fn bad_report(args: &[&str], expected: &str) {
+    let args: Vec<&str> = std::iter::once("report")
+        .chain(args.iter().copied())
+        .collect();
+    bad_input(&args, expected);
+    let out = run(&args);
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    assert!(out.stdout.is_empty(), "{}", out.stdout);
+}
+
+#[test]
+fn report_help() {
+    let out = run_ok(&["report", "--help"]);
+    for text in [
+        "FILE",
+        "--svg",
+        "--save or --format json",
+        "Emulated runs are marked",
+        "Exit status",
+    ] {
+        assert!(
+            out.stdout.contains(text),
+            "report --help lacks {text}:\n{}",
+            out.stdout
+        );
+    }
+}
+
+#[test]
+fn report_bad_input() {
+    bad_report(&[], "report: no result files");
+    bad_report(
+        &["/nonexistent/a.json"],
+        "report: cannot read /nonexistent/a.json",
+    );
+    let junk = TempFile::new("report-junk.json");
+    fs::write(&junk.0, "task_rename base\t1000K events per sec\n").unwrap();
+    bad_report(&[junk.path()], "not valid JSON");
+    let (a, b) = (
+        TempFile::new("report-a.json"),
+        TempFile::new("report-b.json"),
+    );
+    let mut doc = fixture();
+    doc["mechanisms"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|m| m["name"] != "kprobe");
+    fs::write(&a.0, doc.to_string()).unwrap();
+    doc["mechanisms"][1]["name"] = "tp".into();
+    fs::write(&b.0, doc.to_string()).unwrap();
+    bad_report(&[a.path(), b.path()], "nothing in common");
+    bad_report(
+        &[a.path(), "--svg", "/nonexistent/dir/r.svg"],
+        "no directory /nonexistent/dir",
+    );
+}
+
+#[test]
+fn report_renders_a_table_and_a_chart() {
+    let (a, b, chart) = (
+        TempFile::new("report-6.18.json"),
+        TempFile::new("report-6.1.json"),
+        TempFile::new("report.svg"),
+    );
+    fs::write(&a.0, fixture().to_string()).unwrap();
+    let mut doc = fixture();
+    doc["kernel_release"] = "6.1.0".into();
+    doc["emulated"] = "tcg".into();
+    fs::write(&b.0, doc.to_string()).unwrap();
+    let out = run_ok(&["report", a.path(), b.path(), "--svg", chart.path()]);
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    let header = lines.iter().find(|l| l.starts_with("mechanism")).unwrap();
+    assert!(
+        header.contains("6.18.0") && header.contains("6.1.0 (emulated)"),
+        "{}",
+        out.stdout
+    );
+    let raw_tp = lines.iter().find(|l| l.starts_with("raw_tp")).unwrap();
+    assert_eq!(raw_tp.matches("+111.1 ± 1.1").count(), 2, "{raw_tp}");
+    assert!(
+        out.stdout
+            .contains("EMULATED (tcg): not performance figures"),
+        "{}",
+        out.stdout
+    );
+    let svg = fs::read_to_string(&chart.0).unwrap();
+    assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+    assert!(svg.contains("+111.1 ± 1.1 (emulated)"), "{svg}");
+    assert_eq!(
+        out.stderr.trim(),
+        format!("bpf-overhead: chart written to {}", chart.path())
+    );
 }
 
 // --- the JSON document and its documented schema --------------------------
@@ -570,7 +668,7 @@ fn ktap_format_for_kselftest() {
     ]);
     let lines: Vec<&str> = out.stdout.lines().collect();
     assert_eq!(lines[0], "KTAP version 1");
-    assert!(lines.contains(&"1..3"), "{}", out.stdout);
+    assert_eq!(lines[1], "1..3", "the plan follows the version line");
     assert!(lines.contains(&"ok 1 base"), "{}", out.stdout);
     assert!(lines.contains(&"ok 3 raw_tp"), "{}", out.stdout);
     // kprobe: ok here, or skipped with its reason where the kernel lacks it.
@@ -592,6 +690,51 @@ fn ktap_format_for_kselftest() {
             line.starts_with("# ") || line.starts_with("ok ") || line.starts_with("1.."),
             "not a KTAP line: {line:?}"
         );
+    }
+}
+
+/// The mechanisms this host may lack: on a kernel without them all, a
+/// run of these is all-skipped.
+const MAYBE_UNSUPPORTED: &str = "kprobe,kretprobe,fentry,fexit,fmod_ret";
+
+#[test]
+#[serial]
+fn ktap_all_skipped_exits_ksft_skip() {
+    let args = [
+        "-m",
+        MAYBE_UNSUPPORTED,
+        "--iterations",
+        "2000",
+        "--repeat",
+        "1",
+    ];
+    let out = run(&[&args[..], &["--format", "ktap"]].concat());
+    let results: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("ok ") || l.starts_with("not ok "))
+        .collect();
+    assert_eq!(results.len(), 6, "{}", out.stdout);
+    assert_eq!(results[0], "ok 1 base");
+    let all_skipped = results[1..].iter().all(|l| l.contains(" # SKIP "));
+    let fine = results.iter().all(|l| l.starts_with("ok "));
+    let expected = match (fine, all_skipped) {
+        (false, _) => 1,
+        (true, true) => 4, // kselftest's KSFT_SKIP
+        (true, false) => 0,
+    };
+    assert_eq!(
+        out.code, expected,
+        "all skipped: {all_skipped}\n{}{}",
+        out.stdout, out.stderr
+    );
+    // Only KTAP's consumers read 4 as "skipped": the other formats keep 0.
+    let out = run(&[&args[..], &["--format", "table"]].concat());
+    assert_eq!(out.code, if fine { 0 } else { 1 }, "{}", out.stderr);
+    if all_skipped {
+        println!("this kernel has none of {MAYBE_UNSUPPORTED}: ktap exited 4");
+    } else {
+        println!("this kernel has some of {MAYBE_UNSUPPORTED}: ktap exited {expected}");
     }
 }
 

@@ -8,7 +8,10 @@ use bpf_overhead::document::{Document, Host, MechanismResult};
 use bpf_overhead::expect::{Expectations, Verdict};
 use bpf_overhead::measure::DEFAULT_ITERATIONS;
 use bpf_overhead::pipeline::{self, Plan};
+use bpf_overhead::render::KtapResult;
 use bpf_overhead::{render, Mechanism};
+
+pub mod ktap;
 
 /// A test failure that prints as its one-line message: the harness shows
 /// `Error: <message>` rather than a panic location and backtrace.
@@ -37,7 +40,36 @@ macro_rules! ensure {
 /// round. A missing kernel feature prints `SKIP <mechanism>: <reason>` and
 /// passes, unless strict mode says otherwise ([`Expectations`]: the
 /// kernel's declared absences); anything else fails with one line.
+///
+/// With [`ktap::KTAP_ENV`] set, also appends the test's KTAP result to
+/// that file (see [`ktap::append`]).
 pub fn check(name: &str) -> Outcome {
+    let (outcome, diagnostics) = match measure(name) {
+        Ok(Checked::Passed(lines)) => (Ok(()), lines),
+        Ok(Checked::Skipped(reason)) => {
+            ktap::record(name, KtapResult::Skip(&reason), &[])?;
+            return Ok(());
+        }
+        Err(Failure(why)) => (Err(Failure(why.clone())), vec![why]),
+    };
+    let result = if outcome.is_ok() {
+        KtapResult::Pass
+    } else {
+        KtapResult::Fail
+    };
+    ktap::record(name, result, &diagnostics)?;
+    outcome
+}
+
+/// What [`measure`] found, short of a failure.
+enum Checked {
+    /// Measured and counted right: the lines printed.
+    Passed(Vec<String>),
+    /// The kernel lacks what it needs, and may: why.
+    Skipped(String),
+}
+
+fn measure(name: &str) -> Result<Checked, Failure> {
     let expect = Expectations::from_env().map_err(Failure)?;
     let mechanism: Mechanism = name.parse().map_err(Failure)?;
     let doc = pipeline::execute(&Plan::selftest(mechanism), Host::current, |_| {})
@@ -55,17 +87,22 @@ pub fn check(name: &str) -> Outcome {
         Verdict::Pass => {}
         Verdict::Skip(reason) => {
             println!("SKIP {name}: {reason}");
-            return Ok(());
+            return Ok(Checked::Skipped(reason));
         }
         Verdict::Fail(reason) => return Err(Failure(reason)),
     }
-    for line in [
+    let lines: Vec<String> = [
         render::selftest_line(&doc, result),
         render::detail_line(&doc, result),
-    ] {
-        println!("{}", line.unwrap_or_default());
+    ]
+    .into_iter()
+    .map(Option::unwrap_or_default)
+    .collect();
+    for line in &lines {
+        println!("{line}");
     }
-    check_counts(&doc, result)
+    check_counts(&doc, result)?;
+    Ok(Checked::Passed(lines))
 }
 
 fn check_counts(doc: &Document, m: &MechanismResult) -> Outcome {
