@@ -14,10 +14,18 @@ fn main() {
     // Debian puts <asm/types.h> under the multiarch directory, which clang
     // does not search when targeting bpf.
     let multiarch = format!("-I/usr/include/{arch}-linux-gnu");
+    // libbpf's usdt.bpf.h reads registers through bpf_tracing.h, which
+    // needs the target arch in the kernel's spelling.
+    let target_arch = match arch.as_str() {
+        "x86_64" => "x86",
+        "aarch64" => "arm64",
+        other => other,
+    };
+    let target_arch = format!("-D__TARGET_ARCH_{target_arch}");
 
     if let Err(err) = SkeletonBuilder::new()
         .source(SRC)
-        .clang_args([multiarch.as_str(), "-Wall", "-O2"])
+        .clang_args([multiarch.as_str(), target_arch.as_str(), "-Wall", "-O2"])
         .build_and_generate(out.join("overhead.skel.rs"))
     {
         // One line that says what to install beats a wall of cargo output.

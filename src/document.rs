@@ -49,6 +49,16 @@ pub struct Document {
     pub order: String,
     /// Whether the extra run with BPF run-time stats was asked for.
     pub prog_stats: bool,
+    /// Loop iterations per driver run for the kernel-loop trigger
+    /// (`--batch`). Absent from results written before it existed: 100.
+    #[serde(default = "default_batch")]
+    pub batch: u32,
+    /// Extra work rounds every program did per hit (`--prog-work`).
+    #[serde(default)]
+    pub prog_work: u32,
+    /// Producers firing at once, each on its own CPU (`--producers`).
+    #[serde(default = "one")]
+    pub producers: usize,
     /// The signal that stopped the run early (`"SIGINT"`), or null. An
     /// interrupted result holds only the rounds every mechanism completed,
     /// and is refused as a baseline.
@@ -80,6 +90,11 @@ pub struct MechanismResult {
     pub trigger: String,
     /// Where it attaches.
     pub hook: String,
+    /// Events each run fired: `iterations`, scaled by the trigger (a call
+    /// base fires 100x, the kernel loop 10x, rounded up to whole batches).
+    /// 0 in results written before it existed.
+    #[serde(default)]
+    pub events_per_run: u64,
     pub status: Status,
     /// Why it was skipped or failed; null when ok.
     pub reason: Option<String>,
@@ -102,6 +117,33 @@ pub struct MechanismResult {
     /// the kernel's BPF stats in one extra run. Null for a base, when not
     /// ok, or when stats were unavailable or not asked for.
     pub prog_ns_per_event: Option<f64>,
+    /// With several producers: each one's rate and hits. Null otherwise.
+    #[serde(default)]
+    pub producers: Option<Vec<ProducerResult>>,
+    /// With several producers: per round, the total rate over one
+    /// producer's rate in the same round. Null otherwise.
+    #[serde(default)]
+    pub scaling: Option<Summary>,
+}
+
+/// One producer of a multi-producer run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProducerResult {
+    /// The CPU it was pinned to.
+    pub cpu: usize,
+    /// Its own rate in each round.
+    pub k_events_per_sec: Summary,
+    /// The hits its program counted in each round (its events, else the
+    /// run failed).
+    pub hits: Vec<u64>,
+}
+
+fn one() -> usize {
+    1
+}
+
+fn default_batch() -> u32 {
+    100
 }
 
 impl MechanismResult {
@@ -121,6 +163,17 @@ impl Document {
 
     pub fn mechanism_mut(&mut self, name: &str) -> Option<&mut MechanismResult> {
         self.mechanisms.iter_mut().find(|m| m.name == name)
+    }
+
+    /// Whether every mechanism of the run, bases aside, was skipped (and
+    /// there was at least one): nothing it was asked to measure could be
+    /// measured on this kernel. `--format ktap` then exits with
+    /// kselftest's KSFT_SKIP (4). A run of bases alone skipped nothing.
+    pub fn all_skipped(&self) -> bool {
+        let mut mechanisms = self.mechanisms.iter().filter(|m| !m.is_base()).peekable();
+        mechanisms.peek().is_some()
+            && mechanisms.all(|m| m.status == Status::Skipped)
+            && self.mechanisms.iter().all(|m| m.status != Status::Failed)
     }
 
     pub fn to_json(&self) -> String {
@@ -181,8 +234,9 @@ impl Document {
     }
 
     /// Checks that the figures make sense, so that a corrupt or doctored
-    /// file cannot turn the gate off (a stddev of 1e308 makes every drop
-    /// "noise"): mechanism names unique, each one's base present; every
+    /// file cannot decide the gate (under the old ratio rule a stddev of
+    /// 1e308 made every drop "noise"): mechanism names unique, each one's
+    /// base present; every
     /// number finite, rates and ratios positive; each statistic what its
     /// samples give, one sample per repeat; the hit counts those of an
     /// ok run. The error names the field.
@@ -243,20 +297,45 @@ impl Document {
                         at("k_events_per_sec")
                     ));
                 }
-                if !m.is_base() && m.ratio_to_base.is_none() {
+                // What the gate compares (and the ratio shown with it).
+                for (field, present) in [
+                    ("overhead_ns", m.overhead_ns.is_some()),
+                    ("ratio_to_base", m.ratio_to_base.is_some()),
+                ] {
+                    if !m.is_base() && !present {
+                        return Err(format!("{} is null, but the status is ok", at(field)));
+                    }
+                }
+            }
+            let runs = m.k_events_per_sec.as_ref().map_or(0, |k| k.samples.len());
+            if let (Some(hits), true) = (&m.hits, m.is_ok()) {
+                // Every event of every producer, once: the run's events
+                // (results from before events_per_run: the iterations).
+                let events = if m.events_per_run > 0 {
+                    m.events_per_run
+                } else {
+                    self.iterations
+                };
+                if hits.len() != runs || hits.iter().any(|&h| h != events) {
                     return Err(format!(
-                        "{} is null, but the status is ok",
-                        at("ratio_to_base")
+                        "{} is {hits:?}: an ok run counts {events} hits in each of its {runs} runs",
+                        at("hits"),
                     ));
                 }
             }
-            if let (Some(hits), true) = (&m.hits, m.is_ok()) {
-                let runs = m.k_events_per_sec.as_ref().map_or(0, |k| k.samples.len());
-                if hits.len() != runs || hits.iter().any(|&h| h != self.iterations) {
+            if let Some(scaling) = &m.scaling {
+                check_summary(scaling, Sign::Positive, rounds)
+                    .map_err(|e| format!("{}{e}", at("scaling")))?;
+            }
+            for (j, p) in m.producers.iter().flatten().enumerate() {
+                check_summary(&p.k_events_per_sec, Sign::Positive, rounds).map_err(|e| {
+                    format!("{}{e}", at(&format!("producers[{j}].k_events_per_sec")))
+                })?;
+                if p.hits.len() != p.k_events_per_sec.samples.len() {
                     return Err(format!(
-                        "{} is {hits:?}: an ok run counts {} hits in each of its {runs} runs",
-                        at("hits"),
-                        self.iterations
+                        "{} has {} values, not one per round",
+                        at(&format!("producers[{j}].hits")),
+                        p.hits.len()
                     ));
                 }
             }
@@ -529,6 +608,7 @@ pub(crate) mod tests {
             base: base.into(),
             trigger: "task_rename".into(),
             hook: "task/task_rename".into(),
+            events_per_run: 100_000,
             status: Status::Ok,
             reason: None,
             k_events_per_sec: Summary::of(rate),
@@ -537,6 +617,8 @@ pub(crate) mod tests {
             ratio_to_base: ratio.and_then(Summary::of),
             hits: ratio.map(|_| vec![100_000; 3]),
             prog_ns_per_event: ratio.map(|_| 20.5),
+            producers: None,
+            scaling: None,
         };
         Document {
             schema: SCHEMA.into(),
@@ -552,6 +634,9 @@ pub(crate) mod tests {
             warmup_runs: 1,
             order: ORDER_ROUND_ROBIN.into(),
             prog_stats: true,
+            batch: 100,
+            prog_work: 0,
+            producers: 1,
             interrupted: None,
             mechanisms: vec![
                 ok("base", "base", &[1000.0, 1100.0, 1050.0], None),
@@ -560,6 +645,7 @@ pub(crate) mod tests {
                     base: "base".into(),
                     trigger: "task_rename".into(),
                     hook: "__set_task_comm".into(),
+                    events_per_run: 100_000,
                     status: Status::Skipped,
                     reason: Some("kernel has no kprobes".into()),
                     k_events_per_sec: None,
@@ -568,6 +654,8 @@ pub(crate) mod tests {
                     ratio_to_base: None,
                     hits: None,
                     prog_ns_per_event: None,
+                    producers: None,
+                    scaling: None,
                 },
                 ok(
                     "raw_tp",
@@ -724,6 +812,26 @@ pub(crate) mod tests {
             err.contains("(tp): ratio_to_base is null, but the status is ok"),
             "{err}"
         );
+        let err = invalid("tp", |m| m.overhead_ns = None);
+        assert!(
+            err.contains("(tp): overhead_ns is null, but the status is ok"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn all_skipped_means_every_mechanism_but_the_bases() {
+        let mut doc = document();
+        assert!(!doc.all_skipped(), "raw_tp and tp were measured");
+        for name in ["raw_tp", "tp"] {
+            doc.mechanism_mut(name).unwrap().status = Status::Skipped;
+        }
+        assert!(doc.all_skipped(), "base ran, every mechanism skipped");
+        doc.mechanism_mut("base").unwrap().status = Status::Failed;
+        assert!(!doc.all_skipped(), "a failure is a failure, not a skip");
+        doc.mechanisms.retain(|m| m.is_base());
+        doc.mechanism_mut("base").unwrap().status = Status::Ok;
+        assert!(!doc.all_skipped(), "a run of bases alone skipped nothing");
     }
 
     #[test]

@@ -1,37 +1,47 @@
 //! The regression gate: this run against an earlier result (`--baseline`).
 //!
-//! What is compared is each mechanism's **ratio to base**: its rate divided
-//! by the rate of its base (the trigger alone) measured in the same pass of
-//! the same run. A machine that is uniformly faster or slower, or busier
-//! today, moves both alike and leaves the ratio be; a mechanism that got
-//! more expensive lowers it.
+//! What is compared is what a change to BPF would change: each mechanism's
+//! **own cost**, its ns per event over its base (the same trigger with
+//! nothing attached), paired per round of the same run. A machine that is
+//! faster, slower or busier today moves a mechanism and its base alike and
+//! leaves the difference be. This is right on every base: a ratio to base
+//! hides a mechanism's cost behind a 240 ns syscall and inflates it over a
+//! 1 ns call, where the noise of the call alone moved the ratio ±15%.
 //!
 //! The rule, for a mechanism measured in both runs, with `old` and `new`
-//! the median ratios and `σ` each run's sample standard deviation of the
-//! per-pass ratios:
+//! the per-round overheads in ns:
 //!
-//! * **regressed** when the ratio fell by more than the threshold
-//!   (`(new - old) / old < -threshold`) **and** by more than the noise of
-//!   both runs (`old - new > σ_old + σ_new`). Both are needed: the first
-//!   says the change matters, the second that it is not what two runs of
-//!   the same kernel would show anyway. With one repeat a run has no
-//!   measurable noise and only the threshold applies.
+//! * **regressed** when the median grew by more than the threshold
+//!   (`--threshold`, default 5%) of the old median **and** a one-sided
+//!   Mann–Whitney test says the new rounds are costlier than the old ones
+//!   at p ≤ 0.05. The first says the change matters, the second that it
+//!   is not what two runs of the same kernel show anyway; the test assumes
+//!   nothing of the noise's shape, and a disturbed round counts by its
+//!   rank, not by how far off it is. (With 5 rounds each, p ≤ 0.05 needs
+//!   at most 4 of the 25 old/new pairs the wrong way round.) A mechanism that is almost free
+//!   over its base is judged against 5% of the base's own time instead of
+//!   its near-zero overhead. With one round a run has no measurable noise
+//!   and only the threshold applies (the gate warns).
 //! * **improved** symmetrically; **within noise** when the change passes
-//!   the threshold but not the noise; **unchanged** otherwise.
+//!   the threshold but not the test; **unchanged** otherwise.
 //! * **missing** — a regression too — when the mechanism was measured in
 //!   the baseline and is skipped or failed now.
 //!
 //! Mechanisms that this run did not select are listed as not compared.
 //! Bases are not gated: they are the reference (a base that fails fails
-//! the run, and takes its mechanisms with it).
-
-use std::fmt::Write as _;
+//! the run, and takes its mechanisms with it). scripts/gate-power measures
+//! the rule's false alarms and power with real runs.
 
 use crate::document::{Document, MechanismResult, Status};
-use crate::stats::Summary;
+use crate::stats::{mann_whitney_greater, Summary};
 
-/// Default `--threshold`, as a fraction.
-pub const DEFAULT_THRESHOLD: f64 = 0.10;
+/// Default `--threshold`, as a fraction of the mechanism's own cost.
+pub const DEFAULT_THRESHOLD: f64 = 0.05;
+/// The noise test's significance level.
+pub const ALPHA: f64 = 0.05;
+/// A near-free mechanism's change is judged against this share of its
+/// base's time per event.
+pub const FLOOR_OF_BASE: f64 = 0.05;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verdict {
@@ -39,7 +49,8 @@ pub enum Verdict {
     /// Measured in the baseline, skipped or failed now. A regression.
     Missing,
     Improved,
-    /// Changed by more than the threshold, but within the runs' noise.
+    /// Changed by more than the threshold, but the noise test says the
+    /// runs' rounds could be one distribution.
     WithinNoise,
     Unchanged,
     /// Measured now, not in the baseline (new, or unsupported there).
@@ -71,10 +82,12 @@ impl Verdict {
 pub struct Comparison {
     pub name: String,
     pub verdict: Verdict,
-    /// Relative change of the median ratio, `(new - old) / old`.
+    /// Change of the median overhead, as a fraction of the old one.
     pub change: Option<f64>,
-    /// What the difference had to exceed: `σ_old + σ_new`.
-    pub noise: Option<f64>,
+    /// Change of the median overhead in ns per event.
+    pub diff_ns: Option<f64>,
+    /// The noise test's p-value for the direction of the change.
+    pub p_value: Option<f64>,
     /// One line for humans: old and new figures, or why not compared.
     pub detail: String,
 }
@@ -104,22 +117,44 @@ impl Report {
     }
 }
 
-/// The rule on two series of ratios to base (see the module
-/// documentation). Returns the verdict, the relative change and the noise.
-pub fn judge(old: &Summary, new: &Summary, threshold: f64) -> (Verdict, f64, f64) {
-    let change = (new.median - old.median) / old.median;
-    let noise = old.stddev + new.stddev;
-    let diff = new.median - old.median;
-    let verdict = if change < -threshold && -diff > noise {
+/// What [`judge`] found.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Judgement {
+    pub verdict: Verdict,
+    /// `diff_ns` as a fraction of the old median (or of the floor).
+    pub change: f64,
+    pub diff_ns: f64,
+    /// One-sided p-value in the direction of the change.
+    pub p_value: f64,
+}
+
+/// The rule on two series of per-round overheads in ns (see the module
+/// documentation). `floor_ns`: the least the change is measured against.
+pub fn judge(old: &Summary, new: &Summary, floor_ns: f64, threshold: f64) -> Judgement {
+    let diff_ns = new.median - old.median;
+    let change = diff_ns / old.median.abs().max(floor_ns).max(f64::MIN_POSITIVE);
+    let p_value = if diff_ns >= 0.0 {
+        mann_whitney_greater(&new.samples, &old.samples)
+    } else {
+        mann_whitney_greater(&old.samples, &new.samples)
+    };
+    let testable = old.samples.len() > 1 && new.samples.len() > 1;
+    let significant = !testable || p_value <= ALPHA;
+    let verdict = if change > threshold && significant {
         Verdict::Regressed
-    } else if change > threshold && diff > noise {
+    } else if change < -threshold && significant {
         Verdict::Improved
     } else if change.abs() > threshold {
         Verdict::WithinNoise
     } else {
         Verdict::Unchanged
     };
-    (verdict, change, noise)
+    Judgement {
+        verdict,
+        change,
+        diff_ns,
+        p_value,
+    }
 }
 
 /// Checks, before running, that the baseline has something to compare
@@ -171,6 +206,25 @@ pub fn warnings(baseline: &Document, current: &Document) -> Vec<String> {
     if baseline.repeats < 2 || current.repeats < 2 {
         warnings
             .push("a run with 1 repeat has no measurable noise: only the threshold applies".into());
+    } else if baseline.repeats < 3 || current.repeats < 3 {
+        warnings.push(
+            "with 2 repeats the noise test cannot reach p ≤ 0.05: nothing can regress; use \
+             --repeat 5 or more"
+                .into(),
+        );
+    }
+    if baseline.prog_work != current.prog_work {
+        warnings.push(format!(
+            "the programs did {} rounds of extra work in the baseline, {} now: overheads differ \
+             by that",
+            baseline.prog_work, current.prog_work
+        ));
+    }
+    if baseline.batch != current.batch {
+        warnings.push(format!(
+            "the kernel loop ran batches of {} in the baseline, {} now",
+            baseline.batch, current.batch
+        ));
     }
     warnings
 }
@@ -188,12 +242,10 @@ fn list_or_none<S: AsRef<str>>(names: &[S]) -> String {
 }
 
 fn figures(m: &MechanismResult) -> String {
-    let ratio = m.ratio_to_base.as_ref().map_or(f64::NAN, |r| r.median);
-    let mut s = format!("ratio {}", fmt_ratio(ratio));
-    if let Some(o) = &m.overhead_ns {
-        let _ = write!(s, ", {:+.1} ns/event", o.median);
+    match &m.overhead_ns {
+        Some(o) => format!("{:+.1} ns/event over {}", o.median, m.base),
+        None => "no overhead figure".into(),
     }
-    s
 }
 
 /// A ratio with 3 significant digits: `0.877`, `0.00193`.
@@ -215,14 +267,16 @@ pub fn compare(baseline: &Document, current: &Document, threshold: f64) -> Repor
                 name: old.name.clone(),
                 verdict: Verdict::NotRun,
                 change: None,
-                noise: None,
+                diff_ns: None,
+                p_value: None,
                 detail: "measured in the baseline, not selected in this run".into(),
             },
             (true, Some(new)) if !new.is_ok() => Comparison {
                 name: old.name.clone(),
                 verdict: Verdict::Missing,
                 change: None,
-                noise: None,
+                diff_ns: None,
+                p_value: None,
                 detail: format!(
                     "measured in the baseline ({}), {} now: {}",
                     figures(old),
@@ -234,22 +288,28 @@ pub fn compare(baseline: &Document, current: &Document, threshold: f64) -> Repor
                     new.reason.as_deref().unwrap_or("no reason given")
                 ),
             },
-            (true, Some(new)) => match (&old.ratio_to_base, &new.ratio_to_base) {
+            (true, Some(new)) => match (&old.overhead_ns, &new.overhead_ns) {
                 (Some(o), Some(n)) => {
-                    let (verdict, change, noise) = judge(o, n, threshold);
+                    let base_ns = current
+                        .mechanism(&new.base)
+                        .and_then(|b| b.ns_per_event)
+                        .unwrap_or(0.0);
+                    let j = judge(o, n, FLOOR_OF_BASE * base_ns, threshold);
                     Comparison {
                         name: old.name.clone(),
-                        verdict,
-                        change: Some(change),
-                        noise: Some(noise),
+                        verdict: j.verdict,
+                        change: Some(j.change),
+                        diff_ns: Some(j.diff_ns),
+                        p_value: Some(j.p_value),
                         detail: format!(
-                            "ratio to {} {} -> {} ({:+.1}%, noise ±{}){}",
+                            "overhead over {} {:+.1} -> {:+.1} ns/event ({:+.1} ns, {:+.1}%, p={:.3}){}",
                             new.base,
-                            fmt_ratio(o.median),
-                            fmt_ratio(n.median),
-                            change * 100.0,
-                            fmt_ratio(noise),
-                            overhead_change(old, new)
+                            o.median,
+                            n.median,
+                            j.diff_ns,
+                            j.change * 100.0,
+                            j.p_value,
+                            rate_change(old, new)
                         ),
                     }
                 }
@@ -258,15 +318,17 @@ pub fn compare(baseline: &Document, current: &Document, threshold: f64) -> Repor
                     name: old.name.clone(),
                     verdict: Verdict::Missing,
                     change: None,
-                    noise: None,
-                    detail: "ok in both runs but a ratio to base is missing".into(),
+                    diff_ns: None,
+                    p_value: None,
+                    detail: "ok in both runs but an overhead figure is missing".into(),
                 },
             },
             (false, Some(new)) if new.is_ok() => Comparison {
                 name: old.name.clone(),
                 verdict: Verdict::New,
                 change: None,
-                noise: None,
+                diff_ns: None,
+                p_value: None,
                 detail: format!("not measured in the baseline; now {}", figures(new)),
             },
             // Not measured then, and not measured (or not run) now.
@@ -283,7 +345,8 @@ pub fn compare(baseline: &Document, current: &Document, threshold: f64) -> Repor
             name: new.name.clone(),
             verdict: Verdict::New,
             change: None,
-            noise: None,
+            diff_ns: None,
+            p_value: None,
             detail: format!("not in the baseline; now {}", figures(new)),
         });
     }
@@ -294,20 +357,12 @@ pub fn compare(baseline: &Document, current: &Document, threshold: f64) -> Repor
     }
 }
 
-fn overhead_change(old: &MechanismResult, new: &MechanismResult) -> String {
+fn rate_change(old: &MechanismResult, new: &MechanismResult) -> String {
     let k = |m: &MechanismResult| m.k_events_per_sec.as_ref().map(|r| r.median);
-    let mut s = String::new();
-    if let (Some(o), Some(n)) = (&old.overhead_ns, &new.overhead_ns) {
-        let _ = write!(
-            s,
-            "; overhead {:+.1} -> {:+.1} ns/event",
-            o.median, n.median
-        );
+    match (k(old), k(new)) {
+        (Some(o), Some(n)) => format!("; {o:.0}K -> {n:.0}K events/s"),
+        _ => String::new(),
     }
-    if let (Some(o), Some(n)) = (k(old), k(new)) {
-        let _ = write!(s, "; {o:.0}K -> {n:.0}K events/s");
-    }
-    s
 }
 
 #[cfg(test)]
@@ -320,63 +375,79 @@ mod tests {
         Summary::of(values).unwrap()
     }
 
+    const FLOOR: f64 = 0.0;
+
     #[test]
-    fn a_large_drop_beyond_noise_regresses() {
-        let old = series(&[0.90, 0.91, 0.89]);
-        let new = series(&[0.70, 0.71, 0.69]);
-        let (verdict, change, noise) = judge(&old, &new, 0.10);
-        assert_eq!(verdict, Verdict::Regressed);
-        assert!((change - (0.70 - 0.90) / 0.90).abs() < 1e-9);
-        assert!((noise - 0.02).abs() < 1e-9);
+    fn a_large_rise_beyond_noise_regresses() {
+        let old = series(&[20.0, 20.5, 19.5, 20.2, 19.8]);
+        let new = series(&[24.0, 24.5, 23.5, 24.2, 23.8]);
+        let j = judge(&old, &new, FLOOR, 0.05);
+        assert_eq!(j.verdict, Verdict::Regressed);
+        assert!((j.change - 0.2).abs() < 1e-9);
+        assert!((j.diff_ns - 4.0).abs() < 1e-9);
+        // Every new round above every old one: 1 ordering of 252.
+        assert!((j.p_value - 1.0 / 252.0).abs() < 1e-12);
     }
 
     #[test]
-    fn a_drop_under_the_threshold_passes() {
-        // 5% lower and far outside the (tiny) noise: still not a regression.
-        let old = series(&[0.900, 0.901, 0.899]);
-        let new = series(&[0.855, 0.856, 0.854]);
-        assert_eq!(judge(&old, &new, 0.10).0, Verdict::Unchanged);
+    fn a_rise_under_the_threshold_passes() {
+        // 3% costlier, every round: significant, but under 5%.
+        let old = series(&[20.0, 20.1, 19.9, 20.05, 19.95]);
+        let new = series(&[20.6, 20.7, 20.5, 20.65, 20.55]);
+        assert_eq!(judge(&old, &new, FLOOR, 0.05).verdict, Verdict::Unchanged);
         // ...unless the threshold is lower.
-        assert_eq!(judge(&old, &new, 0.04).0, Verdict::Regressed);
+        assert_eq!(judge(&old, &new, FLOOR, 0.02).verdict, Verdict::Regressed);
     }
 
     #[test]
-    fn a_drop_within_the_noise_passes() {
-        // 20% lower, but each run's ratios spread over ±0.15.
-        let old = series(&[0.75, 0.90, 1.05]);
-        let new = series(&[0.57, 0.72, 0.87]);
-        let (verdict, change, noise) = judge(&old, &new, 0.10);
-        assert!(change < -0.10);
-        assert!(noise > 0.18);
-        assert_eq!(verdict, Verdict::WithinNoise);
-        assert!(!verdict.is_regression());
+    fn a_rise_within_the_noise_passes() {
+        // The median 10% higher, but the rounds overlap (U = 15.5 of 25).
+        let old = series(&[16.0, 18.0, 20.0, 22.0, 24.0]);
+        let new = series(&[17.0, 19.0, 22.0, 23.0, 25.0]);
+        let j = judge(&old, &new, FLOOR, 0.05);
+        assert!(j.change > 0.05 && j.p_value > 0.3, "{j:?}");
+        assert_eq!(j.verdict, Verdict::WithinNoise);
+        assert!(!j.verdict.is_regression());
     }
 
     #[test]
-    fn the_noise_is_the_sum_of_both_stddevs() {
-        // old σ = 0.01, new σ = 0.1: a drop of 0.10 is within 0.11.
-        let old = series(&[0.99, 1.00, 1.01]);
-        let new = series(&[0.80, 0.90, 1.00]);
-        assert_eq!(judge(&old, &new, 0.05).0, Verdict::WithinNoise);
-        let new = series(&[0.78, 0.88, 0.98]);
-        assert_eq!(judge(&old, &new, 0.05).0, Verdict::Regressed);
+    fn a_disturbed_round_counts_by_rank_not_size() {
+        let new = series(&[24.0, 24.5, 23.5, 24.2, 23.8]);
+        let slightly = series(&[20.0, 20.5, 19.5, 20.2, 24.6]);
+        let wildly = series(&[20.0, 20.5, 19.5, 20.2, 600.0]);
+        let p = |old: &Summary| judge(old, &new, FLOOR, 0.05).p_value;
+        assert_eq!(p(&slightly), p(&wildly));
     }
 
     #[test]
     fn one_repeat_means_only_the_threshold() {
-        let (verdict, _, noise) = judge(&series(&[0.9]), &series(&[0.8]), 0.10);
-        assert_eq!((verdict, noise), (Verdict::Regressed, 0.0));
-        assert_eq!(
-            judge(&series(&[0.9]), &series(&[0.85]), 0.10).0,
-            Verdict::Unchanged
-        );
+        let j = judge(&series(&[20.0]), &series(&[22.0]), FLOOR, 0.05);
+        assert_eq!(j.verdict, Verdict::Regressed);
+        let j = judge(&series(&[20.0]), &series(&[20.5]), FLOOR, 0.05);
+        assert_eq!(j.verdict, Verdict::Unchanged);
     }
 
     #[test]
     fn improvements_are_not_regressions() {
-        let (verdict, ..) = judge(&series(&[0.5, 0.5, 0.5]), &series(&[0.9, 0.9, 0.9]), 0.10);
-        assert_eq!(verdict, Verdict::Improved);
-        assert!(!verdict.is_regression());
+        let old = series(&[30.0, 31.0, 29.0, 30.5, 29.5]);
+        let new = series(&[20.0, 21.0, 19.0, 20.5, 19.5]);
+        let j = judge(&old, &new, FLOOR, 0.05);
+        assert_eq!(j.verdict, Verdict::Improved);
+        assert!(!j.verdict.is_regression());
+    }
+
+    #[test]
+    fn a_near_free_mechanism_is_judged_against_the_floor() {
+        // ~0 ns over a 145 ns base: a 0.2 ns rise is 2.8% of the 7.25 ns
+        // floor, not +inf%; 1 ns is 13.8%.
+        let old = series(&[0.1, -0.2, 0.0, 0.2, -0.1]);
+        let floor = FLOOR_OF_BASE * 145.0;
+        let small = series(&[0.3, 0.0, 0.2, 0.4, 0.1]);
+        assert_eq!(judge(&old, &small, floor, 0.05).verdict, Verdict::Unchanged);
+        let big = series(&[1.0, 1.2, 0.8, 1.1, 0.9]);
+        let j = judge(&old, &big, floor, 0.05);
+        assert_eq!(j.verdict, Verdict::Regressed);
+        assert!((j.change - 1.0 / 7.25).abs() < 1e-9);
     }
 
     #[test]
@@ -392,13 +463,13 @@ mod tests {
         assert!(gate_report(&report, "b.json").contains("gate: PASSED (2 mechanisms compared)"));
     }
 
-    /// The doctored baseline: raw_tp's ratio 30% better than measured.
+    /// The doctored baseline: raw_tp's overhead 30% lower than measured.
     fn better_baseline() -> Document {
         let mut baseline = document();
         let raw_tp = baseline.mechanism_mut("raw_tp").unwrap();
-        let ratio = raw_tp.ratio_to_base.as_mut().unwrap();
-        ratio.samples.iter_mut().for_each(|v| *v *= 1.3);
-        *ratio = Summary::of(&ratio.samples).unwrap();
+        let overhead = raw_tp.overhead_ns.as_mut().unwrap();
+        overhead.samples.iter_mut().for_each(|v| *v *= 0.7);
+        *overhead = Summary::of(&overhead.samples).unwrap();
         baseline
     }
 
@@ -409,7 +480,7 @@ mod tests {
         let names: Vec<&str> = report.regressions().map(|c| c.name.as_str()).collect();
         assert_eq!(names, vec!["raw_tp"]);
         let raw_tp = report.find("raw_tp").unwrap();
-        assert!((raw_tp.change.unwrap() - (1.0 / 1.3 - 1.0)).abs() < 1e-9);
+        assert!((raw_tp.change.unwrap() - (1.0 / 0.7 - 1.0)).abs() < 1e-9);
         let text = gate_report(&report, "b.json");
         assert!(
             text.contains("gate: FAILED: 1 of 2 mechanisms regressed: raw_tp"),
@@ -417,7 +488,9 @@ mod tests {
         );
         // Old and new figures are named.
         assert!(
-            text.contains("ratio to base 1.170 -> 0.900 (-23.1%"),
+            text.contains(
+                "overhead over base +70.0 -> +100.0 ns/event (+30.0 ns, +42.9%, p=0.050)"
+            ),
             "{text}"
         );
         // Only raw_tp: tp is unchanged.
@@ -431,7 +504,7 @@ mod tests {
         let tp = current.mechanism_mut("tp").unwrap();
         tp.status = Status::Skipped;
         tp.reason = Some("no tracefs".into());
-        tp.ratio_to_base = None;
+        tp.overhead_ns = None;
         let report = compare(&baseline, &current, DEFAULT_THRESHOLD);
         let tp = report.find("tp").unwrap();
         assert_eq!(tp.verdict, Verdict::Missing);

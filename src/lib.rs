@@ -8,16 +8,19 @@
 //!    loading and attaching, one timed run, the environment checks;
 //! 2. [`pipeline`]: a validated plan, run as warm-up and round-robin
 //!    rounds, turned into a result [`document`] (with [`stats`]);
-//! 3. [`render`] (pure functions of a document) and [`gate`] (a document
-//!    against a baseline document);
+//! 3. [`render`] (pure functions of a document), [`gate`] (a document
+//!    against a baseline document), [`expect`] (strict mode and a kernel's
+//!    declared absences) and [`report`] (several documents side by side);
 //! 4. the tests and the `bpf-overhead` command, which both go through the
 //!    pipeline.
 
 pub mod document;
+pub mod expect;
 pub mod gate;
 pub mod measure;
 pub mod pipeline;
 pub mod render;
+pub mod report;
 pub mod stats;
 
 mod skel {
@@ -39,7 +42,9 @@ mod tests {
         for entry in std::fs::read_dir(&core).unwrap() {
             let path = entry.unwrap().path();
             let text = std::fs::read_to_string(&path).unwrap();
-            for upper in ["pipeline", "document", "render", "gate", "stats"] {
+            for upper in [
+                "pipeline", "document", "render", "gate", "report", "stats", "expect",
+            ] {
                 for pattern in [format!("crate::{upper}"), format!("super::super::{upper}")] {
                     assert!(
                         !text.contains(&pattern),

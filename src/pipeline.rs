@@ -27,12 +27,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use crate::document::SCHEMA_VERSION;
-use crate::document::{Document, Host, MechanismResult, Status, ORDER_ROUND_ROBIN, SCHEMA};
+use crate::document::{
+    Document, Host, MechanismResult, ProducerResult, Status, ORDER_ROUND_ROBIN, SCHEMA,
+};
 use crate::measure::caps;
 use crate::measure::sys::{self, Tracefs};
 use crate::measure::{
-    measure, on_measuring_thread, Error, Mechanism, Options, Result, Sample, Trigger,
-    DEFAULT_ITERATIONS,
+    measure, on_measuring_thread, Batch, Error, Mechanism, Options, ProgWork, Result, Sample,
+    Trigger, DEFAULT_ITERATIONS,
 };
 use crate::stats::Summary;
 
@@ -52,6 +54,13 @@ pub struct Plan {
     pub cpu: Option<usize>,
     /// Make the extra run with BPF run-time stats.
     pub stats_run: bool,
+    /// Loop iterations per driver run (kernel-loop trigger).
+    pub batch: Batch,
+    /// Extra work every program does per hit.
+    pub prog_work: ProgWork,
+    /// Producers firing at once, each on its own CPU. With more than one,
+    /// each round also measures one producer alone, for the scaling.
+    pub producers: NonZeroUsize,
     /// Set (to a signal number, by a signal handler) to stop the run
     /// after the run in progress: see [`run`].
     pub stop: Option<&'static AtomicUsize>,
@@ -67,6 +76,9 @@ impl Plan {
             repeats: DEFAULT_REPEATS,
             cpu: None,
             stats_run: true,
+            batch: Batch::default(),
+            prog_work: ProgWork::default(),
+            producers: NonZeroUsize::MIN,
             stop: None,
         }
     }
@@ -92,6 +104,9 @@ impl Plan {
             iterations: self.iterations,
             cpu: self.cpu,
             bpf_stats,
+            batch: self.batch,
+            prog_work: self.prog_work,
+            producers: self.producers,
         }
     }
 }
@@ -122,7 +137,7 @@ pub fn estimate_secs(plan: &Plan) -> f64 {
         let per_event = match ns_per_event.iter().find(|(t, _)| *t == trigger) {
             Some(&(_, per_event)) => per_event,
             None => {
-                let per_event = fastest_ns_per_event(trigger);
+                let per_event = fastest_ns_per_event(trigger, plan.batch.get());
                 ns_per_event.push((trigger, per_event));
                 per_event
             }
@@ -137,9 +152,11 @@ pub fn estimate_secs(plan: &Plan) -> f64 {
 /// The trigger's time per event, the best of a few short batches (the
 /// fastest is the one least disturbed). A trigger that cannot be armed
 /// here counts as 1 ns per event.
-fn fastest_ns_per_event(trigger: Trigger) -> f64 {
+fn fastest_ns_per_event(trigger: Trigger, plan_batch: u32) -> f64 {
     const BATCH: u64 = 200;
-    let Ok(mut armed) = trigger.arm() else {
+    // A kernel loop needs its driver loaded (and privileges): it counts
+    // as 1 ns per event, below its real cost.
+    let Ok(mut armed) = trigger.arm(None, plan_batch) else {
         return 1.0;
     };
     let fastest = (0..5)
@@ -175,6 +192,8 @@ pub struct Outcome {
     pub reason: Option<String>,
     /// The timed runs, in repeat order.
     pub samples: Vec<Sample>,
+    /// With several producers: one producer alone, in the same rounds.
+    pub single: Vec<Sample>,
     /// The program's own ns per event, from the stats run.
     pub prog_ns_per_event: Option<f64>,
 }
@@ -186,6 +205,7 @@ impl Outcome {
             status: Status::Ok,
             reason: None,
             samples: Vec::new(),
+            single: Vec::new(),
             prog_ns_per_event: None,
         }
     }
@@ -336,6 +356,10 @@ fn run_here(plan: &Plan, mut progress: impl FnMut(&Step)) -> Vec<Outcome> {
     step.total = step.done + ok_count(&outcomes) * repeats + stats_runs(&outcomes);
 
     // 2. The timed passes, round-robin.
+    let single_opts = Options {
+        producers: NonZeroUsize::MIN,
+        ..opts.clone()
+    };
     'rounds: for repeat in 1..=repeats {
         for outcome in outcomes.iter_mut().filter(|o| o.is_ok()) {
             if stopped() {
@@ -343,8 +367,14 @@ fn run_here(plan: &Plan, mut progress: impl FnMut(&Step)) -> Vec<Outcome> {
             }
             step.what = format!("repeat {repeat}/{repeats} {}", outcome.mechanism);
             progress(&step);
-            match measure(outcome.mechanism, &opts) {
-                Ok(sample) => outcome.samples.push(sample),
+            let single = (plan.producers.get() > 1)
+                .then(|| measure(outcome.mechanism, &single_opts))
+                .transpose();
+            match single.and_then(|single| Ok((single, measure(outcome.mechanism, &opts)?))) {
+                Ok((single, sample)) => {
+                    outcome.single.extend(single);
+                    outcome.samples.push(sample);
+                }
                 Err(err) => outcome.fail(err),
             }
             step.done += 1;
@@ -394,6 +424,7 @@ fn cut_short(outcomes: &mut [Outcome], rounds: u64, signal: i32) {
     let why = format!("not measured: interrupted by {}", signal_name(signal));
     for outcome in outcomes.iter_mut().filter(|o| o.is_ok()) {
         outcome.samples.truncate(rounds as usize);
+        outcome.single.truncate(rounds as usize);
         if outcome.samples.is_empty() {
             outcome.set(Status::Failed, why.clone());
         }
@@ -481,6 +512,10 @@ pub fn document(plan: &Plan, outcomes: &[Outcome], host: Host) -> Document {
                 base: m.base().name().into(),
                 trigger: m.trigger().label().into(),
                 hook: m.hook().into(),
+                events_per_run: o
+                    .samples
+                    .first()
+                    .map_or_else(|| m.events(plan.iterations.get()), |s| s.iterations),
                 status,
                 reason,
                 k_events_per_sec: ok.then(|| Summary::of(&rates)).flatten(),
@@ -490,6 +525,18 @@ pub fn document(plan: &Plan, outcomes: &[Outcome], host: Host) -> Document {
                 hits: (!m.is_base() && ok)
                     .then(|| o.samples.iter().map(|s| s.hits.unwrap_or(0)).collect()),
                 prog_ns_per_event: ok.then_some(o.prog_ns_per_event).flatten(),
+                producers: (ok && plan.producers.get() > 1).then(|| per_producer(&o.samples)),
+                scaling: (ok && o.single.len() == o.samples.len())
+                    .then(|| {
+                        let ratios: Vec<f64> = o
+                            .samples
+                            .iter()
+                            .zip(&o.single)
+                            .map(|(n, one)| n.events_per_sec() / one.events_per_sec())
+                            .collect();
+                        Summary::of(&ratios)
+                    })
+                    .flatten(),
             }
         })
         .collect();
@@ -507,9 +554,30 @@ pub fn document(plan: &Plan, outcomes: &[Outcome], host: Host) -> Document {
         warmup_runs: 1,
         order: ORDER_ROUND_ROBIN.into(),
         prog_stats: plan.stats_run,
+        batch: plan.batch.get(),
+        prog_work: plan.prog_work.get(),
+        producers: plan.producers.get(),
         interrupted: plan.stopped_by().map(signal_name),
         mechanisms,
     }
+}
+
+/// Each producer's rate over the rounds, and its hits.
+fn per_producer(samples: &[Sample]) -> Vec<ProducerResult> {
+    let n = samples.iter().map(|s| s.producers.len()).min().unwrap_or(0);
+    (0..n)
+        .filter_map(|i| {
+            let rates: Vec<f64> = samples
+                .iter()
+                .map(|s| s.producers[i].events_per_sec() / 1e3)
+                .collect();
+            Some(ProducerResult {
+                cpu: samples.first()?.producers[i].cpu,
+                k_events_per_sec: Summary::of(&rates)?,
+                hits: samples.iter().filter_map(|s| s.producers[i].hits).collect(),
+            })
+        })
+        .collect()
 }
 
 /// Whether this kernel runs a mechanism, for `--list`.
@@ -527,17 +595,18 @@ pub enum Availability {
 /// Finds out, with a one-event run of each, which of `mechanisms` this
 /// kernel runs. Without privileges every answer is [`Availability::Unknown`].
 pub fn survey(mechanisms: &[Mechanism], cpu: Option<usize>) -> Vec<(Mechanism, Availability)> {
+    let plan = Plan {
+        iterations: NonZeroU64::MIN,
+        cpu,
+        ..Plan::new(mechanisms)
+    };
     if sys::check_privileges().is_err() {
         return mechanisms
             .iter()
             .map(|&m| (m, Availability::Unknown))
             .collect();
     }
-    let opts = Options {
-        iterations: NonZeroU64::MIN,
-        cpu,
-        bpf_stats: false,
-    };
+    let opts = plan.options(false);
     let surveyed = on_measuring_thread(|| {
         let (_guards, problems) = check_support(mechanisms);
         Ok(mechanisms
@@ -599,6 +668,7 @@ mod tests {
             hits,
             prog_run: None,
             cpu: 1,
+            producers: Vec::new(),
         }
     }
 

@@ -101,6 +101,7 @@ fn help_describes_every_option() {
         "BPF_ENABLE_STATS",
         "round-robin",
         "Exit status",
+        "report",
     ] {
         assert!(
             out.stdout.contains(option),
@@ -111,7 +112,7 @@ fn help_describes_every_option() {
     for default in [
         "[default: 100000]",
         "[default: 5]",
-        "[default: 10]",
+        "[default: 5]",
         "[default: table]",
     ] {
         assert!(out.stdout.contains(default), "--help lacks {default}");
@@ -282,6 +283,103 @@ fn not_root_is_one_line_and_exit_1() {
     assert!(out.stderr.contains("must run as root"), "{}", out.stderr);
 }
 
+// --- report: several result files side by side ----------------------------
+
+/// One line on stderr, exit 2, no backtrace.
+fn bad_report(args: &[&str], expected: &str) {
+    let args: Vec<&str> = std::iter::once("report")
+        .chain(args.iter().copied())
+        .collect();
+    bad_input(&args, expected);
+    let out = run(&args);
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    assert!(out.stdout.is_empty(), "{}", out.stdout);
+}
+
+#[test]
+fn report_help() {
+    let out = run_ok(&["report", "--help"]);
+    for text in [
+        "FILE",
+        "--svg",
+        "--save or --format json",
+        "Emulated runs are marked",
+        "Exit status",
+    ] {
+        assert!(
+            out.stdout.contains(text),
+            "report --help lacks {text}:\n{}",
+            out.stdout
+        );
+    }
+}
+
+#[test]
+fn report_bad_input() {
+    bad_report(&[], "report: no result files");
+    bad_report(
+        &["/nonexistent/a.json"],
+        "report: cannot read /nonexistent/a.json",
+    );
+    let junk = TempFile::new("report-junk.json");
+    fs::write(&junk.0, "task_rename base\t1000K events per sec\n").unwrap();
+    bad_report(&[junk.path()], "not valid JSON");
+    let (a, b) = (
+        TempFile::new("report-a.json"),
+        TempFile::new("report-b.json"),
+    );
+    let mut doc = fixture();
+    doc["mechanisms"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|m| m["name"] != "kprobe");
+    fs::write(&a.0, doc.to_string()).unwrap();
+    doc["mechanisms"][1]["name"] = "tp".into();
+    fs::write(&b.0, doc.to_string()).unwrap();
+    bad_report(&[a.path(), b.path()], "nothing in common");
+    bad_report(
+        &[a.path(), "--svg", "/nonexistent/dir/r.svg"],
+        "no directory /nonexistent/dir",
+    );
+}
+
+#[test]
+fn report_renders_a_table_and_a_chart() {
+    let (a, b, chart) = (
+        TempFile::new("report-6.18.json"),
+        TempFile::new("report-6.1.json"),
+        TempFile::new("report.svg"),
+    );
+    fs::write(&a.0, fixture().to_string()).unwrap();
+    let mut doc = fixture();
+    doc["kernel_release"] = "6.1.0".into();
+    doc["emulated"] = "tcg".into();
+    fs::write(&b.0, doc.to_string()).unwrap();
+    let out = run_ok(&["report", a.path(), b.path(), "--svg", chart.path()]);
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    let header = lines.iter().find(|l| l.starts_with("mechanism")).unwrap();
+    assert!(
+        header.contains("6.18.0") && header.contains("6.1.0 (emulated)"),
+        "{}",
+        out.stdout
+    );
+    let raw_tp = lines.iter().find(|l| l.starts_with("raw_tp")).unwrap();
+    assert_eq!(raw_tp.matches("+111.1 ± 1.1").count(), 2, "{raw_tp}");
+    assert!(
+        out.stdout
+            .contains("EMULATED (tcg): not performance figures"),
+        "{}",
+        out.stdout
+    );
+    let svg = fs::read_to_string(&chart.0).unwrap();
+    assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+    assert!(svg.contains("+111.1 ± 1.1 (emulated)"), "{svg}");
+    assert_eq!(
+        out.stderr.trim(),
+        format!("bpf-overhead: chart written to {}", chart.path())
+    );
+}
+
 // --- reliability: outputs, result files, baselines, limits -----------------
 
 /// Like [`output`], but fails instead of hanging: a FIFO baseline once
@@ -422,10 +520,7 @@ fn special_file_baselines_are_refused_without_reading_them() {
     // Sparse: 65 MiB of nothing, over the 64 MiB a result file may have.
     fs::File::create(&huge).unwrap().set_len(65 << 20).unwrap();
     for (file, expected) in [
-        (
-            "/dev/zero",
-            "cannot read baseline /dev/zero: a device, not a result file",
-        ),
+        ("/dev/zero", "/dev/zero: a device, not a result file"),
         (fifo.to_str().unwrap(), "a FIFO, not a result file"),
         (
             dir.path().to_str().unwrap(),
@@ -840,6 +935,8 @@ fn documented_schema() -> BTreeMap<String, BTreeMap<String, String>> {
         if let Some(heading) = line.strip_prefix("## ") {
             section = if heading.contains("Top level") {
                 "top"
+            } else if heading.contains("producers[]") {
+                "producer"
             } else if heading.contains("mechanisms[]") {
                 "mechanism"
             } else if heading.contains("Statistics") {
@@ -889,6 +986,8 @@ fn check_type(
                 let what = format!("{what}[{i}]");
                 if item == "object" {
                     check_object(v, &schema["mechanism"], &what, schema);
+                } else if item == "producer" {
+                    check_object(v, &schema["producer"], &what, schema);
                 } else {
                     check_type(v, item, &what, schema);
                 }
@@ -924,7 +1023,7 @@ fn check_schema(doc: &Value) {
     let schema = documented_schema();
     assert_eq!(
         schema.keys().collect::<Vec<_>>(),
-        ["mechanism", "statistics", "top"],
+        ["mechanism", "producer", "statistics", "top"],
         "docs/json-schema.md sections"
     );
     check_object(doc, &schema["top"], "document", &schema);
@@ -945,22 +1044,27 @@ fn fixture() -> Value {
         "timestamp": "2026-05-01T12:00:00Z", "kernel_release": "6.18.0",
         "cpu_model": "Test CPU", "cpu": 0, "emulated": null, "iterations": 100000,
         "repeats": 3, "warmup_runs": 1, "order": "round-robin", "prog_stats": true,
-        "interrupted": null,
+        "batch": 100, "prog_work": 0, "producers": 1, "interrupted": null,
         "mechanisms": [
             {"name": "base", "base": "base", "trigger": "task_rename",
-             "hook": "nothing attached", "status": "ok", "reason": null,
+             "hook": "nothing attached", "events_per_run": 100000, "status": "ok", "reason": null,
              "k_events_per_sec": stats(1000.0), "ns_per_event": 1000.0,
              "overhead_ns": null, "ratio_to_base": null, "hits": null,
-             "prog_ns_per_event": null},
+             "prog_ns_per_event": null, "producers": null, "scaling": null},
             {"name": "kprobe", "base": "base", "trigger": "task_rename",
-             "hook": "__set_task_comm", "status": "skipped", "reason": "no kprobes",
+             "hook": "__set_task_comm", "events_per_run": 100000, "status": "skipped",
+             "reason": "no kprobes",
              "k_events_per_sec": null, "ns_per_event": null, "overhead_ns": null,
-             "ratio_to_base": null, "hits": null, "prog_ns_per_event": null},
+             "ratio_to_base": null, "hits": null, "prog_ns_per_event": null,
+             "producers": null, "scaling": null},
             {"name": "raw_tp", "base": "base", "trigger": "task_rename",
-             "hook": "task/task_rename", "status": "ok", "reason": null,
+             "hook": "task/task_rename", "events_per_run": 100000, "status": "ok", "reason": null,
              "k_events_per_sec": stats(900.0), "ns_per_event": 1111.1,
              "overhead_ns": stats(111.1), "ratio_to_base": stats(0.9),
-             "hits": [100000, 100000, 100000], "prog_ns_per_event": 20.0}
+             "hits": [100000, 100000, 100000], "prog_ns_per_event": 20.0,
+             "producers": [{"cpu": 0, "k_events_per_sec": stats(450.0),
+                            "hits": [100000, 100000, 100000]}],
+             "scaling": stats(1.9)}
         ]
     })
 }
@@ -1109,7 +1213,7 @@ fn ktap_format_for_kselftest() {
     ]);
     let lines: Vec<&str> = out.stdout.lines().collect();
     assert_eq!(lines[0], "KTAP version 1");
-    assert!(lines.contains(&"1..3"), "{}", out.stdout);
+    assert_eq!(lines[1], "1..3", "the plan follows the version line");
     assert!(lines.contains(&"ok 1 base"), "{}", out.stdout);
     assert!(lines.contains(&"ok 3 raw_tp"), "{}", out.stdout);
     // kprobe: ok here, or skipped with its reason where the kernel lacks it.
@@ -1134,10 +1238,55 @@ fn ktap_format_for_kselftest() {
     }
 }
 
+/// The mechanisms this host may lack: on a kernel without them all, a
+/// run of these is all-skipped.
+const MAYBE_UNSUPPORTED: &str = "kprobe,kretprobe,fentry,fexit,fmod_ret";
+
+#[test]
+#[serial]
+fn ktap_all_skipped_exits_ksft_skip() {
+    let args = [
+        "-m",
+        MAYBE_UNSUPPORTED,
+        "--iterations",
+        "2000",
+        "--repeat",
+        "1",
+    ];
+    let out = run(&[&args[..], &["--format", "ktap"]].concat());
+    let results: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("ok ") || l.starts_with("not ok "))
+        .collect();
+    assert_eq!(results.len(), 6, "{}", out.stdout);
+    assert_eq!(results[0], "ok 1 base");
+    let all_skipped = results[1..].iter().all(|l| l.contains(" # SKIP "));
+    let fine = results.iter().all(|l| l.starts_with("ok "));
+    let expected = match (fine, all_skipped) {
+        (false, _) => 1,
+        (true, true) => 4, // kselftest's KSFT_SKIP
+        (true, false) => 0,
+    };
+    assert_eq!(
+        out.code, expected,
+        "all skipped: {all_skipped}\n{}{}",
+        out.stdout, out.stderr
+    );
+    // Only KTAP's consumers read 4 as "skipped": the other formats keep 0.
+    let out = run(&[&args[..], &["--format", "table"]].concat());
+    assert_eq!(out.code, if fine { 0 } else { 1 }, "{}", out.stderr);
+    if all_skipped {
+        println!("this kernel has none of {MAYBE_UNSUPPORTED}: ktap exited 4");
+    } else {
+        println!("this kernel has some of {MAYBE_UNSUPPORTED}: ktap exited {expected}");
+    }
+}
+
 // --- the gate ---------------------------------------------------------------
 
-/// Enough events and rounds that two runs on one machine agree well within
-/// the default 10% threshold.
+/// Enough events and rounds for the gate's noise test (5 rounds reach
+/// p <= 0.05).
 const GATE_RUN: [&str; 6] = ["-m", "raw_tp", "--iterations", "50000", "--repeat", "5"];
 
 fn args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
@@ -1154,15 +1303,16 @@ fn args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
 /// is the answer. A gate that never gives the expected verdict still fails.
 const GATE_ATTEMPTS: usize = 3;
 
-/// How much better the doctored baseline claims the mechanism was: 30% on
-/// real hardware. Under an emulator (scripts/vmtest with TCG sets
-/// BPF_OVERHEAD_EMULATED) a run's own noise can cover 30%, and the gate
-/// rightly calls that noise, so there the baseline claims 3x: still a
-/// regression the gate must name, and one no emulator noise can hide.
-fn better_factor() -> f64 {
+/// How much cheaper per event the doctored baseline claims the mechanism
+/// was, in ns: 1 µs, far beyond what a busy machine moves raw_tp's ~20 ns
+/// between rounds (seen: ±150 ns with both CPUs compiling), so these tests
+/// exercise the gate's plumbing, not the machine's noise (scripts/gate-power
+/// measures that). Under an emulator (scripts/vmtest with TCG sets
+/// BPF_OVERHEAD_EMULATED) syscalls are 5x slower and noisier: 10 µs.
+fn cheaper_by_ns() -> f64 {
     match std::env::var(EMULATED_ENV) {
-        Ok(v) if !v.is_empty() && v != "0" => 3.0,
-        _ => 1.3,
+        Ok(v) if !v.is_empty() && v != "0" => 10_000.0,
+        _ => 1_000.0,
     }
 }
 
@@ -1210,25 +1360,27 @@ fn gate_passes_against_its_own_saved_result() {
     );
 }
 
-/// The saved result with `name`'s ratio to base 30% better (all its
-/// samples and statistics times 1.3; see [`better_factor`]): as if the
-/// mechanism had been cheaper.
-fn thirty_percent_better(doc: &mut Value, name: &str) {
-    let factor = better_factor();
+/// The saved result with `name`'s overhead over base lowered by
+/// [`cheaper_by_ns`] in every round and statistic (the spread kept): as if
+/// the mechanism had been cheaper.
+fn cheaper(doc: &mut Value, name: &str) {
+    let by = cheaper_by_ns();
     let m = doc["mechanisms"]
         .as_array_mut()
         .unwrap()
         .iter_mut()
         .find(|m| m["name"] == name)
         .unwrap();
-    let ratio = m["ratio_to_base"].as_object_mut().unwrap();
-    for (key, value) in ratio.iter_mut() {
-        if key == "samples" {
-            for v in value.as_array_mut().unwrap() {
-                *v = (v.as_f64().unwrap() * factor).into();
+    let overhead = m["overhead_ns"].as_object_mut().unwrap();
+    for (key, value) in overhead.iter_mut() {
+        match key.as_str() {
+            "samples" => {
+                for v in value.as_array_mut().unwrap() {
+                    *v = (v.as_f64().unwrap() - by).into();
+                }
             }
-        } else {
-            *value = (value.as_f64().unwrap() * factor).into();
+            "stddev" => {}
+            _ => *value = (value.as_f64().unwrap() - by).into(),
         }
     }
 }
@@ -1240,7 +1392,7 @@ fn gate_fails_against_a_better_baseline_naming_the_mechanism() {
     let (doc, out) = gate_attempts(
         "doctored.json",
         &[],
-        |doc| thirty_percent_better(doc, "raw_tp"),
+        |doc| cheaper(doc, "raw_tp"),
         regressed,
     );
     assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
@@ -1257,11 +1409,11 @@ fn gate_fails_against_a_better_baseline_naming_the_mechanism() {
         .expect("a REGRESSED line");
     assert!(line.contains("raw_tp"), "{line}");
     // Old (doctored) and new figures both named.
-    let doctored = doc["mechanisms"][1]["ratio_to_base"]["median"]
+    let doctored = doc["mechanisms"][1]["overhead_ns"]["median"]
         .as_f64()
         .unwrap();
     assert!(
-        line.contains(&format!("ratio to base {doctored:.3} -> ")),
+        line.contains(&format!("overhead over base {doctored:+.1} -> ")),
         "{line}"
     );
 }
@@ -1272,7 +1424,7 @@ fn gate_regression_is_a_failed_ktap_test() {
     let (_, out) = gate_attempts(
         "doctored-ktap.json",
         &["--format", "ktap"],
-        |doc| thirty_percent_better(doc, "raw_tp"),
+        |doc| cheaper(doc, "raw_tp"),
         |out| out.code == 1,
     );
     assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);

@@ -220,6 +220,12 @@ fn needs(kind: Kind, env: &Env) -> Vec<Need> {
     };
     match kind {
         Kind::Base | Kind::RawTracepoint | Kind::BtfTracepoint | Kind::Trampoline => {}
+        // BPF links (BPF_LINK_CREATE), no perf event: what loading needs.
+        Kind::KprobeMulti
+        | Kind::KprobeSession
+        | Kind::UprobeMulti { .. }
+        | Kind::UprobeSession
+        | Kind::Usdt => {}
         Kind::Tracepoint => needs.extend(tracefs_needs(env, false)),
         // The perf kprobe PMU asks for CAP_PERFMON, needed anyway.
         Kind::Kprobe if env.kprobe_pmu => {}

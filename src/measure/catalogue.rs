@@ -14,7 +14,7 @@ use std::str::FromStr;
 
 use super::error::{errno_name, Error, Result, ENOTSUPP};
 use super::sys::{self, Tracefs};
-use super::trigger::{Target, Trigger};
+use super::trigger::{Driver, Target, Trigger};
 
 /// The kernel function probed by kprobe, kretprobe, fentry and fexit
 /// (test_overhead's target). The comm write reaches it once per write.
@@ -24,6 +24,8 @@ pub const KFUNC: &str = "__set_task_comm";
 pub const FMOD_RET_KFUNC: &str = "security_file_permission";
 /// The tracepoint behind raw_tp, tp and tp_btf.
 pub const TRACEPOINT: &str = "task/task_rename";
+/// The tracepoint the kernel-loop kfunc fires.
+pub const LOOP_TRACEPOINT: &str = "bpf_test_run/bpf_trigger_tp";
 
 /// How a mechanism attaches: this decides its support probe, its attach
 /// call and how its load and attach errors are sorted into "this kernel
@@ -44,6 +46,34 @@ pub enum Kind {
     Trampoline,
     /// uprobe, uretprobe on the trigger's target symbol.
     Uprobe { ret: bool },
+    /// kprobe.multi, kretprobe.multi: fprobe-based (5.18, CONFIG_FPROBE).
+    KprobeMulti,
+    /// kprobe.session: one program on entry and exit (6.10).
+    KprobeSession,
+    /// uprobe.multi, uretprobe.multi on the target symbol (6.6).
+    UprobeMulti { ret: bool },
+    /// uprobe.session (6.13).
+    UprobeSession,
+    /// A USDT probe, through libbpf's USDT support.
+    Usdt,
+}
+
+impl Kind {
+    /// The entry of `enum bpf_attach_type` a kernel must know for it.
+    const fn attach_type(self) -> Option<&'static str> {
+        match self {
+            KprobeMulti => Some("BPF_TRACE_KPROBE_MULTI"),
+            KprobeSession => Some("BPF_TRACE_KPROBE_SESSION"),
+            UprobeMulti { .. } => Some("BPF_TRACE_UPROBE_MULTI"),
+            UprobeSession => Some("BPF_TRACE_UPROBE_SESSION"),
+            _ => None,
+        }
+    }
+
+    /// A session program: every entry must have its exit.
+    pub const fn is_session(self) -> bool {
+        matches!(self, KprobeSession | UprobeSession)
+    }
 }
 
 /// One mechanism, as the catalogue describes it.
@@ -94,6 +124,27 @@ const fn kernel(
     }
 }
 
+const fn looped(
+    name: &'static str,
+    driver: Driver,
+    kind: Kind,
+    program: &'static str,
+    needs: &'static str,
+) -> Entry {
+    let hook = match (driver, kind) {
+        (Driver::Kfunc, RawTracepoint | Tracepoint | BtfTracepoint) => LOOP_TRACEPOINT,
+        _ => driver.function(),
+    };
+    Entry {
+        name,
+        trigger: Trigger::Loop(driver),
+        kind,
+        program: Some(program),
+        hook,
+        needs,
+    }
+}
+
 const fn uprobe(name: &'static str, target: Target, ret: bool) -> Entry {
     Entry {
         name,
@@ -105,15 +156,60 @@ const fn uprobe(name: &'static str, target: Target, ret: bool) -> Entry {
     }
 }
 
+const fn uprobe_multi(name: &'static str, target: Target, kind: Kind) -> Entry {
+    let (program, needs) = match kind {
+        UprobeMulti { ret: false } => ("prog_uprobe_multi", UPROBE_MULTI),
+        UprobeMulti { ret: true } => ("prog_uretprobe_multi", UPROBE_MULTI),
+        _ => ("prog_uprobe_session", UPROBE_SESSION),
+    };
+    Entry {
+        name,
+        trigger: Trigger::Call(target),
+        kind,
+        program: Some(program),
+        hook: target.symbol(),
+        needs,
+    }
+}
+
+const UPROBE_MULTI: &str = "CONFIG_UPROBES, the uprobe.multi attach type (6.6)";
+const UPROBE_SESSION: &str = "CONFIG_UPROBES, the uprobe.session attach type (6.13)";
+const KPROBE_MULTI: &str = "CONFIG_FPROBE, the kprobe.multi attach type (5.18)";
+const KPROBE_SESSION: &str = "CONFIG_FPROBE, the kprobe.session attach type (6.10)";
+
+use Driver::{Helper, Kfunc};
 use Kind::*;
-use Target::{Nop, Push, Ret};
+use Target::{Nop, Nop5, Push, Ret};
+
+const LOOP_KFUNC_NEEDS: &str = "the bpf_modify_return_test_tp kfunc (6.10+, CONFIG_NET)";
 
 /// Every mechanism, each base just before the mechanisms it is the
 /// reference for. This order is the order of runs, `--list` and output.
-pub static CATALOGUE: [Entry; 18] = [
+pub static CATALOGUE: [Entry; 48] = [
     base("base", Trigger::TaskRename),
     kernel("kprobe", Kprobe, "prog_kprobe", KFUNC, KPROBES),
     kernel("kretprobe", Kprobe, "prog_kretprobe", KFUNC, KPROBES),
+    kernel(
+        "kprobe.multi",
+        KprobeMulti,
+        "prog_kprobe_multi",
+        KFUNC,
+        KPROBE_MULTI,
+    ),
+    kernel(
+        "kretprobe.multi",
+        KprobeMulti,
+        "prog_kretprobe_multi",
+        KFUNC,
+        KPROBE_MULTI,
+    ),
+    kernel(
+        "kprobe.session",
+        KprobeSession,
+        "prog_kprobe_session",
+        KFUNC,
+        KPROBE_SESSION,
+    ),
     kernel(
         "raw_tp",
         RawTracepoint,
@@ -147,12 +243,106 @@ pub static CATALOGUE: [Entry; 18] = [
     base("base-nop", Trigger::Call(Nop)),
     uprobe("uprobe-nop", Nop, false),
     uprobe("uretprobe-nop", Nop, true),
+    uprobe_multi("uprobe.multi-nop", Nop, UprobeMulti { ret: false }),
+    uprobe_multi("uretprobe.multi-nop", Nop, UprobeMulti { ret: true }),
+    uprobe_multi("uprobe.session-nop", Nop, UprobeSession),
     base("base-push", Trigger::Call(Push)),
     uprobe("uprobe-push", Push, false),
     uprobe("uretprobe-push", Push, true),
+    uprobe_multi("uprobe.multi-push", Push, UprobeMulti { ret: false }),
+    uprobe_multi("uretprobe.multi-push", Push, UprobeMulti { ret: true }),
+    uprobe_multi("uprobe.session-push", Push, UprobeSession),
     base("base-ret", Trigger::Call(Ret)),
     uprobe("uprobe-ret", Ret, false),
     uprobe("uretprobe-ret", Ret, true),
+    uprobe_multi("uprobe.multi-ret", Ret, UprobeMulti { ret: false }),
+    uprobe_multi("uretprobe.multi-ret", Ret, UprobeMulti { ret: true }),
+    uprobe_multi("uprobe.session-ret", Ret, UprobeSession),
+    base("base-nop5", Trigger::Call(Nop5)),
+    uprobe("uprobe-nop5", Nop5, false),
+    uprobe("uretprobe-nop5", Nop5, true),
+    base("base-usdt", Trigger::Call(Target::Usdt)),
+    Entry {
+        name: "usdt",
+        trigger: Trigger::Call(Target::Usdt),
+        kind: Usdt,
+        program: Some("prog_usdt"),
+        hook: "bpf_overhead:usdt_nop",
+        needs: UPROBES,
+    },
+    base("base-loop", Trigger::Loop(Helper)),
+    looped("kprobe-loop", Helper, Kprobe, "prog_batch_kprobe", KPROBES),
+    looped(
+        "kretprobe-loop",
+        Helper,
+        Kprobe,
+        "prog_batch_kretprobe",
+        KPROBES,
+    ),
+    looped(
+        "kprobe.multi-loop",
+        Helper,
+        KprobeMulti,
+        "prog_batch_kprobe_multi",
+        KPROBE_MULTI,
+    ),
+    looped(
+        "kretprobe.multi-loop",
+        Helper,
+        KprobeMulti,
+        "prog_batch_kretprobe_multi",
+        KPROBE_MULTI,
+    ),
+    looped(
+        "kprobe.session-loop",
+        Helper,
+        KprobeSession,
+        "prog_batch_kprobe_session",
+        KPROBE_SESSION,
+    ),
+    looped(
+        "fentry-loop",
+        Helper,
+        Trampoline,
+        "prog_batch_fentry",
+        TRAMPOLINES,
+    ),
+    looped(
+        "fexit-loop",
+        Helper,
+        Trampoline,
+        "prog_batch_fexit",
+        TRAMPOLINES,
+    ),
+    base("base-loop-kfunc", Trigger::Loop(Kfunc)),
+    looped(
+        "raw_tp-loop",
+        Kfunc,
+        RawTracepoint,
+        "prog_batch_raw_tp",
+        LOOP_KFUNC_NEEDS,
+    ),
+    looped(
+        "tp-loop",
+        Kfunc,
+        Tracepoint,
+        "prog_batch_tp",
+        LOOP_KFUNC_NEEDS,
+    ),
+    looped(
+        "tp_btf-loop",
+        Kfunc,
+        BtfTracepoint,
+        "prog_batch_tp_btf",
+        LOOP_KFUNC_NEEDS,
+    ),
+    looped(
+        "fmod_ret-loop",
+        Kfunc,
+        Trampoline,
+        "prog_batch_fmod_ret",
+        LOOP_KFUNC_NEEDS,
+    ),
 ];
 
 /// A handle to a catalogue entry: cheap to copy, compared by name.
@@ -209,13 +399,15 @@ impl Mechanism {
             .expect("every trigger has a base in the catalogue (checked by a test)")
     }
 
-    /// Events one run fires for `iterations`: the trigger scales its base.
+    /// Events one run fires for `iterations`: the trigger scales them.
     pub fn events(self, iterations: u64) -> u64 {
-        if self.is_base() {
-            iterations.saturating_mul(self.trigger().base_scale())
+        let trigger = self.trigger();
+        let scale = if self.is_base() {
+            trigger.base_scale()
         } else {
-            iterations
-        }
+            trigger.scale()
+        };
+        iterations.saturating_mul(scale)
     }
 
     /// All mechanism names, for error messages.
@@ -227,10 +419,18 @@ impl Mechanism {
     /// tracefs guard that must outlive the attachment when the mechanism
     /// goes through tracefs. Trampoline support only shows at load time.
     pub fn check_support(self) -> Result<Option<Tracefs>> {
+        self.trigger().check_support().map_err(|e| e.of(self))?;
+        if let Some(attach_type) = self.kind().attach_type() {
+            sys::btf_has_attach_type(attach_type).map_err(|why| {
+                Error::unsupported(format!("kernel too old for {}: {why}", self.needs())).of(self)
+            })?;
+        }
         match self.kind() {
-            Base | RawTracepoint => Ok(None),
+            Base | RawTracepoint | KprobeMulti | KprobeSession => Ok(None),
             Kprobe => sys::probe_support("kprobe"),
-            Uprobe { .. } => sys::probe_support("uprobe"),
+            Uprobe { .. } | UprobeMulti { .. } | UprobeSession | Usdt => {
+                sys::probe_support("uprobe")
+            }
             Tracepoint => Tracefs::ensure().map(Some),
             Trampoline | BtfTracepoint => sys::btf_support().map(|()| None),
         }
@@ -263,15 +463,28 @@ impl Mechanism {
     /// Sorts an attach failure.
     pub(crate) fn attach_error(self, errno: Option<i32>, why: String) -> Error {
         let err = match (self.kind(), errno) {
-            (Kprobe, Some(libc::ENOENT | libc::EINVAL)) => Error::failed(format!(
-                "symbol {} not found or not probe-able in this kernel \
+            // The attach type exists (checked before loading), but fprobe,
+            // which it runs on, does not.
+            (KprobeMulti | KprobeSession, Some(n @ (libc::EOPNOTSUPP | ENOTSUPP))) => {
+                Error::unsupported(format!(
+                    "kernel has no fprobe (CONFIG_FPROBE off): attaching returned {}",
+                    errno_name(n)
+                ))
+            }
+            (Kprobe | KprobeMulti | KprobeSession, Some(libc::ENOENT | libc::EINVAL)) => {
+                Error::failed(format!(
+                    "symbol {} not found or not probe-able in this kernel \
                  (check /proc/kallsyms): {why}",
-                self.hook()
-            )),
+                    self.hook()
+                ))
+            }
             (Tracepoint | RawTracepoint | BtfTracepoint, Some(libc::ENOENT)) => Error::failed(
                 format!("tracepoint {} not found in this kernel: {why}", self.hook()),
             ),
-            (Uprobe { .. }, Some(libc::ENOENT | libc::ESRCH)) => Error::failed(format!(
+            (
+                Uprobe { .. } | UprobeMulti { .. } | UprobeSession | Usdt,
+                Some(libc::ENOENT | libc::ESRCH),
+            ) => Error::failed(format!(
                 "symbol {} not found in this executable (was it stripped?): {why}",
                 self.hook()
             )),
@@ -385,11 +598,14 @@ mod tests {
     }
 
     #[test]
-    fn only_call_bases_fire_more_events() {
+    fn triggers_scale_their_events() {
         let n = |name: &str| name.parse::<Mechanism>().unwrap().events(1000);
         assert_eq!(n("base"), 1000);
         assert_eq!(n("base-nop"), 100_000);
         assert_eq!(n("uprobe-nop"), 1000);
         assert_eq!(n("raw_tp"), 1000);
+        // A loop's events are ~14 ns: all of them scale, base or not.
+        assert_eq!(n("base-loop"), 10_000);
+        assert_eq!(n("raw_tp-loop"), 10_000);
     }
 }

@@ -3,7 +3,7 @@
 //! load, attach as its kind says.
 
 use std::mem::MaybeUninit;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{Link, OpenObject, ProgramMut, UprobeOpts};
@@ -11,69 +11,114 @@ use libbpf_rs::{Link, OpenObject, ProgramMut, UprobeOpts};
 use super::catalogue::{Kind, Mechanism};
 use super::error::{errno_of, Error, Result};
 use super::sys;
+use super::trigger::{USDT_NAME, USDT_PROVIDER};
 use crate::skel::{OverheadSkel, OverheadSkelBuilder};
 
-/// A loaded, attached program. Dropping it detaches and unloads it.
-pub(crate) struct Attached<'obj> {
+/// The BPF object loaded for one run: the mechanism's program (attached
+/// by [`Loaded::attach`]) and the trigger's driver, if it has one. Dropping
+/// it detaches and unloads everything.
+pub(crate) struct Loaded<'obj> {
     // Declared first so it drops first: detach before unloading.
-    _link: Link,
-    prog_fd: OwnedFd,
+    link: Option<Link>,
+    prog_fd: Option<OwnedFd>,
+    driver_fd: Option<OwnedFd>,
     skel: OverheadSkel<'obj>,
 }
 
-/// Loads the skeleton with only `mechanism`'s program enabled, counting
-/// hits from thread `tid` only, and attaches it. `None` for a base.
-pub(crate) fn attach(
+/// What a load sets in the object's read-only data.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Settings {
+    /// Loop iterations per driver run.
+    pub batch: u32,
+    /// Extra work per hit.
+    pub prog_work: u32,
+}
+
+/// Loads the skeleton with only `mechanism`'s program and its trigger's
+/// driver enabled. `None` when the run needs neither (a comm or call base).
+pub(crate) fn load(
     mechanism: Mechanism,
     storage: &mut MaybeUninit<OpenObject>,
-    tid: u32,
-) -> Result<Option<Attached<'_>>> {
-    let Some(program) = mechanism.program() else {
+    settings: Settings,
+) -> Result<Option<Loaded<'_>>> {
+    let driver = mechanism.trigger().driver().map(|d| d.program());
+    let wanted: Vec<&str> = mechanism.program().into_iter().chain(driver).collect();
+    if wanted.is_empty() {
         return Ok(None);
-    };
+    }
     sys::capture_libbpf_log();
     sys::clear_libbpf_log();
 
     let mut open = OverheadSkelBuilder::default().open(storage).map_err(|e| {
         Error::failed(format!("opening the BPF object failed: {e:#}")).of(mechanism)
     })?;
-    open.maps
+    let rodata = open
+        .maps
         .rodata_data
         .as_deref_mut()
-        .ok_or_else(|| Error::failed("BPF object has no .rodata"))?
-        .target_tid = tid;
-    let mut enabled = false;
+        .ok_or_else(|| Error::failed("BPF object has no .rodata"))?;
+    rodata.batch_iters = settings.batch;
+    rodata.prog_work = settings.prog_work;
+    rodata.driver_counts = mechanism.is_base() && driver.is_some();
+    let mut enabled = 0;
     for mut prog in open.open_object_mut().progs_mut() {
-        if prog.name() == program {
+        if wanted.iter().any(|w| prog.name() == *w) {
             prog.set_autoload(true);
-            enabled = true;
+            enabled += 1;
         }
     }
-    if !enabled {
-        return Err(
-            Error::failed(format!("bpf/overhead.bpf.c has no program {program}")).of(mechanism),
-        );
+    if enabled != wanted.len() {
+        return Err(Error::failed(format!(
+            "bpf/overhead.bpf.c lacks one of the programs {}",
+            wanted.join(", ")
+        ))
+        .of(mechanism));
     }
     let skel = open
         .load()
         .map_err(|e| mechanism.load_error(errno_of(&e), with_libbpf_reason(&e)))?;
-
-    let prog = skel
-        .object()
-        .progs_mut()
-        .find(|p| p.name() == program)
-        .expect("the program enabled above is in the loaded object");
-    let link = attach_program(mechanism, &prog)
-        .map_err(|e| mechanism.attach_error(errno_of(&e), with_libbpf_reason(&e)))?;
-    let prog_fd = prog
-        .as_fd()
-        .try_clone_to_owned()
-        .map_err(|e| Error::failed(format!("dup of the program fd failed: {e}")).of(mechanism))?;
-    Ok(Some(Attached {
-        _link: link,
+    let fd_of = |name: &str| -> Result<OwnedFd> {
+        let prog = skel
+            .object()
+            .progs()
+            .find(|p| p.name() == name)
+            .expect("the programs enabled above are in the loaded object");
+        prog.as_fd()
+            .try_clone_to_owned()
+            .map_err(|e| Error::failed(format!("dup of a program fd failed: {e}")).of(mechanism))
+    };
+    let prog_fd = mechanism.program().map(fd_of).transpose()?;
+    let driver_fd = driver.map(fd_of).transpose()?;
+    Ok(Some(Loaded {
+        link: None,
         prog_fd,
+        driver_fd,
         skel,
     }))
+}
+
+impl Loaded<'_> {
+    /// Attaches the mechanism's program, as its kind says (nothing for a
+    /// base).
+    pub(crate) fn attach(&mut self, mechanism: Mechanism) -> Result<()> {
+        let Some(program) = mechanism.program() else {
+            return Ok(());
+        };
+        let prog = self
+            .skel
+            .object()
+            .progs_mut()
+            .find(|p| p.name() == program)
+            .expect("the mechanism's program is in the loaded object");
+        let link = attach_program(mechanism, &prog)
+            .map_err(|e| mechanism.attach_error(errno_of(&e), with_libbpf_reason(&e)))?;
+        self.link = Some(link);
+        Ok(())
+    }
+
+    pub(crate) fn driver_fd(&self) -> Option<BorrowedFd<'_>> {
+        self.driver_fd.as_ref().map(|fd| fd.as_fd())
+    }
 }
 
 fn attach_program(mechanism: Mechanism, prog: &ProgramMut<'_>) -> libbpf_rs::Result<Link> {
@@ -87,6 +132,18 @@ fn attach_program(mechanism: Mechanism, prog: &ProgramMut<'_>) -> libbpf_rs::Res
             };
             // pid 0: this process only.
             prog.attach_uprobe_with_opts(0, &exe, 0, opts)
+        }
+        Kind::UprobeMulti { ret } => {
+            let exe = std::env::current_exe().map_err(libbpf_rs::Error::from)?;
+            prog.attach_uprobe_multi(0, &exe, mechanism.hook(), ret, false)
+        }
+        Kind::UprobeSession => {
+            let exe = std::env::current_exe().map_err(libbpf_rs::Error::from)?;
+            prog.attach_uprobe_multi(0, &exe, mechanism.hook(), false, true)
+        }
+        Kind::Usdt => {
+            let exe = std::env::current_exe().map_err(libbpf_rs::Error::from)?;
+            prog.attach_usdt(0, &exe, USDT_PROVIDER, USDT_NAME)
         }
         // The rest attach where their SEC() says.
         _ => prog.attach(),
@@ -102,41 +159,59 @@ fn with_libbpf_reason(err: &libbpf_rs::Error) -> String {
     }
 }
 
-impl Attached<'_> {
-    fn hits_ptr(&mut self) -> *mut u64 {
-        let bss = self
-            .skel
+/// Per-CPU slots in the object (MAX_SLOTS in bpf/overhead.bpf.c).
+pub(crate) const SLOTS: usize = 256;
+
+impl Loaded<'_> {
+    fn bss(&mut self) -> &mut crate::skel::types::bss {
+        self.skel
             .maps
             .bss_data
             .as_deref_mut()
-            .expect("the BPF object has a .bss with the hit counter");
-        &mut bss.hits
+            .expect("the BPF object has a .bss with the counters")
     }
 
-    /// Zeroes the hit counter. Volatile: the BPF program writes this
-    /// memory behind the compiler's back.
+    /// Counts events on `cpu` from thread `tid` only (0: from nobody).
+    /// Volatile, as every access below: the BPF programs read and write
+    /// this memory behind the compiler's back.
+    pub(crate) fn register(&mut self, cpu: usize, tid: u32) {
+        let slot = &mut self.bss().producer_tids[cpu % SLOTS];
+        // SAFETY: the pointer is into the mmapped .bss, valid while self lives.
+        unsafe { std::ptr::write_volatile(slot, tid) }
+    }
+
+    /// Zeroes every counter.
     pub(crate) fn reset_hits(&mut self) {
-        // SAFETY: the pointer is to the mmapped .bss, valid while self lives.
-        unsafe { self.hits_ptr().write_volatile(0) }
+        for c in self.bss().counters.iter_mut() {
+            // SAFETY: as in register.
+            unsafe {
+                std::ptr::write_volatile(&mut c.hits, 0);
+                std::ptr::write_volatile(&mut c.exits, 0);
+            }
+        }
     }
 
-    pub(crate) fn hits(&mut self) -> u64 {
-        // SAFETY: as in reset_hits.
-        unsafe { self.hits_ptr().read_volatile() }
+    /// Hits counted on `cpu` for its producer.
+    pub(crate) fn hits(&mut self, cpu: usize) -> u64 {
+        // SAFETY: as in register.
+        unsafe { std::ptr::read_volatile(&self.bss().counters[cpu % SLOTS].hits) }
+    }
+
+    /// Session exits on `cpu` that found their entry's mark.
+    pub(crate) fn session_exits(&mut self, cpu: usize) -> u64 {
+        // SAFETY: as in register.
+        unsafe { std::ptr::read_volatile(&self.bss().counters[cpu % SLOTS].exits) }
     }
 
     /// The kernel's `run_time_ns` and `run_cnt` for the program (non-zero
     /// only while BPF run-time stats are enabled).
     pub(crate) fn prog_stats(&self) -> Option<(u64, u64)> {
+        let fd = self.prog_fd.as_ref()?;
         let mut info = libbpf_rs::libbpf_sys::bpf_prog_info::default();
         let mut len = std::mem::size_of_val(&info) as u32;
         // SAFETY: info is a valid bpf_prog_info of len bytes.
         let ret = unsafe {
-            libbpf_rs::libbpf_sys::bpf_prog_get_info_by_fd(
-                self.prog_fd.as_raw_fd(),
-                &mut info,
-                &mut len,
-            )
+            libbpf_rs::libbpf_sys::bpf_prog_get_info_by_fd(fd.as_raw_fd(), &mut info, &mut len)
         };
         (ret == 0).then_some((info.run_time_ns, info.run_cnt))
     }
@@ -160,7 +235,11 @@ mod tests {
             .map(|p| p.name().to_string_lossy().into_owned())
             .collect();
         let in_catalogue: BTreeSet<String> = Mechanism::all()
-            .filter_map(Mechanism::program)
+            .flat_map(|m| {
+                m.program()
+                    .into_iter()
+                    .chain(m.trigger().driver().map(|d| d.program()))
+            })
             .map(String::from)
             .collect();
         assert_eq!(in_object, in_catalogue);

@@ -7,6 +7,7 @@ pub mod caps;
 pub mod catalogue;
 pub mod error;
 mod load;
+mod producer;
 pub mod run;
 pub mod sys;
 pub mod trigger;
@@ -14,6 +15,7 @@ pub mod trigger;
 pub use catalogue::{Kind, Mechanism};
 pub use error::{Error, Result};
 pub use run::{
-    measure, on_measuring_thread, with_run, CpuPin, Options, Run, Sample, DEFAULT_ITERATIONS,
+    measure, on_measuring_thread, online_cpus, with_run, Batch, CpuPin, Options, ProducerSample,
+    ProgWork, Run, Sample, DEFAULT_ITERATIONS, MAX_PROG_WORK,
 };
-pub use trigger::{Target, Trigger};
+pub use trigger::{Driver, Target, Trigger, MAX_BATCH};

@@ -4,8 +4,9 @@
 
 use std::fs;
 use std::mem::MaybeUninit;
-use std::num::NonZeroU64;
-use std::sync::Once;
+use std::num::{NonZeroU64, NonZeroUsize};
+use std::os::fd::OwnedFd;
+use std::sync::{Arc, Barrier, Once};
 use std::time::{Duration, Instant};
 
 use nix::sched::{sched_getaffinity, sched_setaffinity, unshare, CloneFlags, CpuSet};
@@ -15,9 +16,10 @@ use nix::unistd::{gettid, Pid};
 use super::caps;
 use super::catalogue::Mechanism;
 use super::error::{Error, Result};
-use super::load::{self, Attached};
+use super::load::{self, Loaded, Settings};
+use super::producer::{producer_cpus, Fired, Producer};
 use super::sys;
-use super::trigger::Armed;
+use super::trigger::{Armed, DEFAULT_BATCH, MAX_BATCH};
 
 /// test_overhead's MAX_CNT.
 pub const DEFAULT_ITERATIONS: NonZeroU64 = NonZeroU64::new(100_000).unwrap();
@@ -33,6 +35,12 @@ pub struct Options {
     /// program's own run time. They add two clock reads per program run,
     /// so runs with and without them are not comparable.
     pub bpf_stats: bool,
+    /// Loop iterations per driver run, for the kernel-loop trigger.
+    pub batch: Batch,
+    /// Extra work the program does per hit.
+    pub prog_work: ProgWork,
+    /// Threads firing at once, each on its own CPU (`--producers`).
+    pub producers: NonZeroUsize,
 }
 
 impl Default for Options {
@@ -41,7 +49,48 @@ impl Default for Options {
             iterations: DEFAULT_ITERATIONS,
             cpu: None,
             bpf_stats: false,
+            batch: Batch::default(),
+            prog_work: ProgWork::default(),
+            producers: NonZeroUsize::MIN,
         }
+    }
+}
+
+/// Loop iterations per BPF_PROG_TEST_RUN of a kernel-loop driver, 1 to
+/// [`MAX_BATCH`] (upstream's range).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Batch(u32);
+
+impl Batch {
+    pub fn new(n: u32) -> Option<Self> {
+        (1..=MAX_BATCH).contains(&n).then_some(Self(n))
+    }
+
+    pub fn get(self) -> u32 {
+        self.0
+    }
+}
+
+impl Default for Batch {
+    fn default() -> Self {
+        Self(DEFAULT_BATCH)
+    }
+}
+
+/// Rounds of extra work every program does per hit (`--prog-work`), 0 to
+/// [`MAX_PROG_WORK`] (PROG_WORK_MAX in bpf/overhead.bpf.c).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProgWork(u32);
+
+pub const MAX_PROG_WORK: u32 = 10_000;
+
+impl ProgWork {
+    pub fn new(n: u32) -> Option<Self> {
+        (n <= MAX_PROG_WORK).then_some(Self(n))
+    }
+
+    pub fn get(self) -> u32 {
+        self.0
     }
 }
 
@@ -49,29 +98,71 @@ impl Default for Options {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Sample {
     pub mechanism: Mechanism,
-    /// Events fired (for a call base, scaled: see [`Mechanism::events`]).
+    /// Events fired by all producers (for a call base, scaled: see
+    /// [`Mechanism::events`]).
     pub iterations: u64,
+    /// The longest producer's time.
     pub elapsed: Duration,
-    /// What the BPF program counted from our thread; `None` for a base.
+    /// What the BPF program counted from the producers; `None` for a base
+    /// with no program.
     pub hits: Option<u64>,
     /// Kernel-measured program run time and run count (with `bpf_stats`).
     pub prog_run: Option<(u64, u64)>,
-    /// The CPU the run was pinned to.
+    /// The CPU the run was pinned to (the first producer's).
     pub cpu: usize,
+    /// Each producer's events, time and hits; one entry for one producer.
+    pub producers: Vec<ProducerSample>,
+}
+
+/// One producer's share of a [`Sample`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ProducerSample {
+    pub cpu: usize,
+    pub events: u64,
+    pub elapsed: Duration,
+    pub hits: Option<u64>,
+}
+
+impl ProducerSample {
+    pub fn events_per_sec(&self) -> f64 {
+        self.events as f64 / self.elapsed.as_secs_f64()
+    }
 }
 
 impl Sample {
+    /// The total rate: the sum of the producers' rates (one producer:
+    /// events / elapsed).
     pub fn events_per_sec(&self) -> f64 {
-        self.iterations as f64 / self.elapsed.as_secs_f64()
+        if self.producers.len() > 1 {
+            self.producers
+                .iter()
+                .map(ProducerSample::events_per_sec)
+                .sum()
+        } else {
+            self.iterations as f64 / self.elapsed.as_secs_f64()
+        }
     }
 
-    /// test_overhead's figure: `MAX_CNT * 1000000 / elapsed_ns`, truncated.
+    /// test_overhead's figure: `MAX_CNT * 1000000 / elapsed_ns`, truncated
+    /// (the total rate with several producers).
     pub fn k_events_per_sec(&self) -> u64 {
+        if self.producers.len() > 1 {
+            return (self.events_per_sec() / 1e3) as u64;
+        }
         let ns = self.elapsed.as_nanos().max(1);
         (self.iterations as u128 * 1_000_000 / ns) as u64
     }
 
+    /// Time per event as one producer sees it (the mean over producers).
     pub fn ns_per_event(&self) -> f64 {
+        if self.producers.len() > 1 {
+            let per: Vec<f64> = self
+                .producers
+                .iter()
+                .map(|p| p.elapsed.as_nanos() as f64 / p.events as f64)
+                .collect();
+            return per.iter().sum::<f64>() / per.len() as f64;
+        }
         self.elapsed.as_nanos() as f64 / self.iterations as f64
     }
 
@@ -130,6 +221,8 @@ fn block_termination_signals() {
 pub struct CpuPin {
     saved: CpuSet,
     pub cpu: usize,
+    /// The CPUs the thread was allowed before.
+    pub allowed: Vec<usize>,
 }
 
 impl CpuPin {
@@ -169,7 +262,11 @@ impl CpuPin {
             .map_err(|e| Error::environment(format!("CPU {cpu}: {e}")))?;
         sched_setaffinity(me, &one)
             .map_err(|e| Error::environment(format!("pinning to CPU {cpu} failed: {e}")))?;
-        Ok(Self { saved, cpu })
+        Ok(Self {
+            saved,
+            cpu,
+            allowed,
+        })
     }
 }
 
@@ -221,45 +318,93 @@ fn list(cpus: &[usize]) -> String {
 }
 
 /// A mechanism attached and its trigger armed on the calling thread, pinned
-/// to one CPU. Lives only inside [`with_run`], which undoes everything.
-pub struct Run<'a> {
+/// to one CPU, and on any extra producers. Lives only inside [`with_run`],
+/// which undoes everything.
+pub struct Run<'a, 'scope> {
     mechanism: Mechanism,
-    attached: Option<Attached<'a>>,
+    loaded: Option<Loaded<'a>>,
     armed: &'a mut Armed,
+    producers: Vec<Producer<'scope>>,
     bpf_stats: bool,
     cpu: usize,
 }
 
-impl Run<'_> {
-    /// Fires `events` events and times them.
+impl Run<'_, '_> {
+    /// Fires `events` events from every producer at once (for a loop,
+    /// rounded up to whole batches) and times them.
     pub fn measure(&mut self, events: NonZeroU64) -> Result<Sample> {
-        let events = events.get();
-        if let Some(a) = self.attached.as_mut() {
+        let m = self.mechanism;
+        // A program counts, and so does a loop's driver in a base run.
+        let counting = self.loaded.is_some();
+        if let Some(l) = self.loaded.as_mut() {
             // Attaching may have hit the probe already (fmod_ret sees
             // every write(2) of this thread, including log output).
-            a.reset_hits();
+            l.reset_hits();
         }
-        let before = self.attached.as_ref().and_then(|a| a.prog_stats());
-        let start = Instant::now();
-        self.armed.fire(events)?;
-        let elapsed = start.elapsed();
-        // Read the counter before anything else runs on this thread:
+        let start = Arc::new(Barrier::new(1 + self.producers.len()));
+        for p in &self.producers {
+            p.order(events.get(), start.clone())?;
+        }
+        let before = self.loaded.as_ref().and_then(|l| l.prog_stats());
+        start.wait();
+        let begin = Instant::now();
+        let fired = self.armed.fire(events.get())?;
+        let elapsed = begin.elapsed();
+        let mut all = vec![Fired {
+            cpu: self.cpu,
+            events: fired,
+            elapsed,
+        }];
+        for p in &self.producers {
+            all.push(p.result().map_err(|e| e.of(m))?);
+        }
+        let after = self.loaded.as_ref().and_then(|l| l.prog_stats());
+        // Read the counters before anything else runs on this thread:
         // restoring the thread name, for one, fires the probe again.
-        let hits = self.attached.as_mut().map(|a| a.hits());
-        let after = self.attached.as_ref().and_then(|a| a.prog_stats());
-        self.armed.verify().map_err(|e| e.of(self.mechanism))?;
-        check_hits(self.mechanism, hits, events)?;
+        let mut producers = Vec::with_capacity(all.len());
+        for f in &all {
+            let hits = self
+                .loaded
+                .as_mut()
+                .filter(|_| counting)
+                .map(|l| l.hits(f.cpu));
+            let exits = self
+                .loaded
+                .as_mut()
+                .filter(|_| m.kind().is_session())
+                .map(|l| l.session_exits(f.cpu));
+            check_hits(m, hits, f.events)?;
+            if let Some(exits) = exits.filter(|&e| e != f.events) {
+                return Err(Error::failed(format!(
+                    "{exits} of {} session entries saw their exit run with their cookie",
+                    f.events
+                ))
+                .of(m));
+            }
+            producers.push(ProducerSample {
+                cpu: f.cpu,
+                events: f.events,
+                elapsed: f.elapsed,
+                hits,
+            });
+        }
+        self.armed.verify().map_err(|e| e.of(m))?;
         let prog_run = match (self.bpf_stats, before, after) {
             (true, Some((t0, c0)), Some((t1, c1))) => Some((t1 - t0, c1 - c0)),
             _ => None,
         };
         Ok(Sample {
-            mechanism: self.mechanism,
-            iterations: events,
-            elapsed,
-            hits,
+            mechanism: m,
+            iterations: producers.iter().map(|p| p.events).sum(),
+            elapsed: producers
+                .iter()
+                .map(|p| p.elapsed)
+                .max()
+                .unwrap_or_default(),
+            hits: counting.then(|| producers.iter().filter_map(|p| p.hits).sum()),
             prog_run,
             cpu: self.cpu,
+            producers,
         })
     }
 
@@ -273,12 +418,12 @@ impl Run<'_> {
 }
 
 /// Each mechanism fires exactly once per event of its trigger, and the
-/// program counts only this thread: any other count is a failure. (A base
-/// has no program: `None`.)
+/// program counts only the producers: any other count is a failure. (A
+/// base with no program: `None`.)
 fn check_hits(mechanism: Mechanism, hits: Option<u64>, events: u64) -> Result<()> {
     match hits {
         Some(hits) if hits != events => Err(Error::failed(format!(
-            "the BPF program counted {hits} hits from this thread for {events} events"
+            "the BPF program counted {hits} hits from a producer for its {events} events"
         ))
         .of(mechanism)),
         _ => Ok(()),
@@ -286,12 +431,12 @@ fn check_hits(mechanism: Mechanism, hits: Option<u64>, events: u64) -> Result<()
 }
 
 /// Sets up `mechanism` (privilege and feature checks, CPU pin, trigger,
-/// load and attach), hands the run to `f`, then undoes all of it, in
-/// reverse order, however `f` ends (error or panic included).
+/// load, producers, attach), hands the run to `f`, then undoes all of it,
+/// in reverse order, however `f` ends (error or panic included).
 pub fn with_run<R>(
     mechanism: Mechanism,
     opts: &Options,
-    f: impl FnOnce(&mut Run<'_>) -> Result<R>,
+    f: impl FnOnce(&mut Run<'_, '_>) -> Result<R>,
 ) -> Result<R> {
     sys::check_privileges()?;
     if let Some(missing) = caps::missing(mechanism) {
@@ -309,18 +454,54 @@ pub fn with_run<R>(
         None
     };
     let pin = CpuPin::new(opts.cpu)?;
-    let mut armed = mechanism.trigger().arm().map_err(|e| e.of(mechanism))?;
-    let tid = gettid().as_raw() as u32;
-    let mut storage = MaybeUninit::uninit();
-    let attached = load::attach(mechanism, &mut storage, tid)?;
-    let mut run = Run {
-        mechanism,
-        attached,
-        armed: &mut armed,
-        bpf_stats: opts.bpf_stats,
-        cpu: pin.cpu,
+    let cpus = producer_cpus(pin.cpu, &pin.allowed, opts.producers.get())?;
+    let settings = Settings {
+        batch: opts.batch.get(),
+        prog_work: opts.prog_work.get(),
     };
-    f(&mut run)
+    let mut storage = MaybeUninit::uninit();
+    // Load, arm, attach: a loop trigger runs a loaded driver, and a call
+    // target's first byte must be checked before a uprobe overwrites it.
+    let mut loaded = load::load(mechanism, &mut storage, settings)?;
+    let trigger = mechanism.trigger();
+    let driver = loaded.as_ref().and_then(|l| l.driver_fd());
+    let mut armed = trigger
+        .arm(driver, settings.batch)
+        .map_err(|e| e.of(mechanism))?;
+    let driver_copies = cpus[1..]
+        .iter()
+        .map(|_| {
+            driver
+                .map(|fd| fd.try_clone_to_owned())
+                .transpose()
+                .map_err(|e| Error::failed(format!("dup of the driver's fd failed: {e}")))
+        })
+        .collect::<Result<Vec<Option<OwnedFd>>>>()?;
+    std::thread::scope(|scope| {
+        let mut producers = Vec::with_capacity(cpus.len() - 1);
+        for (&cpu, driver) in cpus[1..].iter().zip(driver_copies) {
+            producers.push(
+                Producer::spawn(scope, cpu, trigger, driver, settings.batch)
+                    .map_err(|e| e.of(mechanism))?,
+            );
+        }
+        if let Some(l) = loaded.as_mut() {
+            l.register(pin.cpu, gettid().as_raw() as u32);
+            for p in &producers {
+                l.register(p.cpu, p.tid);
+            }
+            l.attach(mechanism)?;
+        }
+        let mut run = Run {
+            mechanism,
+            loaded,
+            armed: &mut armed,
+            producers,
+            bpf_stats: opts.bpf_stats,
+            cpu: pin.cpu,
+        };
+        f(&mut run)
+    })
 }
 
 /// One measurement of `mechanism` with `opts`: `opts.iterations` events,
@@ -363,6 +544,7 @@ mod tests {
             hits: None,
             prog_run: Some((5_000_000, 100_000)),
             cpu: 0,
+            producers: Vec::new(),
         };
         assert_eq!(s.k_events_per_sec(), 2710); // 100000 * 1e6 / 36.9e6
         assert!((s.ns_per_event() - 369.0).abs() < 1e-9);

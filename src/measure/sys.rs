@@ -206,6 +206,36 @@ pub fn btf_support() -> Result<()> {
     }
 }
 
+/// Whether the kernel's BTF has a function `name` (a kfunc, say): a
+/// feature probe that needs no load. `Err` says why not.
+pub fn btf_has_function(name: &str) -> Result<(), String> {
+    let btf = libbpf_rs::btf::Btf::from_vmlinux()
+        .map_err(|e| format!("cannot read the kernel's BTF: {e}"))?;
+    match btf.type_by_name::<libbpf_rs::btf::types::Func<'_>>(name) {
+        Some(_) => Ok(()),
+        None => Err(format!("no function {name} in the kernel's BTF")),
+    }
+}
+
+/// Whether the kernel's `enum bpf_attach_type` has `value` (say
+/// `BPF_TRACE_UPROBE_MULTI`): whether this kernel knows an attach type,
+/// from its BTF, without loading anything. `Err` says why not.
+pub fn btf_has_attach_type(value: &str) -> Result<(), String> {
+    let btf = libbpf_rs::btf::Btf::from_vmlinux()
+        .map_err(|e| format!("cannot read the kernel's BTF: {e}"))?;
+    let attach_types = btf
+        .type_by_name::<libbpf_rs::btf::types::Enum<'_>>("bpf_attach_type")
+        .ok_or("no enum bpf_attach_type in the kernel's BTF")?;
+    if attach_types
+        .iter()
+        .any(|m| m.name.is_some_and(|n| n == value))
+    {
+        Ok(())
+    } else {
+        Err(format!("its enum bpf_attach_type has no {value}"))
+    }
+}
+
 /// Turns on the kernel's BPF run-time statistics (`run_time_ns`, `run_cnt`)
 /// for as long as the returned fd is open. BPF_ENABLE_STATS is reference
 /// counted and goes off by itself when the fd closes, even if we crash,

@@ -5,11 +5,12 @@
 use std::ffi::{CStr, CString};
 use std::fmt;
 use std::fs::{File, OpenOptions};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 
 use nix::sys::prctl;
 
 use super::error::{Error, Result};
+use super::sys;
 
 /// What one event is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -20,6 +21,46 @@ pub enum Trigger {
     TaskRename,
     /// One call of a user-space function of this binary (bench trig-uprobe-*).
     Call(Target),
+    /// One iteration of a BPF driver program's loop over a kernel function,
+    /// run in batches by BPF_PROG_TEST_RUN (bench trig-*, since 6.10): the
+    /// syscall is paid once per batch, not per event.
+    Loop(Driver),
+}
+
+/// The kernel function a [`Trigger::Loop`] driver calls once per event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Driver {
+    /// The helper `bpf_get_numa_node_id()`: kprobe, kretprobe, fentry, fexit.
+    Helper,
+    /// The kfunc `bpf_modify_return_test_tp()`, which fires the
+    /// `bpf_test_run/bpf_trigger_tp` tracepoint: raw_tp, tp, tp_btf, fmod_ret.
+    Kfunc,
+}
+
+/// The kfunc [`Driver::Kfunc`] calls (net/bpf/test_run.c, CONFIG_NET, 6.10+).
+pub const LOOP_KFUNC: &str = "bpf_modify_return_test_tp";
+
+/// Default and largest `--batch`: loop iterations per BPF_PROG_TEST_RUN
+/// (upstream's `--trig-batch-iters`; BATCH_MAX in bpf/overhead.bpf.c).
+pub const DEFAULT_BATCH: u32 = 100;
+pub const MAX_BATCH: u32 = 1000;
+
+impl Driver {
+    /// Its program in bpf/overhead.bpf.c.
+    pub const fn program(self) -> &'static str {
+        match self {
+            Driver::Helper => "prog_driver_helper",
+            Driver::Kfunc => "prog_driver_kfunc",
+        }
+    }
+
+    /// The function it calls once per event, where mechanisms attach.
+    pub const fn function(self) -> &'static str {
+        match self {
+            Driver::Helper => "bpf_get_numa_node_id",
+            Driver::Kfunc => LOOP_KFUNC,
+        }
+    }
 }
 
 impl Trigger {
@@ -29,6 +70,39 @@ impl Trigger {
         match self {
             Trigger::TaskRename => "task_rename",
             Trigger::Call(_) => "uprobe_target",
+            Trigger::Loop(_) => "kernel_loop",
+        }
+    }
+
+    /// The BPF driver program the trigger needs loaded, if any.
+    pub const fn driver(self) -> Option<Driver> {
+        match self {
+            Trigger::Loop(driver) => Some(driver),
+            _ => None,
+        }
+    }
+
+    /// How many times more events than `--iterations` a mechanism run
+    /// fires. A loop iteration costs ~14 ns: 100000 of them last 1.4 ms,
+    /// too short to time against interrupts; ten times that is still quick
+    /// under emulation.
+    pub const fn scale(self) -> u64 {
+        match self {
+            Trigger::Loop(_) => 10,
+            _ => 1,
+        }
+    }
+
+    /// What the kernel must have for the trigger itself, checked before
+    /// loading anything.
+    pub fn check_support(self) -> Result<()> {
+        match self {
+            Trigger::Loop(Driver::Kfunc) => sys::btf_has_function(LOOP_KFUNC).map_err(|why| {
+                Error::unsupported(format!(
+                    "kernel has no {LOOP_KFUNC}() kfunc (added in 6.10, needs CONFIG_NET): {why}"
+                ))
+            }),
+            _ => Ok(()),
         }
     }
 
@@ -41,17 +115,26 @@ impl Trigger {
         match self {
             Trigger::TaskRename => 1,
             Trigger::Call(_) => 100,
+            Trigger::Loop(_) => Self::scale(self),
         }
     }
 
     /// Prepares the trigger on the calling thread. The returned value puts
-    /// back what it changed (the thread's name) when dropped.
-    pub fn arm(self) -> Result<Armed> {
+    /// back what it changed (the thread's name) when dropped. A loop needs
+    /// its loaded driver program (`batch` iterations a run).
+    pub fn arm(self, driver: Option<BorrowedFd<'_>>, batch: u32) -> Result<Armed> {
         match self {
             Trigger::TaskRename => CommWriter::open().map(Armed::Comm),
             // Checked now: once a uprobe is attached, the first byte reads
             // as int3.
             Trigger::Call(target) => target.verify().map(|()| Armed::Call(target)),
+            Trigger::Loop(_) => {
+                let fd = driver
+                    .ok_or_else(|| Error::failed("the kernel-loop trigger has no driver program"))?
+                    .try_clone_to_owned()
+                    .map_err(|e| Error::failed(format!("dup of the driver's fd failed: {e}")))?;
+                Ok(Armed::Loop { driver: fd, batch })
+            }
         }
     }
 }
@@ -61,6 +144,7 @@ impl fmt::Display for Trigger {
         match self {
             Trigger::TaskRename => f.write_str("task_rename"),
             Trigger::Call(target) => write!(f, "call {}", target.symbol()),
+            Trigger::Loop(driver) => write!(f, "kernel loop over {}()", driver.function()),
         }
     }
 }
@@ -69,14 +153,16 @@ impl fmt::Display for Trigger {
 pub enum Armed {
     Comm(CommWriter),
     Call(Target),
+    Loop { driver: OwnedFd, batch: u32 },
 }
 
 impl Armed {
-    /// Fires `n` events back to back. This is the timed loop: nothing else
-    /// happens in it.
-    pub fn fire(&mut self, n: u64) -> Result<()> {
+    /// Fires `n` events back to back and returns how many it fired: `n`,
+    /// or for a loop `n` rounded up to whole batches. This is the timed
+    /// loop: nothing else happens in it.
+    pub fn fire(&mut self, n: u64) -> Result<u64> {
         match self {
-            Armed::Comm(writer) => writer.write_n(n),
+            Armed::Comm(writer) => writer.write_n(n).map(|()| n),
             Armed::Call(target) => {
                 let f = std::hint::black_box(target.function());
                 for _ in 0..n {
@@ -84,20 +170,53 @@ impl Armed {
                     // and preserve every callee-saved register.
                     unsafe { f() };
                 }
-                Ok(())
+                Ok(n)
+            }
+            Armed::Loop { driver, batch } => {
+                let runs = n.div_ceil(u64::from(*batch));
+                for _ in 0..runs {
+                    run_driver(driver, *batch)?;
+                }
+                Ok(runs * u64::from(*batch))
             }
         }
     }
 
     /// Checks that the events really happened (comm writes: the name
     /// changed), so a trigger that silently does nothing fails loudly.
-    /// (Call targets are checked when armed.)
+    /// (Call targets are checked when armed; loop drivers on every run.)
     pub fn verify(&self) -> Result<()> {
         match self {
             Armed::Comm(writer) => writer.verify(),
-            Armed::Call(_) => Ok(()),
+            Armed::Call(_) | Armed::Loop { .. } => Ok(()),
         }
     }
+}
+
+/// One BPF_PROG_TEST_RUN of a loop driver, which returns its iteration
+/// count: anything but `batch` means the loop did not run as loaded.
+fn run_driver(driver: &OwnedFd, batch: u32) -> Result<()> {
+    let mut opts = libbpf_rs::libbpf_sys::bpf_test_run_opts {
+        sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_test_run_opts>() as _,
+        ..Default::default()
+    };
+    // SAFETY: opts is a valid, sized bpf_test_run_opts; the fd is open.
+    let ret =
+        unsafe { libbpf_rs::libbpf_sys::bpf_prog_test_run_opts(driver.as_raw_fd(), &mut opts) };
+    if ret != 0 {
+        let err = std::io::Error::from_raw_os_error(-ret);
+        return Err(Error::failed(format!(
+            "BPF_PROG_TEST_RUN of the loop driver failed: {err}"
+        ))
+        .with_errno(Some(-ret)));
+    }
+    if opts.retval != batch {
+        return Err(Error::failed(format!(
+            "the loop driver ran {} iterations, not {batch}",
+            opts.retval
+        )));
+    }
+    Ok(())
 }
 
 /// Writes the calling thread's comm. `/proc/self/comm` would rename the
@@ -185,10 +304,26 @@ pub enum Target {
     Push,
     /// First instruction `ret` (single-stepped).
     Ret,
+    /// First instruction the 5-byte `nopl 0x0(%rax,%rax,1)`, which recent
+    /// kernels optimize from a trap into a call (Jiri Olsa's series).
+    Nop5,
+    /// A USDT probe point (a `nop`) described by a `.note.stapsdt` note,
+    /// provider `bpf_overhead`, name `usdt_nop`, as sys/sdt.h writes one.
+    Usdt,
 }
 
+/// The USDT note's provider and name.
+pub const USDT_PROVIDER: &str = "bpf_overhead";
+pub const USDT_NAME: &str = "usdt_nop";
+
 impl Target {
-    pub const ALL: [Target; 3] = [Target::Nop, Target::Push, Target::Ret];
+    pub const ALL: [Target; 5] = [
+        Target::Nop,
+        Target::Push,
+        Target::Ret,
+        Target::Nop5,
+        Target::Usdt,
+    ];
 
     /// Short name used in mechanism names: `uprobe-nop`, `base-push`...
     pub const fn name(self) -> &'static str {
@@ -196,6 +331,8 @@ impl Target {
             Target::Nop => "nop",
             Target::Push => "push",
             Target::Ret => "ret",
+            Target::Nop5 => "nop5",
+            Target::Usdt => "usdt",
         }
     }
 
@@ -205,27 +342,31 @@ impl Target {
             Target::Nop => "uprobe_target_nop",
             Target::Push => "uprobe_target_push",
             Target::Ret => "uprobe_target_ret",
+            Target::Nop5 => "uprobe_target_nop5",
+            Target::Usdt => "usdt_target",
         }
     }
 
     /// The machine code the target must start with.
-    pub fn first_byte(self) -> u8 {
+    pub fn first_bytes(self) -> &'static [u8] {
         match self {
-            Target::Nop => 0x90,  // nop
-            Target::Push => 0x55, // push %rbp
-            Target::Ret => 0xc3,  // ret
+            Target::Nop | Target::Usdt => &[0x90],           // nop
+            Target::Push => &[0x55],                         // push %rbp
+            Target::Ret => &[0xc3],                          // ret
+            Target::Nop5 => &[0x0f, 0x1f, 0x44, 0x00, 0x00], // nopl 0x0(%rax,%rax,1)
         }
     }
 
-    /// Fails unless the code starts with [`Target::first_byte`].
+    /// Fails unless the code starts with [`Target::first_bytes`].
     pub fn verify(self) -> Result<()> {
-        // SAFETY: the function's code is mapped and readable.
-        let byte = unsafe { (self.function() as *const u8).read() };
-        if byte != self.first_byte() {
+        let want = self.first_bytes();
+        // SAFETY: the function's code is mapped, readable and longer than
+        // its first instruction.
+        let code = unsafe { std::slice::from_raw_parts(self.function() as *const u8, want.len()) };
+        if code != want {
             return Err(Error::failed(format!(
-                "{} starts with byte {byte:#04x}, not {:#04x}: the measurement would be of another instruction",
+                "{} starts with bytes {code:02x?}, not {want:02x?}: the measurement would be of another instruction",
                 self.symbol(),
-                self.first_byte()
             )));
         }
         Ok(())
@@ -236,6 +377,8 @@ impl Target {
             Target::Nop => uprobe_target_nop,
             Target::Push => uprobe_target_push,
             Target::Ret => uprobe_target_ret,
+            Target::Nop5 => uprobe_target_nop5,
+            Target::Usdt => usdt_target,
         }
     }
 }
@@ -266,6 +409,41 @@ std::arch::global_asm!(
     "uprobe_target_ret:",
     "ret",
     ".size uprobe_target_ret, .-uprobe_target_ret",
+    ".globl uprobe_target_nop5",
+    ".type uprobe_target_nop5,@function",
+    "uprobe_target_nop5:",
+    ".byte 0x0f, 0x1f, 0x44, 0x00, 0x00",
+    "ret",
+    ".size uprobe_target_nop5, .-uprobe_target_nop5",
+    ".globl usdt_target",
+    ".type usdt_target,@function",
+    "usdt_target:",
+    "990: nop",
+    "ret",
+    ".size usdt_target, .-usdt_target",
+    ".popsection",
+    // The USDT note for the nop at 990, laid out as sys/sdt.h's
+    // _SDT_ASM_BODY does: the probe's address, the .stapsdt.base anchor
+    // (which lets readers undo prelinking), no semaphore, provider, name,
+    // no arguments.
+    ".pushsection .note.stapsdt,\"\",\"note\"",
+    ".balign 4",
+    ".4byte 992f-991f, 994f-993f, 3",
+    "991: .asciz \"stapsdt\"",
+    "992: .balign 4",
+    "993: .8byte 990b",
+    ".8byte _.stapsdt.base",
+    ".8byte 0",
+    ".asciz \"bpf_overhead\"",
+    ".asciz \"usdt_nop\"",
+    ".asciz \"\"",
+    "994: .balign 4",
+    ".popsection",
+    ".pushsection .stapsdt.base,\"aG\",\"progbits\",.stapsdt.base,comdat",
+    ".weak _.stapsdt.base",
+    ".hidden _.stapsdt.base",
+    "_.stapsdt.base: .space 1",
+    ".size _.stapsdt.base, 1",
     ".popsection",
 );
 
@@ -276,6 +454,8 @@ extern "C" {
     fn uprobe_target_nop();
     fn uprobe_target_push();
     fn uprobe_target_ret();
+    fn uprobe_target_nop5();
+    fn usdt_target();
 }
 
 #[cfg(test)]
@@ -285,21 +465,48 @@ mod tests {
     #[test]
     fn each_target_starts_with_its_instruction() {
         for target in Target::ALL {
-            let first = target.function() as *const u8;
-            // SAFETY: the function's code is mapped and readable.
-            let byte = unsafe { first.read() };
-            assert_eq!(
-                byte,
-                target.first_byte(),
-                "{} starts with {byte:#04x}",
-                target.symbol()
-            );
+            target.verify().unwrap();
         }
+    }
+
+    /// The USDT note is what readelf, and so libbpf, read: provider, name,
+    /// and a location inside usdt_target.
+    #[test]
+    fn the_usdt_note_reads_back() {
+        let exe = std::env::current_exe().unwrap();
+        let out = std::process::Command::new("readelf")
+            .arg("-n")
+            .arg(&exe)
+            .output()
+            .expect("readelf (binutils) runs");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let note = text
+            .split("stapsdt")
+            .find(|n| n.contains("Provider: bpf_overhead"))
+            .unwrap_or_else(|| panic!("no bpf_overhead USDT note in:\n{text}"));
+        assert!(note.contains("Name: usdt_nop"), "{note}");
+        let location = note
+            .split("Location: ")
+            .nth(1)
+            .and_then(|l| l.split(',').next())
+            .and_then(|hex| u64::from_str_radix(hex.trim().trim_start_matches("0x"), 16).ok())
+            .unwrap_or_else(|| panic!("no location in {note}"));
+        let symbols = std::process::Command::new("nm").arg(&exe).output().unwrap();
+        let symbols = String::from_utf8_lossy(&symbols.stdout);
+        let start = symbols
+            .lines()
+            .find(|l| l.ends_with(" usdt_target"))
+            .and_then(|l| u64::from_str_radix(l.split(' ').next()?, 16).ok())
+            .expect("usdt_target in the symbol table");
+        assert_eq!(
+            location, start,
+            "the probe is usdt_target's first instruction"
+        );
     }
 
     #[test]
     fn targets_return() {
-        let mut armed = Trigger::Call(Target::Push).arm().unwrap();
+        let mut armed = Trigger::Call(Target::Push).arm(None, 1).unwrap();
         armed.fire(10).unwrap();
         armed.verify().unwrap();
     }

@@ -4,17 +4,14 @@
 
 use std::fmt;
 
-use bpf_overhead::document::{Document, Host, MechanismResult, Status};
+use bpf_overhead::document::{Document, Host, MechanismResult};
+use bpf_overhead::expect::{Expectations, Verdict};
 use bpf_overhead::measure::DEFAULT_ITERATIONS;
 use bpf_overhead::pipeline::{self, Plan};
+use bpf_overhead::render::KtapResult;
 use bpf_overhead::{render, Mechanism};
 
-/// Set to 1 by CI jobs that expect every mechanism: a skip becomes a failure.
-pub const STRICT_ENV: &str = "BPF_OVERHEAD_STRICT";
-
-pub fn strict() -> bool {
-    std::env::var(STRICT_ENV).is_ok_and(|v| v == "1")
-}
+pub mod ktap;
 
 /// A test failure that prints as its one-line message: the harness shows
 /// `Error: <message>` rather than a panic location and backtrace.
@@ -41,8 +38,39 @@ macro_rules! ensure {
 /// counted exactly one hit per event from the measuring thread. Prints the
 /// selftest line and the overhead against the base measured in the same
 /// round. A missing kernel feature prints `SKIP <mechanism>: <reason>` and
-/// passes (fails in strict mode); anything else fails with one line.
+/// passes, unless strict mode says otherwise ([`Expectations`]: the
+/// kernel's declared absences); anything else fails with one line.
+///
+/// With [`ktap::KTAP_ENV`] set, also appends the test's KTAP result to
+/// that file (see [`ktap::append`]).
 pub fn check(name: &str) -> Outcome {
+    let (outcome, diagnostics) = match measure(name) {
+        Ok(Checked::Passed(lines)) => (Ok(()), lines),
+        Ok(Checked::Skipped(reason)) => {
+            ktap::record(name, KtapResult::Skip(&reason), &[])?;
+            return Ok(());
+        }
+        Err(Failure(why)) => (Err(Failure(why.clone())), vec![why]),
+    };
+    let result = if outcome.is_ok() {
+        KtapResult::Pass
+    } else {
+        KtapResult::Fail
+    };
+    ktap::record(name, result, &diagnostics)?;
+    outcome
+}
+
+/// What [`measure`] found, short of a failure.
+enum Checked {
+    /// Measured and counted right: the lines printed.
+    Passed(Vec<String>),
+    /// The kernel lacks what it needs, and may: why.
+    Skipped(String),
+}
+
+fn measure(name: &str) -> Result<Checked, Failure> {
+    let expect = Expectations::from_env().map_err(Failure)?;
     let mechanism: Mechanism = name.parse().map_err(Failure)?;
     let doc = pipeline::execute(&Plan::selftest(mechanism), Host::current, |_| {})
         .map_err(|e| Failure(e.to_string()))?;
@@ -52,34 +80,29 @@ pub fn check(name: &str) -> Outcome {
     let base = doc
         .mechanism(&result.base)
         .ok_or_else(|| Failure(format!("{name}: its base is not in the result document")))?;
-    // A base that failed says why itself, better than "its base failed".
-    let judged = if base.is_ok() { result } else { base };
-    match judged.status {
-        Status::Ok => {}
-        Status::Skipped if !strict() => {
-            println!("SKIP {}: {}", judged.name, reason(judged));
-            return Ok(());
+    // A base that failed or skipped says why itself, better than "its base
+    // failed"; the mechanism is judged by its own name all the same.
+    let why = if base.is_ok() { result } else { base };
+    match expect.judge(name, result.status, why.reason.as_deref()) {
+        Verdict::Pass => {}
+        Verdict::Skip(reason) => {
+            println!("SKIP {name}: {reason}");
+            return Ok(Checked::Skipped(reason));
         }
-        Status::Skipped => {
-            return Err(Failure(format!(
-                "{}: {} (a skip, failed because {STRICT_ENV}=1)",
-                judged.name,
-                reason(judged)
-            )))
-        }
-        Status::Failed => return Err(Failure(reason(judged).to_string())),
+        Verdict::Fail(reason) => return Err(Failure(reason)),
     }
-    for line in [
+    let lines: Vec<String> = [
         render::selftest_line(&doc, result),
         render::detail_line(&doc, result),
-    ] {
-        println!("{}", line.unwrap_or_default());
+    ]
+    .into_iter()
+    .map(Option::unwrap_or_default)
+    .collect();
+    for line in &lines {
+        println!("{line}");
     }
-    check_counts(&doc, result)
-}
-
-fn reason(m: &MechanismResult) -> &str {
-    m.reason.as_deref().unwrap_or("no reason given")
+    check_counts(&doc, result)?;
+    Ok(Checked::Passed(lines))
 }
 
 fn check_counts(doc: &Document, m: &MechanismResult) -> Outcome {
@@ -89,10 +112,15 @@ fn check_counts(doc: &Document, m: &MechanismResult) -> Outcome {
         "{name}: ran {} events, not {DEFAULT_ITERATIONS}",
         doc.iterations
     );
-    let expected = (!m.is_base()).then(|| vec![DEFAULT_ITERATIONS.get()]);
+    let events = m.events_per_run;
+    ensure!(
+        events >= DEFAULT_ITERATIONS.get(),
+        "{name}: ran {events} events a run, fewer than {DEFAULT_ITERATIONS}"
+    );
+    let expected = (!m.is_base()).then(|| vec![events]);
     ensure!(
         m.hits == expected,
-        "{name}: the BPF program counted {:?} hits from the measuring thread for {DEFAULT_ITERATIONS} events, expected {expected:?}",
+        "{name}: the BPF program counted {:?} hits from the measuring thread for {events} events, expected {expected:?}",
         m.hits
     );
     Ok(())

@@ -1,0 +1,417 @@
+//! Several result documents side by side: kernels, machines, or a kernel
+//! before and after a change. `bpf-overhead report` renders the
+//! [`Matrix`] built here as a table and an SVG chart
+//! ([`crate::render::report`]): mechanisms down, runs across, each cell the
+//! mechanism's ns per event over its base in that run, with its noise.
+//!
+//! Overheads, not rates, are what compare across runs: each is measured
+//! against the base of its own run, so a faster or busier machine moves
+//! little of it.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use crate::document::{Document, Status};
+
+/// One result file: where it came from and what it was measured on.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Run {
+    /// What the table's column and the chart's legend call it: the kernel
+    /// release when those are unique, else the file name (see
+    /// [`Matrix::new`]).
+    pub label: String,
+    /// The file as given.
+    pub file: String,
+    pub kernel_release: String,
+    pub cpu_model: String,
+    pub timestamp: String,
+    /// The emulator (`tcg`) when measured under one: its figures are not
+    /// performance figures, and both renderers say so.
+    pub emulated: Option<String>,
+    pub iterations: u64,
+    pub repeats: usize,
+}
+
+/// A mechanism in one run.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Cell {
+    /// Measured: ns per event over its base, median and sample stddev over
+    /// the rounds (`rounds` of them; the stddev means nothing with one).
+    Overhead {
+        median: f64,
+        stddev: f64,
+        rounds: usize,
+    },
+    /// A base, measured: its own ns per event (median).
+    Base { ns_per_event: f64 },
+    /// Skipped: why.
+    Skipped(String),
+    /// Failed: why.
+    Failed(String),
+    /// Not in that run (not selected, or by another version), or measured
+    /// without figures.
+    Missing,
+}
+
+/// A mechanism across the runs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    pub name: String,
+    /// Its base's name (its own for a base).
+    pub base: String,
+    /// Its trigger: the chart draws one panel per trigger.
+    pub trigger: String,
+    /// One cell per run, in the order of [`Matrix::runs`].
+    pub cells: Vec<Cell>,
+}
+
+impl Row {
+    pub fn is_base(&self) -> bool {
+        self.name == self.base
+    }
+}
+
+/// Mechanisms down, runs across.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Matrix {
+    pub runs: Vec<Run>,
+    pub rows: Vec<Row>,
+}
+
+impl Matrix {
+    /// The runs of `docs`, each with the file it came from, in order. The
+    /// rows are every mechanism of any run, in the runs' order (a
+    /// mechanism only some runs have goes after the one before it in its
+    /// run). Refuses no documents, and documents of which no two have a
+    /// mechanism (bases aside) in common: there is nothing to compare.
+    pub fn new(docs: &[(String, Document)]) -> Result<Self, String> {
+        if docs.is_empty() {
+            return Err(
+                "no result files: give one or more files written by --save or --format json".into(),
+            );
+        }
+        check_common(docs)?;
+        let labels = labels(docs);
+        let runs = docs
+            .iter()
+            .zip(labels)
+            .map(|((file, doc), label)| Run {
+                label,
+                file: file.clone(),
+                kernel_release: doc.kernel_release.clone(),
+                cpu_model: doc.cpu_model.clone(),
+                timestamp: doc.timestamp.clone(),
+                emulated: doc.emulated.clone(),
+                iterations: doc.iterations,
+                repeats: doc.repeats,
+            })
+            .collect();
+
+        let mut rows: Vec<Row> = Vec::new();
+        for (_, doc) in docs {
+            let mut after: Option<usize> = None;
+            for m in &doc.mechanisms {
+                after = Some(match rows.iter().position(|r| r.name == m.name) {
+                    Some(i) => i,
+                    None => {
+                        let i = after.map_or(0, |a| a + 1);
+                        rows.insert(
+                            i,
+                            Row {
+                                name: m.name.clone(),
+                                base: m.base.clone(),
+                                trigger: m.trigger.clone(),
+                                cells: Vec::new(),
+                            },
+                        );
+                        i
+                    }
+                });
+            }
+        }
+        for row in &mut rows {
+            row.cells = docs
+                .iter()
+                .map(|(_, doc)| doc.mechanism(&row.name).map_or(Cell::Missing, cell))
+                .collect();
+        }
+        Ok(Self { runs, rows })
+    }
+
+    /// The triggers in row order, each with its rows that are not bases:
+    /// the chart's panels.
+    pub fn panels(&self) -> Vec<(&str, Vec<&Row>)> {
+        let mut panels: Vec<(&str, Vec<&Row>)> = Vec::new();
+        for row in self.rows.iter().filter(|r| !r.is_base()) {
+            match panels.iter_mut().find(|(t, _)| *t == row.trigger) {
+                Some((_, rows)) => rows.push(row),
+                None => panels.push((&row.trigger, vec![row])),
+            }
+        }
+        panels
+    }
+}
+
+fn cell(m: &crate::document::MechanismResult) -> Cell {
+    let why = || m.reason.clone().unwrap_or_else(|| "no reason given".into());
+    match m.status {
+        Status::Skipped => Cell::Skipped(why()),
+        Status::Failed => Cell::Failed(why()),
+        Status::Ok if m.is_base() => m
+            .ns_per_event
+            .map_or(Cell::Missing, |ns_per_event| Cell::Base { ns_per_event }),
+        Status::Ok => m
+            .overhead_ns
+            .as_ref()
+            .map_or(Cell::Missing, |o| Cell::Overhead {
+                median: o.median,
+                stddev: o.stddev,
+                rounds: o.samples.len(),
+            }),
+    }
+}
+
+/// The mechanisms (bases aside) a document lists, whatever their status.
+fn mechanisms(doc: &Document) -> BTreeSet<&str> {
+    doc.mechanisms
+        .iter()
+        .filter(|m| !m.is_base())
+        .map(|m| m.name.as_str())
+        .collect()
+}
+
+/// Two or more documents must share a mechanism, bases aside; a
+/// mechanism skipped in one and measured in another counts.
+fn check_common(docs: &[(String, Document)]) -> Result<(), String> {
+    if docs.len() < 2 {
+        return Ok(());
+    }
+    let sets: Vec<BTreeSet<&str>> = docs.iter().map(|(_, d)| mechanisms(d)).collect();
+    let shared = sets
+        .iter()
+        .enumerate()
+        .any(|(i, a)| sets[i + 1..].iter().any(|b| !a.is_disjoint(b)));
+    if shared {
+        return Ok(());
+    }
+    let what: Vec<String> = docs
+        .iter()
+        .zip(&sets)
+        .map(|((file, _), set)| {
+            let names: Vec<&str> = set.iter().copied().collect();
+            format!(
+                "{file} has {}",
+                if names.is_empty() {
+                    "bases only".to_string()
+                } else {
+                    names.join(", ")
+                }
+            )
+        })
+        .collect();
+    Err(format!(
+        "nothing in common: no two result files have a mechanism in common ({})",
+        what.join("; ")
+    ))
+}
+
+/// Each run's kernel release when no other run has the same one, else
+/// its file name when no other has that, else the file as given; all
+/// numbered when that still leaves two alike.
+fn labels(docs: &[(String, Document)]) -> Vec<String> {
+    type Candidate = fn(&(String, Document)) -> String;
+    let candidates: [Candidate; 3] = [
+        |(_, d)| d.kernel_release.clone(),
+        |(f, _)| {
+            Path::new(f)
+                .file_name()
+                .map_or_else(|| f.clone(), |n| n.to_string_lossy().into_owned())
+        },
+        |(f, _)| f.clone(),
+    ];
+    let labels: Vec<String> = docs
+        .iter()
+        .enumerate()
+        .map(|(i, run)| {
+            candidates
+                .iter()
+                .find(|c| {
+                    docs.iter()
+                        .enumerate()
+                        .all(|(j, other)| j == i || c(other) != c(run))
+                })
+                .map(|c| c(run))
+                .unwrap_or_default()
+        })
+        .collect();
+    let unique = labels.iter().collect::<BTreeSet<_>>().len() == labels.len();
+    if unique && labels.iter().all(|l| !l.is_empty()) {
+        return labels;
+    }
+    docs.iter()
+        .enumerate()
+        .map(|(i, (_, d))| format!("{} #{}", d.kernel_release, i + 1))
+        .collect()
+}
+
+/// Reads a result file for the report; the message names the file.
+pub fn load(path: &Path) -> Result<Document, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    Document::from_json(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::document::tests::document;
+    use crate::stats::Summary;
+
+    /// Three runs of the fixture: two kernels and an emulated one, with
+    /// kprobe measured where the fixture skips it and tp absent from one.
+    pub(crate) fn matrix() -> Matrix {
+        let a = document();
+        let mut b = document();
+        b.kernel_release = "6.12.0".into();
+        let raw_tp = b.mechanism_mut("raw_tp").unwrap();
+        raw_tp.overhead_ns = Summary::of(&[150.0, 160.0, 140.0]);
+        let kprobe = b.mechanism_mut("kprobe").unwrap();
+        kprobe.status = Status::Ok;
+        kprobe.reason = None;
+        kprobe.overhead_ns = Summary::of(&[250.0, 260.0, 240.0]);
+        b.mechanisms.retain(|m| m.name != "tp");
+        let mut c = document();
+        c.kernel_release = "6.1.0".into();
+        c.emulated = Some("tcg".into());
+        let tp = c.mechanism_mut("tp").unwrap();
+        tp.status = Status::Failed;
+        tp.reason = Some("tp: attach failed".into());
+        Matrix::new(&[
+            ("a.json".into(), a),
+            ("results/b.json".into(), b),
+            ("c.json".into(), c),
+        ])
+        .unwrap()
+    }
+
+    #[test]
+    fn mechanisms_down_runs_across() {
+        let m = matrix();
+        let labels: Vec<&str> = m.runs.iter().map(|r| r.label.as_str()).collect();
+        assert_eq!(labels, ["6.18.0", "6.12.0", "6.1.0"]);
+        assert_eq!(m.runs[2].emulated.as_deref(), Some("tcg"));
+        let names: Vec<&str> = m.rows.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names, ["base", "kprobe", "raw_tp", "tp"]);
+        let raw_tp = &m.rows[2];
+        assert_eq!(
+            raw_tp.cells[1],
+            Cell::Overhead {
+                median: 150.0,
+                stddev: 10.0,
+                rounds: 3
+            }
+        );
+        assert_eq!(
+            m.rows[1].cells[0],
+            Cell::Skipped("kernel has no kprobes".into())
+        );
+        assert_eq!(m.rows[3].cells[1], Cell::Missing, "tp is not in b.json");
+        assert_eq!(m.rows[3].cells[2], Cell::Failed("tp: attach failed".into()));
+        assert!(
+            matches!(m.rows[0].cells[0], Cell::Base { ns_per_event } if (ns_per_event - 1e6 / 1050.0).abs() < 1e-9)
+        );
+    }
+
+    #[test]
+    fn a_mechanism_only_one_run_has_goes_after_its_predecessor() {
+        let mut a = document();
+        a.mechanisms
+            .retain(|m| m.name != "kprobe" && m.name != "base");
+        let b = document();
+        let m = Matrix::new(&[("a".into(), a), ("b".into(), b)]).unwrap();
+        let names: Vec<&str> = m.rows.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names, ["base", "kprobe", "raw_tp", "tp"]);
+    }
+
+    #[test]
+    fn labels_tell_runs_apart() {
+        let doc = document();
+        let m = Matrix::new(&[
+            ("x/before.json".into(), doc.clone()),
+            ("y/after.json".into(), doc.clone()),
+        ])
+        .unwrap();
+        let labels: Vec<&str> = m.runs.iter().map(|r| r.label.as_str()).collect();
+        assert_eq!(
+            labels,
+            ["before.json", "after.json"],
+            "same kernel: file names"
+        );
+        let mut other = doc.clone();
+        other.kernel_release = "6.1.0".into();
+        let m = Matrix::new(&[
+            ("x/before.json".into(), doc.clone()),
+            ("y/after.json".into(), doc.clone()),
+            ("z/vm.json".into(), other),
+        ])
+        .unwrap();
+        let labels: Vec<&str> = m.runs.iter().map(|r| r.label.as_str()).collect();
+        assert_eq!(
+            labels,
+            ["before.json", "after.json", "6.1.0"],
+            "kernel releases where they tell runs apart"
+        );
+        let m = Matrix::new(&[
+            ("x/r.json".into(), doc.clone()),
+            ("y/r.json".into(), doc.clone()),
+        ])
+        .unwrap();
+        let labels: Vec<&str> = m.runs.iter().map(|r| r.label.as_str()).collect();
+        assert_eq!(labels, ["x/r.json", "y/r.json"]);
+        let m = Matrix::new(&[("r.json".into(), doc.clone()), ("r.json".into(), doc)]).unwrap();
+        let labels: Vec<&str> = m.runs.iter().map(|r| r.label.as_str()).collect();
+        assert_eq!(labels, ["6.18.0 #1", "6.18.0 #2"]);
+    }
+
+    #[test]
+    fn refuses_nothing_and_nothing_in_common() {
+        assert!(Matrix::new(&[]).unwrap_err().contains("no result files"));
+        let mut a = document();
+        a.mechanisms
+            .retain(|m| m.name == "base" || m.name == "raw_tp");
+        let mut b = document();
+        b.mechanisms.retain(|m| m.name == "base" || m.name == "tp");
+        let err =
+            Matrix::new(&[("a.json".into(), a.clone()), ("b.json".into(), b.clone())]).unwrap_err();
+        assert_eq!(
+            err,
+            "nothing in common: no two result files have a mechanism in common \
+             (a.json has raw_tp; b.json has tp)"
+        );
+        // A third run that shares with one of them is enough.
+        let c = document();
+        assert!(Matrix::new(&[("a".into(), a), ("b".into(), b), ("c".into(), c)]).is_ok());
+        // One run alone compares with nothing, and is fine.
+        assert!(Matrix::new(&[("a".into(), document())]).is_ok());
+    }
+
+    #[test]
+    fn panels_group_mechanisms_by_trigger() {
+        let mut doc = document();
+        let tp = doc.mechanism_mut("tp").unwrap();
+        tp.trigger = "uprobe_target".into();
+        let m = Matrix::new(&[("a".into(), doc)]).unwrap();
+        let panels: Vec<(&str, Vec<&str>)> = m
+            .panels()
+            .into_iter()
+            .map(|(t, rows)| (t, rows.iter().map(|r| r.name.as_str()).collect()))
+            .collect();
+        assert_eq!(
+            panels,
+            [
+                ("task_rename", vec!["kprobe", "raw_tp"]),
+                ("uprobe_target", vec!["tp"])
+            ]
+        );
+    }
+}

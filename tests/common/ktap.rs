@@ -1,0 +1,208 @@
+//! The suite's machine-readable results. `cargo test` reports a skip as a
+//! pass (`test fentry ... ok`) and stable libtest has no JSON, so with
+//! `BPF_OVERHEAD_KTAP=FILE` each mechanism's test appends its KTAP result
+//! to FILE: `ok N name`, `ok N name # SKIP reason` or `not ok N name`,
+//! after `#` diagnostic lines (its selftest and detail lines, or why it
+//! failed), `name` the mechanism's (`uprobe-nop`, as `-m` takes it).
+//!
+//! The first test to write starts the document: `KTAP version 1` and the
+//! plan, one test per catalogue entry. A run that stops early (a crash, a
+//! filter, a test that panicked before writing) leaves fewer results than
+//! the plan, and every KTAP parser then fails the file: that is the check
+//! that it is complete. Start each run with no file (or an empty one).
+//!
+//! Tests run one at a time (`#[serial]`), but appending takes an exclusive
+//! `flock` on the file anyway, numbers the result after the ones already
+//! there, and writes the test's lines with one `write(2)` on an `O_APPEND`
+//! descriptor: two processes sharing a file cannot interleave or reuse a
+//! number.
+
+use std::fs::OpenOptions;
+use std::io::{self, Read, Write};
+use std::os::fd::AsRawFd;
+use std::path::Path;
+
+use bpf_overhead::document::kernel_release;
+use bpf_overhead::render::{self, KtapResult};
+use bpf_overhead::Mechanism;
+
+use super::Failure;
+
+/// Names the file the suite appends its KTAP results to.
+pub const KTAP_ENV: &str = "BPF_OVERHEAD_KTAP";
+
+/// Appends `name`'s result to the file [`KTAP_ENV`] names, if it names
+/// one. Failing to write fails the test: CI asked for that file.
+pub fn record(name: &str, result: KtapResult, diagnostics: &[String]) -> Result<(), Failure> {
+    let Some(path) = std::env::var_os(KTAP_ENV).filter(|p| !p.is_empty()) else {
+        return Ok(());
+    };
+    let path = Path::new(&path);
+    let header = format!(
+        "bpf-overhead suite (tests/overhead.rs): kernel {}, one test per mechanism",
+        kernel_release()
+    );
+    append(
+        path,
+        Mechanism::all().count(),
+        &header,
+        name,
+        result,
+        diagnostics,
+    )
+    .map(|_| ())
+    .map_err(|e| {
+        Failure(format!(
+            "{name}: cannot append its KTAP result to {KTAP_ENV}={}: {e}",
+            path.display()
+        ))
+    })
+}
+
+/// Appends one test's result to the KTAP document at `path`, which plans
+/// `plan` tests; an empty or missing file gets the version line, the plan
+/// and `header` first. Returns the test's number.
+pub fn append(
+    path: &Path,
+    plan: usize,
+    header: &str,
+    name: &str,
+    result: KtapResult,
+    diagnostics: &[String],
+) -> io::Result<usize> {
+    let mut file = OpenOptions::new()
+        .read(true)
+        .append(true)
+        .create(true)
+        .open(path)?;
+    // Held until `file` closes.
+    // SAFETY: flock on a descriptor we own; no memory is involved.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut text = String::new();
+    file.read_to_string(&mut text)?;
+    let done = text
+        .lines()
+        .filter(|l| l.starts_with("ok ") || l.starts_with("not ok "))
+        .count();
+    let n = done + 1;
+    let mut lines = String::new();
+    if text.is_empty() {
+        lines.push_str(&render::ktap_header(plan));
+        lines.push_str(&render::ktap_diagnostic(header));
+        lines.push('\n');
+    }
+    for d in diagnostics {
+        lines.push_str(&render::ktap_diagnostic(d));
+        lines.push('\n');
+    }
+    lines.push_str(&render::ktap_result(n, name, result));
+    lines.push('\n');
+    let written = file.write(lines.as_bytes())?;
+    if written != lines.len() {
+        return Err(io::Error::other(format!(
+            "wrote {written} of {} bytes",
+            lines.len()
+        )));
+    }
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+    use std::path::PathBuf;
+
+    struct TempFile(PathBuf);
+
+    impl TempFile {
+        fn new(name: &str) -> Self {
+            let path = std::env::temp_dir()
+                .join(format!("bpf-overhead-{}-{name}.ktap", std::process::id()));
+            let _ = fs::remove_file(&path);
+            Self(path)
+        }
+    }
+
+    impl Drop for TempFile {
+        fn drop(&mut self) {
+            let _ = fs::remove_file(&self.0);
+        }
+    }
+
+    #[test]
+    fn results_follow_one_header_numbered_in_order() {
+        let file = TempFile::new("order");
+        let lines = ["task_rename raw_tp\t5994K events per sec".to_string()];
+        for (name, result, diagnostics) in [
+            ("base", KtapResult::Pass, &[][..]),
+            ("kprobe", KtapResult::Skip("kernel has no\nkprobes"), &[]),
+            ("raw_tp", KtapResult::Pass, &lines[..]),
+            (
+                "tp",
+                KtapResult::Fail,
+                &["tp: attach failed".to_string()][..],
+            ),
+        ] {
+            append(&file.0, 5, "suite", name, result, diagnostics).unwrap();
+        }
+        assert_eq!(
+            fs::read_to_string(&file.0).unwrap(),
+            "KTAP version 1\n\
+             1..5\n\
+             # suite\n\
+             ok 1 base\n\
+             ok 2 kprobe # SKIP kernel has no kprobes\n\
+             # task_rename raw_tp 5994K events per sec\n\
+             ok 3 raw_tp\n\
+             # tp: attach failed\n\
+             not ok 4 tp\n"
+        );
+    }
+
+    #[test]
+    fn concurrent_writers_neither_interleave_nor_share_a_number() {
+        const THREADS: usize = 8;
+        const EACH: usize = 50;
+        let file = TempFile::new("concurrent");
+        let path = file.0.clone();
+        let start = std::sync::Arc::new(std::sync::Barrier::new(THREADS));
+        let threads: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let (path, start) = (path.clone(), start.clone());
+                std::thread::spawn(move || {
+                    let name = format!("t{t}");
+                    let lines = vec![format!("{name} first"), format!("{name} second")];
+                    start.wait();
+                    for _ in 0..EACH {
+                        append(
+                            &path,
+                            THREADS * EACH,
+                            "suite",
+                            &name,
+                            KtapResult::Pass,
+                            &lines,
+                        )
+                        .unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let text = fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(&lines[..3], ["KTAP version 1", "1..400", "# suite"]);
+        let body = &lines[3..];
+        assert_eq!(body.len(), THREADS * EACH * 3, "{text}");
+        for (i, block) in body.chunks(3).enumerate() {
+            let name = block[2].rsplit(' ').next().unwrap();
+            assert_eq!(block[0], format!("# {name} first"), "{text}");
+            assert_eq!(block[1], format!("# {name} second"), "{text}");
+            assert_eq!(block[2], format!("ok {} {name}", i + 1), "{text}");
+        }
+    }
+}

@@ -1,0 +1,69 @@
+//! Multi-producer runs (`--producers`): every producer, each on its own
+//! CPU, counts exactly its own events, in the suite's pipeline.
+
+use std::num::NonZeroUsize;
+
+use bpf_overhead::document::{Host, Status};
+use bpf_overhead::expect::{Expectations, Verdict};
+use bpf_overhead::measure::{online_cpus, DEFAULT_ITERATIONS};
+use bpf_overhead::pipeline::{self, Plan};
+use bpf_overhead::Mechanism;
+use serial_test::serial;
+
+/// Runs `name` with 1 and with 2 producers; each producer's program must
+/// count exactly the events it fired, in every round.
+fn exact_per_producer(name: &str) {
+    if online_cpus().unwrap().len() < 2 {
+        println!("SKIP {name} with 2 producers: this machine has one CPU");
+        return;
+    }
+    let m: Mechanism = name.parse().unwrap();
+    let plan = Plan {
+        repeats: NonZeroUsize::new(2).unwrap(),
+        stats_run: false,
+        producers: NonZeroUsize::new(2).unwrap(),
+        ..Plan::new(&[m])
+    };
+    let doc = pipeline::execute(&plan, Host::current, |_| {}).unwrap();
+    let result = doc.mechanism(name).unwrap();
+    let expect = Expectations::from_env().unwrap();
+    match expect.judge(name, result.status, result.reason.as_deref()) {
+        Verdict::Pass => assert_eq!(result.status, Status::Ok),
+        Verdict::Skip(why) => {
+            println!("SKIP {name}: {why}");
+            return;
+        }
+        Verdict::Fail(why) => panic!("{why}"),
+    }
+    let producers = result.producers.as_ref().expect("per-producer figures");
+    assert_eq!(producers.len(), 2);
+    assert_ne!(producers[0].cpu, producers[1].cpu, "one CPU each");
+    let events = m.events(DEFAULT_ITERATIONS.get());
+    for p in producers {
+        assert_eq!(p.hits, vec![events; 2], "{name} on CPU {}", p.cpu);
+        println!(
+            "{name}: producer on CPU {}: {:.0}K events per sec, hits {:?}",
+            p.cpu, p.k_events_per_sec.median, p.hits
+        );
+    }
+    let scaling = result.scaling.as_ref().expect("a scaling figure");
+    println!("{name}: scaling {:.2}x over one producer", scaling.median);
+}
+
+#[test_log::test]
+#[serial]
+fn raw_tp_loop_two_producers() {
+    exact_per_producer("raw_tp-loop");
+}
+
+#[test_log::test]
+#[serial]
+fn uprobe_nop_two_producers() {
+    exact_per_producer("uprobe-nop");
+}
+
+#[test_log::test]
+#[serial]
+fn raw_tp_two_producers() {
+    exact_per_producer("raw_tp");
+}
