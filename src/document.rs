@@ -378,7 +378,7 @@ pub const MAX_FILE_BYTES: u64 = 64 << 20;
 /// The text of a result file, refusing what cannot be one without
 /// reading it: a directory, a FIFO (whose open would wait for a writer),
 /// a device (/dev/zero never ends), anything over [`MAX_FILE_BYTES`].
-fn read_result_file(path: &Path) -> Result<String, String> {
+pub fn read_result_file(path: &Path) -> Result<String, String> {
     let kind = |meta: &fs::Metadata| -> Result<(), String> {
         let t = meta.file_type();
         let what = if t.is_dir() {

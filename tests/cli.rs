@@ -532,6 +532,17 @@ fn special_file_baselines_are_refused_without_reading_them() {
         ),
     ] {
         refused_early(&["--baseline", file], expected);
+        // report reads result files too.
+        let out = output_within(
+            command(&["report", file, file]),
+            std::time::Duration::from_secs(20),
+        );
+        assert_eq!(out.code, 2, "report {file}: {}", out.stderr);
+        assert!(
+            out.stderr.contains(expected),
+            "report {file}: {}",
+            out.stderr
+        );
     }
 }
 
