@@ -247,7 +247,11 @@ fn zstd(data: &[u8], out: &mut Vec<u8>) -> Result<()> {
     let mut input = data;
     let mut dec = ruzstd::decoding::StreamingDecoder::new(&mut input)
         .map_err(|e| anyhow!("bad zstd frame header: {e}"))?;
-    dec.read_to_end(out)?;
+    // ruzstd's errors nest their causes in one long Display: keep the first.
+    dec.read_to_end(out).map_err(|e| {
+        let e = e.to_string();
+        anyhow!("corrupt zstd data ({})", e.split(':').next().unwrap_or(&e))
+    })?;
     let frame = dec.into_frame_decoder();
     ensure!(frame.is_finished(), "the zstd frame ends early");
     if let (Some(want), Some(got)) = (

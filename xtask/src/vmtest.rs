@@ -2,6 +2,7 @@
 
 use std::env;
 use std::fs::{self, File};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -127,13 +128,18 @@ fn prepare_bzimage(bz_path: &Path, dir: &Path, force_bz: bool) -> Result<PathBuf
         );
         return Ok(bz_path.to_path_buf());
     }
+    // Written only once checked, atomically: concurrent runs may share `dir`.
+    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let out = dir.join("vmlinux");
-    let tmp = dir.join(".vmlinux.tmp");
-    fs::write(&tmp, &elf).with_context(|| format!("writing {}", tmp.display()))?;
-    fs::rename(&tmp, &out)?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".vmlinux.")
+        .tempfile_in(dir)?;
+    tmp.write_all(&elf)
+        .with_context(|| format!("writing {}", tmp.path().display()))?;
+    tmp.persist(&out)?;
     say!(
         "checked {}: {} bytes, {} payload, {} byte ELF with a PVH entry",
-        bz_path.display(),
+        bz_path.file_name().unwrap_or_default().to_string_lossy(),
         data.len(),
         bz.compression.name(),
         elf.len()
@@ -258,8 +264,6 @@ fn custom_kernel(
     let mut h = FNV_START;
     fnv(&mut h, &data);
     let dir = cache.join("custom").join(format!("{h:016x}"));
-    fs::create_dir_all(&dir)?;
-    let _lock = lock(&cache.join("custom").join(format!("{h:016x}.lock")))?;
     let (release, boot) = if image::is_elf(&data) {
         let info = image::check_elf(&data).with_context(|| path.to_string())?;
         ensure!(
@@ -279,6 +283,7 @@ fn custom_kernel(
         );
     };
     let release = release.unwrap_or_else(|| "unknown".into());
+    fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let modules = match modules_dir {
         None => None,
         Some(m) => {
