@@ -147,6 +147,19 @@ fn prepare_bzimage(bz_path: &Path, dir: &Path, force_bz: bool) -> Result<PathBuf
     Ok(out)
 }
 
+/// A Debian package's bzImage: boot/vmlinuz-<release>, or from 6.19 (linux-binary-*)
+/// usr/lib/modules/<release>/vmlinuz.
+fn find_bzimage(root: &Path, release: &str) -> Option<PathBuf> {
+    [
+        format!("boot/vmlinuz-{release}"),
+        format!("usr/lib/modules/{release}/vmlinuz"),
+        format!("lib/modules/{release}/vmlinuz"),
+    ]
+    .into_iter()
+    .map(|p| root.join(p))
+    .find(|p| p.is_file())
+}
+
 fn debian_kernel(kernel: &str, cache: &Path, force_bz: bool) -> Result<Kernel> {
     for tool in ["apt-get", "apt-cache", "dpkg-deb"] {
         ensure!(
@@ -194,13 +207,12 @@ fn debian_kernel(kernel: &str, cache: &Path, force_bz: bool) -> Result<Kernel> {
             debian::unpack(deb, &root)?;
         }
         fs::remove_dir_all(&dl)?;
-        let bz = root.join(format!("boot/vmlinuz-{}", rel.name));
-        ensure!(
-            bz.is_file(),
-            "{} holds no boot/vmlinuz-{}",
-            rel.packages[0],
-            rel.name
-        );
+        let bz = find_bzimage(&root, &rel.name).with_context(|| {
+            format!(
+                "{} holds no boot/vmlinuz-{} nor usr/lib/modules/{}/vmlinuz",
+                rel.packages[0], rel.name, rel.name
+            )
+        })?;
         ensure!(
             !modules::trees(&root).is_empty(),
             "{} holds no lib/modules or usr/lib/modules",
@@ -224,7 +236,7 @@ fn debian_kernel(kernel: &str, cache: &Path, force_bz: bool) -> Result<Kernel> {
         .find(|(_, v)| *v == rel.name)
         .or(trees.first())
         .context("cached kernel without modules")?;
-    let bz = root.join(format!("boot/vmlinuz-{}", rel.name));
+    let bz = find_bzimage(&root, &rel.name).context("cached kernel without its bzImage")?;
     let vmlinux = kdir.join("vmlinux");
     let boot = if !force_bz && vmlinux.is_file() {
         let data = fs::read(&vmlinux)?;
