@@ -29,7 +29,9 @@ pub const SUITES: &[(&str, &str)] = &[
 const MIRROR: &str = "http://deb.debian.org";
 const KEYRING: &str = "/usr/share/keyrings/debian-archive-keyring.gpg";
 /// Package lists older than this are refreshed.
-const LISTS_MAX_AGE: Duration = Duration::from_secs(24 * 3600);
+pub const LISTS_MAX_AGE: Duration = Duration::from_secs(24 * 3600);
+/// ... and older than this when a KERNEL is not in them.
+pub const LISTS_RETRY_AGE: Duration = Duration::from_secs(3600);
 
 pub const ACCEPTED: &str = "accepted: a Debian kernel series (5.10, 6.1, 6.12, 6.18, 7.3…), \
     `newest`, a Debian release (6.1.0-57-amd64) or package name, or the path to a bzImage/vmlinux";
@@ -266,7 +268,7 @@ impl Apt {
              Acquire::Languages \"none\";\n\
              Acquire::GzipIndexes \"true\";\n\
              APT::Sandbox::User \"root\";\n\
-             Debug::NoLocking \"false\";\n"
+"
         )
     }
 
@@ -329,13 +331,13 @@ impl Apt {
         Some(SystemTime::now().duration_since(t).unwrap_or_default())
     }
 
-    /// Refreshes the package lists when they are missing, stale or `force`d.
-    /// A failed refresh with older lists at hand is a warning, not an error.
-    /// True if the lists were refreshed.
-    pub fn update(&self, force: bool) -> Result<bool> {
+    /// Refreshes the package lists when they are missing, older than `max_age`,
+    /// or for other sources. A failed refresh with older lists at hand is a
+    /// warning, not an error. True if the lists were refreshed.
+    pub fn update(&self, max_age: Duration) -> Result<bool> {
         let changed = self.setup()?;
         let age = self.lists_age();
-        if !force && !changed && age.is_some_and(|a| a < LISTS_MAX_AGE) {
+        if !changed && age.is_some_and(|a| a < max_age) {
             return Ok(false);
         }
         say!(

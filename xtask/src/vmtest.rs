@@ -147,6 +147,24 @@ fn prepare_bzimage(bz_path: &Path, dir: &Path, force_bz: bool) -> Result<PathBuf
     Ok(out)
 }
 
+/// Removes what a killed run (SIGKILL: no cleanup) left unpacking hours ago.
+fn remove_stale_unpacks(kernels: &Path) {
+    let Ok(entries) = fs::read_dir(kernels) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let old = e
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > Duration::from_secs(6 * 3600));
+        if old && e.file_name().to_string_lossy().starts_with(".unpack-") {
+            let _ = fs::remove_dir_all(e.path());
+        }
+    }
+}
+
 /// A Debian package's bzImage: boot/vmlinuz-<release>, or from 6.19 (linux-binary-*)
 /// usr/lib/modules/<release>/vmlinuz.
 fn find_bzimage(root: &Path, release: &str) -> Option<PathBuf> {
@@ -169,12 +187,11 @@ fn debian_kernel(kernel: &str, cache: &Path, force_bz: bool) -> Result<Kernel> {
     }
     let apt = Apt::new(cache);
     let apt_lock = lock(&cache.join("apt.lock"))?;
-    let updated = apt.update(false)?;
+    let updated = apt.update(debian::LISTS_MAX_AGE)?;
     let mut rels = apt.releases()?;
     let mut chosen = debian::choose(kernel, &rels);
-    if chosen.is_err() && !updated {
-        // Perhaps newer than the lists: refresh them once.
-        apt.update(true)?;
+    if chosen.is_err() && !updated && apt.update(debian::LISTS_RETRY_AGE)? {
+        // Perhaps newer than the lists were: look again.
         rels = apt.releases()?;
         chosen = debian::choose(kernel, &rels);
     }
@@ -183,6 +200,7 @@ fn debian_kernel(kernel: &str, cache: &Path, force_bz: bool) -> Result<Kernel> {
     let kdir = kernels.join(&rel.name);
     let _klock = lock(&kernels.join(format!("{}.lock", rel.name)))?;
     if !kdir.exists() {
+        remove_stale_unpacks(&kernels);
         // Everything happens in a temporary directory, renamed into place once
         // whole and checked: an interrupted run leaves nothing to trust.
         let tmp = tempfile::Builder::new()
@@ -777,6 +795,22 @@ not json
         assert!(s.contains("unset BPF_OVERHEAD_EMULATED\n"));
         assert!(!s.contains("BPF_OVERHEAD_ABSENT"));
         assert!(s.ends_with("cd /r || exit 125\n/bin/x 'a b'\n"));
+    }
+
+    #[test]
+    fn bzimage_of_either_package_shape() {
+        let root = tempfile::tempdir().unwrap();
+        assert_eq!(find_bzimage(root.path(), "7.3.4+deb13-amd64"), None);
+        let new = root
+            .path()
+            .join("usr/lib/modules/7.3.4+deb13-amd64/vmlinuz");
+        fs::create_dir_all(new.parent().unwrap()).unwrap();
+        fs::write(&new, "").unwrap();
+        assert_eq!(find_bzimage(root.path(), "7.3.4+deb13-amd64"), Some(new));
+        let old = root.path().join("boot/vmlinuz-6.1.0-57-amd64");
+        fs::create_dir_all(old.parent().unwrap()).unwrap();
+        fs::write(&old, "").unwrap();
+        assert_eq!(find_bzimage(root.path(), "6.1.0-57-amd64"), Some(old));
     }
 
     #[test]
