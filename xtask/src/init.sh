@@ -1,9 +1,10 @@
 #!/bin/sh
 # PID 1 of the vmtest initramfs (busybox sh), built by `cargo xtask vmtest`.
-# Mounts the host root read-only over 9p under a tmpfs overlay, chroots into it, runs $RUNDIR/job.sh, reports its exit
-# status on the virtio-serial port "vmtest.status", powers off. It never exits: PID 1
-# exiting panics the kernel. On any setup error it powers off without a status, which
-# the host reports as a failure.
+# Mounts the host root read-only over 9p under a tmpfs overlay, chroots into it,
+# runs $RUNDIR/job.sh, reports its exit status on the virtio-serial port
+# "vmtest.status", powers off. It never exits: PID 1 exiting panics the kernel.
+# On any setup error it powers off without a status, which the host reports as
+# a failure.
 /bin/busybox --install -s /bin
 export PATH=/bin HOME=/
 umask 022
