@@ -59,7 +59,7 @@ pub fn series_of(release: &str) -> String {
 }
 
 /// A plain amd64 kernel release: `X.Y.Z…-amd64`, not a flavour such as -rt or -cloud.
-fn plain_release(rel: &str) -> bool {
+pub fn plain_release(rel: &str) -> bool {
     let Some(base) = rel.strip_suffix("-amd64") else {
         return false;
     };
@@ -389,25 +389,20 @@ impl Apt {
         Ok(releases(text.lines().filter_map(|l| l.split(' ').next())))
     }
 
-    /// Downloads `packages` into `dir`; returns the .deb files and their total size.
-    pub fn download(&self, packages: &[String], dir: &Path) -> Result<(Vec<PathBuf>, u64)> {
-        let out = self
-            .command("apt-get")
-            .args(["-q", "download"])
-            .args(packages)
-            .current_dir(dir)
-            .stdout(Stdio::null())
-            .output()
-            .context("running apt-get download")?;
-        if !out.status.success() {
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            let line = stderr.lines().find(|l| l.starts_with("E:")).unwrap_or("");
-            bail!("apt-get download {} failed: {line}", packages.join(" "));
-        }
-        let mut debs = Vec::new();
-        let mut size = 0;
-        for p in packages {
-            let deb = fs::read_dir(dir)?
+    /// Where downloaded .deb files wait until their kernel is unpacked and checked.
+    pub fn debs_dir(&self) -> PathBuf {
+        self.dir.join("debs")
+    }
+
+    /// The .deb files of `packages` in the debs directory, downloading those not
+    /// there yet (a run that failed after its download does not download again).
+    /// Returns them and the bytes downloaded now.
+    pub fn download(&self, packages: &[String]) -> Result<(Vec<PathBuf>, u64)> {
+        let dir = self.debs_dir();
+        fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        let find = |p: &str| -> Option<PathBuf> {
+            fs::read_dir(&dir)
+                .ok()?
                 .flatten()
                 .map(|e| e.path())
                 .find(|f| {
@@ -415,10 +410,33 @@ impl Apt {
                         .and_then(|n| n.to_str())
                         .is_some_and(|n| n.starts_with(&format!("{p}_")) && n.ends_with(".deb"))
                 })
-                .with_context(|| format!("apt-get download left no {p}_*.deb"))?;
-            size += fs::metadata(&deb)?.len();
-            debs.push(deb);
+        };
+        let missing: Vec<&String> = packages.iter().filter(|p| find(p).is_none()).collect();
+        let mut size = 0;
+        if !missing.is_empty() {
+            // apt-get download verifies each file against the signed lists.
+            let out = self
+                .command("apt-get")
+                .args(["-q", "download"])
+                .args(&missing)
+                .current_dir(&dir)
+                .stdout(Stdio::null())
+                .output()
+                .context("running apt-get download")?;
+            if !out.status.success() {
+                let stderr = String::from_utf8_lossy(&out.stderr);
+                let line = stderr.lines().find(|l| l.starts_with("E:")).unwrap_or("");
+                bail!("apt-get download {} failed: {line}", packages.join(" "));
+            }
+            for p in &missing {
+                let deb = find(p).with_context(|| format!("apt-get download left no {p}_*.deb"))?;
+                size += fs::metadata(&deb)?.len();
+            }
         }
+        let debs = packages
+            .iter()
+            .map(|p| find(p).with_context(|| format!("no {p}_*.deb in {}", dir.display())))
+            .collect::<Result<_>>()?;
         Ok((debs, size))
     }
 }

@@ -185,6 +185,11 @@ fn debian_kernel(kernel: &str, cache: &Path, force_bz: bool) -> Result<Kernel> {
             "{tool} not found: a Debian kernel needs apt and dpkg"
         );
     }
+    let kernels = cache.join("kernels");
+    // An exact release already cached needs no apt at all (and works offline).
+    if debian::plain_release(kernel) && kernels.join(kernel).join("root").is_dir() {
+        return cached_kernel(&kernels, kernel, force_bz);
+    }
     let apt = Apt::new(cache);
     let apt_lock = lock(&cache.join("apt.lock"))?;
     let updated = apt.update(debian::LISTS_MAX_AGE)?;
@@ -196,7 +201,6 @@ fn debian_kernel(kernel: &str, cache: &Path, force_bz: bool) -> Result<Kernel> {
         chosen = debian::choose(kernel, &rels);
     }
     let rel = chosen?;
-    let kernels = cache.join("kernels");
     let kdir = kernels.join(&rel.name);
     let _klock = lock(&kernels.join(format!("{}.lock", rel.name)))?;
     if !kdir.exists() {
@@ -207,24 +211,30 @@ fn debian_kernel(kernel: &str, cache: &Path, force_bz: bool) -> Result<Kernel> {
             .prefix(".unpack-")
             .tempdir_in(&kernels)
             .with_context(|| format!("creating a directory in {}", kernels.display()))?;
-        let dl = tmp.path().join("dl");
-        fs::create_dir(&dl)?;
         say!("fetching {}", rel.packages.join(" "));
         let t = Instant::now();
-        let (debs, size) = apt.download(&rel.packages, &dl)?;
+        let (debs, size) = apt.download(&rel.packages)?;
         drop(apt_lock);
         check_signal()?;
-        say!(
-            "fetched {} MB in {}",
-            size / 1_000_000,
-            vm::secs(t.elapsed())
-        );
+        if size > 0 {
+            say!(
+                "fetched {} MB in {}",
+                size / 1_000_000,
+                vm::secs(t.elapsed())
+            );
+        }
         let t = Instant::now();
         let root = tmp.path().join("root");
         for deb in &debs {
-            debian::unpack(deb, &root)?;
+            if let Err(e) = debian::unpack(deb, &root) {
+                // Perhaps a download cut short: fetch it anew next time.
+                let _ = fs::remove_file(deb);
+                bail!(
+                    "{e:#} ({} removed: the next run downloads it again)",
+                    deb.display()
+                );
+            }
         }
-        fs::remove_dir_all(&dl)?;
         let bz = find_bzimage(&root, &rel.name).with_context(|| {
             format!(
                 "{} holds no boot/vmlinuz-{} nor usr/lib/modules/{}/vmlinuz",
@@ -240,6 +250,9 @@ fn debian_kernel(kernel: &str, cache: &Path, force_bz: bool) -> Result<Kernel> {
         prepare_bzimage(&bz, tmp.path(), false)?;
         let tmp = tmp.keep();
         fs::rename(&tmp, &kdir).with_context(|| format!("moving into {}", kdir.display()))?;
+        for deb in &debs {
+            let _ = fs::remove_file(deb);
+        }
         say!(
             "unpacked and checked in {} into {}",
             vm::secs(t.elapsed()),
@@ -247,14 +260,25 @@ fn debian_kernel(kernel: &str, cache: &Path, force_bz: bool) -> Result<Kernel> {
         );
     }
     drop(_klock);
+    cached_kernel(&kernels, &rel.name, force_bz)
+}
+
+/// A kernel unpacked and checked into `kernels/<release>` earlier.
+fn cached_kernel(kernels: &Path, release: &str, force_bz: bool) -> Result<Kernel> {
+    let kdir = kernels.join(release);
     let root = kdir.join("root");
     let trees = modules::trees(&root);
     let (tree, _) = trees
         .iter()
-        .find(|(_, v)| *v == rel.name)
+        .find(|(_, v)| v == release)
         .or(trees.first())
-        .context("cached kernel without modules")?;
-    let bz = find_bzimage(&root, &rel.name).context("cached kernel without its bzImage")?;
+        .with_context(|| format!("cached kernel without modules: remove {}", kdir.display()))?;
+    let bz = find_bzimage(&root, release).with_context(|| {
+        format!(
+            "cached kernel without its bzImage: remove {}",
+            kdir.display()
+        )
+    })?;
     let vmlinux = kdir.join("vmlinux");
     let boot = if !force_bz && vmlinux.is_file() {
         let data = fs::read(&vmlinux)?;
@@ -270,7 +294,7 @@ fn debian_kernel(kernel: &str, cache: &Path, force_bz: bool) -> Result<Kernel> {
         bz
     };
     Ok(Kernel {
-        release: rel.name,
+        release: release.to_owned(),
         boot,
         dir: kdir.clone(),
         modules: Some(tree.clone()),
