@@ -408,6 +408,23 @@ fn initramfs(k: &Kernel) -> Result<PathBuf> {
     if out.is_file() {
         return Ok(out);
     }
+    let image = initramfs_image(&bb, &mods);
+    let tmp = k.dir.join(format!(".{name}.tmp"));
+    fs::write(&tmp, image)?;
+    fs::rename(&tmp, &out)?;
+    // Keep one initramfs per kernel.
+    for e in fs::read_dir(&k.dir)?.flatten() {
+        let n = e.file_name().to_string_lossy().into_owned();
+        if n.starts_with("initramfs-") && n.ends_with(".cpio") && n != name {
+            let _ = fs::remove_file(e.path());
+        }
+    }
+    Ok(out)
+}
+
+/// The initramfs: busybox, the init, and the modules in load order
+/// (`modules/order` names them, each prefixed with its position).
+fn initramfs_image(busybox: &[u8], mods: &[(String, Vec<u8>)]) -> Vec<u8> {
     let mut c = Cpio::new();
     for d in [
         "bin",
@@ -423,7 +440,7 @@ fn initramfs(k: &Kernel) -> Result<PathBuf> {
         c.dir(d);
     }
     c.chardev("dev/console", 5, 1); // stdio for init before devtmpfs is mounted
-    c.file("bin/busybox", &bb, 0o755);
+    c.file("bin/busybox", busybox, 0o755);
     c.symlink("bin/sh", "busybox");
     c.file("init", INIT.as_bytes(), 0o755);
     let mut order = String::new();
@@ -434,17 +451,7 @@ fn initramfs(k: &Kernel) -> Result<PathBuf> {
         order.push('\n');
     }
     c.file("modules/order", order.as_bytes(), 0o644);
-    let tmp = k.dir.join(format!(".{name}.tmp"));
-    fs::write(&tmp, c.finish())?;
-    fs::rename(&tmp, &out)?;
-    // Keep one initramfs per kernel.
-    for e in fs::read_dir(&k.dir)?.flatten() {
-        let n = e.file_name().to_string_lossy().into_owned();
-        if n.starts_with("initramfs-") && n.ends_with(".cpio") && n != name {
-            let _ = fs::remove_file(e.path());
-        }
-    }
-    Ok(out)
+    c.finish()
 }
 
 fn choose_accel(forced: Option<Accel>) -> Accel {
@@ -835,6 +842,83 @@ not json
         fs::create_dir_all(old.parent().unwrap()).unwrap();
         fs::write(&old, "").unwrap();
         assert_eq!(find_bzimage(root.path(), "6.1.0-57-amd64"), Some(old));
+    }
+
+    #[test]
+    fn custom_images_are_checked_before_anything_is_cached() {
+        use crate::image::{fixtures, Compression};
+        let dir = tempfile::tempdir().unwrap();
+        let cache = dir.path().join("cache");
+        let elf = fixtures::elf(true);
+        let good = fixtures::bzimage(Compression::Zstd, &elf);
+        let mut flipped = good.clone();
+        flipped[1024 + 64 + (good.len() - 1024 - 64) / 2] ^= 0x10;
+        let cases: [(&str, Vec<u8>, &str); 5] = [
+            (
+                "cut.bzImage",
+                good[..good.len() - 100].to_vec(),
+                ": truncated: ",
+            ),
+            ("flipped.bzImage", flipped, ": damaged: its zstd payload"),
+            (
+                "cut.vmlinux",
+                elf[..elf.len() - 50].to_vec(),
+                ": truncated ELF",
+            ),
+            (
+                "nopvh.vmlinux",
+                fixtures::elf(false),
+                "without a PVH entry note",
+            ),
+            (
+                "text",
+                b"hello".to_vec(),
+                "is neither a bzImage nor an x86-64 vmlinux",
+            ),
+        ];
+        for (name, data, want) in cases {
+            let p = dir.path().join(name);
+            fs::write(&p, data).unwrap();
+            let err = custom_kernel(p.to_str().unwrap(), None, &cache, false).err();
+            let msg = format!("{:#}", err.expect(name));
+            assert!(msg.contains(want) && !msg.contains('\n'), "{name}: {msg}");
+        }
+        assert!(!cache.exists(), "nothing cached for a damaged image");
+
+        let p = dir.path().join("good.bzImage");
+        fs::write(&p, &good).unwrap();
+        let k = custom_kernel(p.to_str().unwrap(), None, &cache, false).unwrap();
+        assert_eq!(k.release, fixtures::RELEASE);
+        assert_eq!(k.boot.file_name().unwrap(), "vmlinux");
+        assert_eq!(fs::read(&k.boot).unwrap(), elf);
+        let k = custom_kernel(p.to_str().unwrap(), None, &cache, true).unwrap();
+        assert_eq!(
+            k.boot,
+            p.canonicalize().unwrap(),
+            "--bzimage boots the bzImage"
+        );
+    }
+
+    #[test]
+    fn initramfs_layout() {
+        let mods = [
+            ("9pnet".to_string(), b"A".to_vec()),
+            ("9p".to_string(), b"B".to_vec()),
+        ];
+        let img = initramfs_image(b"BB", &mods);
+        let s = String::from_utf8_lossy(&img);
+        for want in [
+            "bin/busybox",
+            "dev/console",
+            "init",
+            "modules/00-9pnet.ko",
+            "modules/01-9p.ko",
+        ] {
+            assert!(s.contains(want), "{want}");
+        }
+        assert!(s.contains("00-9pnet.ko\n01-9p.ko\n"), "load order");
+        assert!(s.contains("vmtest.status"), "the init is in");
+        assert!(s.contains("TRAILER!!!"));
     }
 
     #[test]
