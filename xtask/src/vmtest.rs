@@ -225,29 +225,35 @@ fn debian_kernel(kernel: &str, cache: &Path, force_bz: bool) -> Result<Kernel> {
         }
         let t = Instant::now();
         let root = tmp.path().join("root");
-        for deb in &debs {
-            if let Err(e) = debian::unpack(deb, &root) {
-                // Perhaps a download cut short: fetch it anew next time.
-                let _ = fs::remove_file(deb);
-                bail!(
-                    "{e:#} ({} removed: the next run downloads it again)",
-                    deb.display()
-                );
+        let unpacked = (|| -> Result<()> {
+            for deb in &debs {
+                debian::unpack(deb, &root)?;
             }
+            let bz = find_bzimage(&root, &rel.name).with_context(|| {
+                format!(
+                    "{} holds no boot/vmlinuz-{} nor usr/lib/modules/{}/vmlinuz",
+                    rel.packages[0], rel.name, rel.name
+                )
+            })?;
+            ensure!(
+                !modules::trees(&root).is_empty(),
+                "{} holds no lib/modules or usr/lib/modules",
+                rel.packages.join(" ")
+            );
+            check_signal()?;
+            prepare_bzimage(&bz, tmp.path(), false)?;
+            Ok(())
+        })();
+        if let Err(e) = unpacked {
+            // Kept for the next run after an interruption; after a failure the
+            // next run downloads them again.
+            if vm::signalled().is_none() {
+                for deb in &debs {
+                    let _ = fs::remove_file(deb);
+                }
+            }
+            return Err(e);
         }
-        let bz = find_bzimage(&root, &rel.name).with_context(|| {
-            format!(
-                "{} holds no boot/vmlinuz-{} nor usr/lib/modules/{}/vmlinuz",
-                rel.packages[0], rel.name, rel.name
-            )
-        })?;
-        ensure!(
-            !modules::trees(&root).is_empty(),
-            "{} holds no lib/modules or usr/lib/modules",
-            rel.packages.join(" ")
-        );
-        check_signal()?;
-        prepare_bzimage(&bz, tmp.path(), false)?;
         let tmp = tmp.keep();
         fs::rename(&tmp, &kdir).with_context(|| format!("moving into {}", kdir.display()))?;
         for deb in &debs {
