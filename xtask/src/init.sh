@@ -1,12 +1,16 @@
 #!/bin/sh
-# PID 1 of the vmtest initramfs (busybox sh). Mounts the host root read-only over
-# 9p under a tmpfs overlay, chroots into it, runs $RUNDIR/job.sh, reports its exit
-# status on the virtio-serial port "vmtest.status", powers off. It never exits: PID 1
-# exiting panics the kernel. On any setup error it powers off without a status, which
-# the host reports as a failure.
+# PID 1 of the vmtest initramfs (busybox sh), built by `cargo xtask vmtest`.
+# Mounts the host root read-only over 9p under a tmpfs overlay, chroots into it,
+# runs $RUNDIR/job.sh, reports its exit status on the virtio-serial port
+# "vmtest.status", powers off. It never exits: PID 1 exiting panics the kernel.
+# On any setup error it powers off without a status, which the host reports as
+# a failure.
 /bin/busybox --install -s /bin
 export PATH=/bin HOME=/
 umask 022
+# The kernel's boot messages went to the console (early output is the host's
+# sign of life); from here on only errors, as with `quiet`.
+dmesg -n 4
 
 say() { echo "vmtest: $*"; }
 

@@ -1,0 +1,504 @@
+//! Running the VM: qemu's command line, the console stream with its watchdogs,
+//! and the verdict.
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+
+use crate::args::Accel;
+
+/// What the guest init prints when it is about to run the command.
+pub const MARKER: &str = "vmtest: guest up";
+
+/// Signal number of a SIGINT/SIGTERM received, 0 if none.
+pub static SIGNALLED: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn on_signal(sig: libc::c_int) {
+    SIGNALLED.store(sig, Ordering::SeqCst);
+}
+
+/// SIGINT and SIGTERM end the run cleanly: qemu killed, temporary files removed.
+pub fn catch_signals() {
+    let handler = on_signal as extern "C" fn(libc::c_int);
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        libc::signal(libc::SIGINT, handler as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, handler as libc::sighandler_t);
+    }
+}
+
+pub fn signalled() -> Option<i32> {
+    match SIGNALLED.load(Ordering::SeqCst) {
+        0 => None,
+        s => Some(s),
+    }
+}
+
+pub struct Vm<'a> {
+    pub accel: Accel,
+    pub smp: u32,
+    pub memory: &'a str,
+    pub kernel: &'a Path,
+    pub initrd: &'a Path,
+    pub cmdline: String,
+    pub rundir: &'a Path,
+}
+
+/// The kernel command line: early serial output (the watchdog's sign of life),
+/// any oops panics, a panic powers off, and where the job is. no_timer_check:
+/// under TCG on a loaded host the IO-APIC timer check can fail and panic the
+/// boot ("IO-APIC + timer doesn't work!", seen with Debian 6.1).
+pub fn cmdline(rundir: &Path, append: &str) -> String {
+    let mut c = format!(
+        "console=ttyS0 earlyprintk=serial,ttyS0,115200 panic=-1 oops=panic no_timer_check \
+         vmtest.rundir={}",
+        rundir.display()
+    );
+    if !append.is_empty() {
+        c.push(' ');
+        c.push_str(append);
+    }
+    c
+}
+
+impl Vm<'_> {
+    pub fn qemu_args(&self) -> Vec<String> {
+        let accel: &[&str] = match self.accel {
+            Accel::Kvm => &["-accel", "kvm", "-cpu", "host"],
+            // Multi-threaded TCG oopses the guest when kprobes or trampolines
+            // patch live kernel text: one host thread for all vCPUs.
+            Accel::Tcg => &["-accel", "tcg,thread=single", "-cpu", "max"],
+        };
+        let mut a: Vec<String> = ["-M", "q35"].iter().map(|s| s.to_string()).collect();
+        a.extend(accel.iter().map(|s| s.to_string()));
+        let rest = [
+            "-smp".to_owned(),
+            self.smp.to_string(),
+            "-m".into(),
+            self.memory.into(),
+            "-nodefaults".into(),
+            "-no-user-config".into(),
+            "-display".into(),
+            "none".into(),
+            "-no-reboot".into(),
+            "-net".into(),
+            "none".into(),
+            "-kernel".into(),
+            self.kernel.display().to_string(),
+            "-initrd".into(),
+            self.initrd.display().to_string(),
+            "-append".into(),
+            self.cmdline.clone(),
+            "-serial".into(),
+            "stdio".into(),
+            "-fsdev".into(),
+            "local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap".into(),
+            "-device".into(),
+            "virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot".into(),
+            "-device".into(),
+            "virtio-serial-pci,id=vser".into(),
+            "-chardev".into(),
+            format!("file,id=status,path={}", self.status_path().display()),
+            "-device".into(),
+            "virtserialport,bus=vser.0,chardev=status,name=vmtest.status".into(),
+        ];
+        a.extend(rest);
+        a
+    }
+
+    pub fn status_path(&self) -> PathBuf {
+        self.rundir.join("status")
+    }
+}
+
+/// The console stream: CRLF to LF, the log, the marker, and what to show live.
+/// Before the marker only the init's `vmtest:` lines are shown (unless verbose):
+/// the kernel's boot messages stay in the log and are shown on a failure.
+pub struct Console {
+    verbose: bool,
+    held_cr: bool,
+    line: Vec<u8>,
+    pub first_output: Option<Instant>,
+    pub up: Option<Instant>,
+}
+
+impl Console {
+    pub fn new(verbose: bool) -> Console {
+        Console {
+            verbose,
+            held_cr: false,
+            line: Vec::new(),
+            first_output: None,
+            up: None,
+        }
+    }
+
+    /// Feeds raw console bytes; returns (bytes for the log, bytes to show now).
+    pub fn feed(&mut self, data: &[u8], now: Instant) -> (Vec<u8>, Vec<u8>) {
+        if !data.is_empty() && self.first_output.is_none() {
+            self.first_output = Some(now);
+        }
+        let mut log = Vec::with_capacity(data.len());
+        for &b in data {
+            if self.held_cr {
+                self.held_cr = false;
+                if b != b'\n' {
+                    log.push(b'\r');
+                }
+            }
+            if b == b'\r' {
+                self.held_cr = true;
+            } else {
+                log.push(b);
+            }
+        }
+        let mut show = Vec::new();
+        for &b in &log {
+            if self.up.is_some() {
+                show.push(b);
+                continue;
+            }
+            self.line.push(b);
+            if b == b'\n' {
+                let line = std::mem::take(&mut self.line);
+                if line.starts_with(MARKER.as_bytes()) {
+                    self.up = Some(now);
+                }
+                if self.verbose || line.starts_with(b"vmtest:") {
+                    show.extend_from_slice(&line);
+                }
+            }
+        }
+        (log, show)
+    }
+}
+
+/// How qemu ended.
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
+pub enum End {
+    Exited(i32),
+    TimedOut,
+    /// No console output within the alive timeout.
+    NoLife,
+    /// Output, but the init did not reach the command within the boot timeout.
+    NoBoot,
+    Signalled(i32),
+}
+
+pub struct Outcome {
+    pub end: End,
+    pub started: Instant,
+    pub finished: Instant,
+    pub first_output: Option<Instant>,
+    pub up: Option<Instant>,
+    pub log: Vec<u8>,
+}
+
+pub struct Timeouts {
+    pub total: Duration,
+    pub alive: Duration,
+    pub boot: Duration,
+}
+
+fn kill(child: &mut Child) {
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// Runs qemu, streaming its console, until it exits or a watchdog fires.
+pub fn run(vm: &Vm, verbose: bool, t: &Timeouts) -> Result<Outcome> {
+    let mut child = Command::new("qemu-system-x86_64")
+        .args(vm.qemu_args())
+        // stdin: qemu would put a terminal into raw mode.
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .context("starting qemu-system-x86_64 (apt-get install -y qemu-system-x86)")?;
+    let started = Instant::now();
+    let console = Arc::new(Mutex::new(Console::new(verbose)));
+    let log = Arc::new(Mutex::new(Vec::<u8>::new()));
+    let mut out = child.stdout.take().expect("piped");
+    let reader = {
+        let (console, log) = (console.clone(), log.clone());
+        thread::spawn(move || {
+            let mut buf = [0u8; 65536];
+            let stdout = std::io::stdout();
+            loop {
+                let n = match out.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => n,
+                };
+                let (l, show) = console.lock().unwrap().feed(&buf[..n], Instant::now());
+                log.lock().unwrap().extend_from_slice(&l);
+                let mut so = stdout.lock();
+                let _ = so.write_all(&show);
+                let _ = so.flush();
+            }
+        })
+    };
+    let end = loop {
+        if let Some(status) = child.try_wait()? {
+            break End::Exited(status.code().unwrap_or(128));
+        }
+        let elapsed = started.elapsed();
+        let (first, up) = {
+            let c = console.lock().unwrap();
+            (c.first_output, c.up)
+        };
+        if let Some(sig) = signalled() {
+            kill(&mut child);
+            break End::Signalled(sig);
+        }
+        if elapsed >= t.total {
+            kill(&mut child);
+            break End::TimedOut;
+        }
+        if first.is_none() && elapsed >= t.alive {
+            kill(&mut child);
+            break End::NoLife;
+        }
+        if up.is_none() && elapsed >= t.boot {
+            kill(&mut child);
+            break End::NoBoot;
+        }
+        thread::sleep(Duration::from_millis(50));
+    };
+    let finished = Instant::now();
+    let _ = reader.join();
+    let c = console.lock().unwrap();
+    let log = std::mem::take(&mut *log.lock().unwrap());
+    Ok(Outcome {
+        end,
+        started,
+        finished,
+        first_output: c.first_output,
+        up: c.up,
+        log,
+    })
+}
+
+/// What decides the exit status, besides the outcome.
+pub struct Rules {
+    /// Default mode: a cargo `test result:` line must appear (not with --list).
+    pub need_test_result: bool,
+    pub timeouts_secs: (u64, u64, u64),
+}
+
+/// The exit status and the `vmtest:` lines that explain it.
+pub fn verdict(o: &Outcome, status: Option<&str>, rules: &Rules) -> (i32, Vec<String>) {
+    let text = String::from_utf8_lossy(&o.log);
+    let panic = text
+        .lines()
+        .find(|l| l.contains("Kernel panic - not syncing"))
+        .map(|l| l.split_once("] ").map_or(l, |(_, r)| r).trim().to_owned());
+    let status = status
+        .map(|s| s.chars().filter(char::is_ascii_digit).collect::<String>())
+        .filter(|s| !s.is_empty())
+        .and_then(|s| s.parse::<i32>().ok());
+    let mut why = Vec::new();
+    let (total, alive, boot) = rules.timeouts_secs;
+    let rc = match o.end {
+        End::Signalled(sig) => {
+            why.push(format!("interrupted (signal {sig})"));
+            128 + sig
+        }
+        End::TimedOut => {
+            why.push(format!("timed out after {total}s"));
+            124
+        }
+        End::NoLife => {
+            why.push(format!(
+                "no sign of life: the guest printed nothing within {alive}s (the kernel did not start)"
+            ));
+            1
+        }
+        _ if panic.is_some() => {
+            why.push(format!("guest panicked: {}", panic.unwrap_or_default()));
+            1
+        }
+        End::NoBoot => {
+            why.push(format!(
+                "the guest did not reach the command within {boot}s"
+            ));
+            1
+        }
+        End::Exited(code) if code != 0 => {
+            why.push(format!("qemu failed with status {code}"));
+            1
+        }
+        End::Exited(_) => match status {
+            None => {
+                why.push("guest gave no exit status".into());
+                if o.up.is_none() {
+                    why.push("the guest never reached the command (see the console output)".into());
+                }
+                1
+            }
+            Some(0)
+                if rules.need_test_result
+                    && !text.lines().any(|l| l.starts_with("test result: ")) =>
+            {
+                why.push("no cargo 'test result:' line in the guest output".into());
+                1
+            }
+            Some(rc) => rc,
+        },
+    };
+    if text
+        .lines()
+        .any(|l| l.starts_with("vmtest: guest kernel warnings"))
+    {
+        why.push("note: the guest kernel logged a WARNING (see above)".into());
+    }
+    (rc, why)
+}
+
+/// The last `n` lines of the log, for a failure before the command ran.
+pub fn tail(log: &[u8], n: usize) -> String {
+    let text = String::from_utf8_lossy(log);
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+pub fn secs(d: Duration) -> String {
+    format!("{:.1}s", d.as_secs_f64())
+}
+
+pub fn write_log(path: &Path, log: &[u8]) -> Result<()> {
+    File::create(path)
+        .and_then(|mut f| f.write_all(log))
+        .with_context(|| format!("writing the console log to {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome(end: End, log: &str, up: bool) -> Outcome {
+        let t = Instant::now();
+        Outcome {
+            end,
+            started: t,
+            finished: t,
+            first_output: Some(t),
+            up: up.then_some(t),
+            log: log.as_bytes().to_vec(),
+        }
+    }
+
+    const RULES: Rules = Rules {
+        need_test_result: true,
+        timeouts_secs: (1800, 30, 300),
+    };
+    const OK_LOG: &str = "vmtest: guest up 1.2s\ntest result: ok. 17 passed\n";
+
+    #[test]
+    fn verdicts() {
+        let v = |end, log, up, status| verdict(&outcome(end, log, up), status, &RULES);
+        assert_eq!(v(End::Exited(0), OK_LOG, true, Some("0\n")), (0, vec![]));
+        assert_eq!(v(End::Exited(0), OK_LOG, true, Some("101\n")).0, 101);
+        let (rc, why) = v(End::Exited(0), "vmtest: guest up\n", true, Some("0"));
+        assert_eq!(
+            (rc, why[0].as_str()),
+            (1, "no cargo 'test result:' line in the guest output")
+        );
+        let (rc, why) = v(End::Exited(0), "", false, None);
+        assert_eq!(rc, 1);
+        assert_eq!(why[0], "guest gave no exit status");
+        assert!(why[1].contains("never reached the command"));
+        let panic = "[    1.5] Kernel panic - not syncing: Fatal exception\n";
+        assert_eq!(
+            v(End::Exited(0), panic, true, None),
+            (
+                1,
+                vec!["guest panicked: Kernel panic - not syncing: Fatal exception".into()]
+            )
+        );
+        assert_eq!(v(End::TimedOut, panic, true, None).0, 124);
+        let (rc, why) = v(End::NoLife, "", false, None);
+        assert_eq!(rc, 1);
+        assert!(why[0].starts_with("no sign of life: the guest printed nothing within 30s"));
+        assert!(v(End::NoBoot, "[0.1] Linux version\n", false, None).1[0].contains("within 300s"));
+        assert_eq!(
+            v(End::Exited(1), "", false, None).1[0],
+            "qemu failed with status 1"
+        );
+        assert_eq!(v(End::Signalled(2), OK_LOG, true, Some("0")).0, 130);
+        let warned = format!("{OK_LOG}vmtest: guest kernel warnings:\n");
+        assert_eq!(v(End::Exited(0), &warned, true, Some("0")).1.len(), 1);
+        let cmd = Rules {
+            need_test_result: false,
+            ..RULES
+        };
+        assert_eq!(
+            verdict(&outcome(End::Exited(0), "", true), Some("0"), &cmd).0,
+            0
+        );
+    }
+
+    #[test]
+    fn console_filters_boot_messages_until_the_marker() {
+        let t = Instant::now();
+        let mut c = Console::new(false);
+        let (log, show) = c.feed(
+            b"[    0.0] Linux version 6.1\r\nvmtest: init: insmod x failed\r",
+            t,
+        );
+        assert_eq!(
+            log,
+            b"[    0.0] Linux version 6.1\nvmtest: init: insmod x failed"
+        );
+        assert!(show.is_empty());
+        assert!(c.first_output.is_some() && c.up.is_none());
+        // A CRLF split across reads.
+        let (log, show) = c.feed(
+            b"\nvmtest: guest up 2.1s (uptime)\r\n[  3.0] boot\r\nrunning",
+            t,
+        );
+        assert_eq!(
+            log,
+            b"\nvmtest: guest up 2.1s (uptime)\n[  3.0] boot\nrunning"
+        );
+        assert_eq!(
+            show,
+            b"vmtest: init: insmod x failed\nvmtest: guest up 2.1s (uptime)\n[  3.0] boot\nrunning"
+        );
+        assert!(c.up.is_some());
+        let mut v = Console::new(true);
+        assert_eq!(v.feed(b"[0] boot\n", t).1, b"[0] boot\n");
+        let (log, _) = Console::new(false).feed(b"a\rb\r\n", t);
+        assert_eq!(log, b"a\rb\n");
+    }
+
+    #[test]
+    fn qemu_command_line() {
+        let vm = Vm {
+            accel: Accel::Tcg,
+            smp: 2,
+            memory: "2G",
+            kernel: Path::new("/k/vmlinux"),
+            initrd: Path::new("/k/initramfs.cpio"),
+            cmdline: cmdline(Path::new("/tmp/vmtest.x"), "nokaslr"),
+            rundir: Path::new("/tmp/vmtest.x"),
+        };
+        let a = vm.qemu_args().join(" ");
+        assert!(
+            a.starts_with("-M q35 -accel tcg,thread=single -cpu max -smp 2 -m 2G"),
+            "{a}"
+        );
+        assert!(a.contains("-kernel /k/vmlinux -initrd /k/initramfs.cpio"));
+        assert!(a.contains("file,id=status,path=/tmp/vmtest.x/status"));
+        assert_eq!(
+            vm.cmdline,
+            "console=ttyS0 earlyprintk=serial,ttyS0,115200 panic=-1 oops=panic no_timer_check \
+             vmtest.rundir=/tmp/vmtest.x nokaslr"
+        );
+    }
+}

@@ -1,0 +1,936 @@
+//! `cargo xtask vmtest`: boot a kernel under qemu and run the suite in it.
+
+use std::env;
+use std::fs::{self, File};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, ensure, Context, Result};
+use object::read::elf::{FileHeader, ProgramHeader};
+
+use crate::args::{self, Accel, Args, Job};
+use crate::cpio::Cpio;
+use crate::debian::{self, Apt};
+use crate::image::{self, BzImage};
+use crate::modules::{self, Tree};
+use crate::say;
+use crate::vm::{self, Rules, Timeouts, Vm};
+
+const INIT: &str = include_str!("init.sh");
+/// Bumped when the initramfs layout changes, so cached ones are rebuilt.
+const INITRAMFS_FORMAT: &str = "vmtest-initramfs-2";
+
+pub fn main(argv: &[String]) -> i32 {
+    vm::catch_signals();
+    match run(argv) {
+        Ok(rc) => rc,
+        Err(e) => {
+            if let Some(sig) = vm::signalled() {
+                say!("interrupted (signal {sig})");
+                return 128 + sig;
+            }
+            // One line, whatever the error chain holds.
+            let msg = format!("{e:#}").replace('\n', " ");
+            say!("{msg}");
+            2
+        }
+    }
+}
+
+fn check_signal() -> Result<()> {
+    match vm::signalled() {
+        Some(sig) => bail!("interrupted (signal {sig})"),
+        None => Ok(()),
+    }
+}
+
+/// The repository root: xtask's parent directory.
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives in the repository")
+        .to_path_buf()
+}
+
+fn cache_dir() -> Result<PathBuf> {
+    if let Some(c) = env::var_os("BPF_OVERHEAD_CACHE").filter(|c| !c.is_empty()) {
+        return Ok(PathBuf::from(c));
+    }
+    let home = env::var_os("HOME").context("neither BPF_OVERHEAD_CACHE nor HOME is set")?;
+    Ok(PathBuf::from(home).join(".cache/bpf-overhead"))
+}
+
+/// Exclusive lock on `path` (created), released when the file is dropped.
+fn lock(path: &Path) -> Result<File> {
+    if let Some(d) = path.parent() {
+        fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
+    }
+    let f = File::create(path).with_context(|| format!("creating {}", path.display()))?;
+    f.lock()
+        .with_context(|| format!("locking {}", path.display()))?;
+    Ok(f)
+}
+
+/// FNV-1a: a stable content hash for cache keys.
+fn fnv(h: &mut u64, data: &[u8]) {
+    for &b in data {
+        *h ^= u64::from(b);
+        *h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+}
+const FNV_START: u64 = 0xcbf2_9ce4_8422_2325;
+
+fn which(prog: &str) -> Option<PathBuf> {
+    let path = env::var_os("PATH").unwrap_or_default();
+    env::split_paths(&path)
+        .chain(["/usr/sbin", "/sbin", "/usr/bin", "/bin"].map(PathBuf::from))
+        .map(|d| d.join(prog))
+        .find(|p| p.is_file())
+}
+
+/// A kernel ready to boot.
+struct Kernel {
+    release: String,
+    /// What qemu's -kernel gets: the vmlinux (PVH) or the bzImage.
+    boot: PathBuf,
+    /// Where its initramfs is cached.
+    dir: PathBuf,
+    /// Its modules tree, if any.
+    modules: Option<PathBuf>,
+}
+
+/// Checks a bzImage and, unless `force_bz`, writes its vmlinux to `dir/vmlinux`
+/// when that has a PVH entry. Returns the image to boot.
+fn prepare_bzimage(bz_path: &Path, dir: &Path, force_bz: bool) -> Result<PathBuf> {
+    let data = fs::read(bz_path).with_context(|| format!("reading {}", bz_path.display()))?;
+    let bz = BzImage::parse(&data).with_context(|| format!("{}", bz_path.display()))?;
+    let vmlinux = bz
+        .vmlinux()
+        .with_context(|| format!("{}", bz_path.display()))?;
+    let Some(elf) = vmlinux else {
+        say!(
+            "{}: cannot decompress its {} payload here (only its size is checked); booting the bzImage",
+            bz_path.display(),
+            bz.compression.name()
+        );
+        return Ok(bz_path.to_path_buf());
+    };
+    let info = image::check_elf(&elf)?;
+    if force_bz {
+        return Ok(bz_path.to_path_buf());
+    }
+    if !info.pvh {
+        say!(
+            "{}: its kernel has no PVH entry note (CONFIG_PVH): booting the bzImage (slower)",
+            bz_path.display()
+        );
+        return Ok(bz_path.to_path_buf());
+    }
+    // Written only once checked, atomically: concurrent runs may share `dir`.
+    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let out = dir.join("vmlinux");
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".vmlinux.")
+        .tempfile_in(dir)?;
+    tmp.write_all(&elf)
+        .with_context(|| format!("writing {}", tmp.path().display()))?;
+    tmp.persist(&out)?;
+    say!(
+        "checked {}: {} bytes, {} payload, {} byte ELF with a PVH entry",
+        bz_path.file_name().unwrap_or_default().to_string_lossy(),
+        data.len(),
+        bz.compression.name(),
+        elf.len()
+    );
+    Ok(out)
+}
+
+/// Removes what a killed run (SIGKILL: no cleanup) left unpacking hours ago.
+fn remove_stale_unpacks(kernels: &Path) {
+    let Ok(entries) = fs::read_dir(kernels) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let old = e
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > Duration::from_secs(6 * 3600));
+        if old && e.file_name().to_string_lossy().starts_with(".unpack-") {
+            let _ = fs::remove_dir_all(e.path());
+        }
+    }
+}
+
+/// A Debian package's bzImage: boot/vmlinuz-<release>, or from 6.19 (linux-binary-*)
+/// usr/lib/modules/<release>/vmlinuz.
+fn find_bzimage(root: &Path, release: &str) -> Option<PathBuf> {
+    [
+        format!("boot/vmlinuz-{release}"),
+        format!("usr/lib/modules/{release}/vmlinuz"),
+        format!("lib/modules/{release}/vmlinuz"),
+    ]
+    .into_iter()
+    .map(|p| root.join(p))
+    .find(|p| p.is_file())
+}
+
+fn debian_kernel(kernel: &str, cache: &Path, force_bz: bool) -> Result<Kernel> {
+    for tool in ["apt-get", "apt-cache", "dpkg-deb"] {
+        ensure!(
+            which(tool).is_some(),
+            "{tool} not found: a Debian kernel needs apt and dpkg"
+        );
+    }
+    let kernels = cache.join("kernels");
+    // An exact release already cached needs no apt at all (and works offline).
+    if debian::plain_release(kernel) && kernels.join(kernel).join("root").is_dir() {
+        return cached_kernel(&kernels, kernel, force_bz);
+    }
+    let apt = Apt::new(cache);
+    let apt_lock = lock(&cache.join("apt.lock"))?;
+    let updated = apt.update(debian::LISTS_MAX_AGE)?;
+    let mut rels = apt.releases()?;
+    let mut chosen = debian::choose(kernel, &rels);
+    if chosen.is_err() && !updated && apt.update(debian::LISTS_RETRY_AGE)? {
+        // Perhaps newer than the lists were: look again.
+        rels = apt.releases()?;
+        chosen = debian::choose(kernel, &rels);
+    }
+    let rel = chosen?;
+    let kdir = kernels.join(&rel.name);
+    let _klock = lock(&kernels.join(format!("{}.lock", rel.name)))?;
+    if !kdir.exists() {
+        remove_stale_unpacks(&kernels);
+        // Everything happens in a temporary directory, renamed into place once
+        // whole and checked: an interrupted run leaves nothing to trust.
+        let tmp = tempfile::Builder::new()
+            .prefix(".unpack-")
+            .tempdir_in(&kernels)
+            .with_context(|| format!("creating a directory in {}", kernels.display()))?;
+        say!("fetching {}", rel.packages.join(" "));
+        let t = Instant::now();
+        let (debs, size) = apt.download(&rel.packages)?;
+        drop(apt_lock);
+        check_signal()?;
+        if size > 0 {
+            say!(
+                "fetched {} MB in {}",
+                size / 1_000_000,
+                vm::secs(t.elapsed())
+            );
+        }
+        let t = Instant::now();
+        let root = tmp.path().join("root");
+        let unpacked = (|| -> Result<()> {
+            for deb in &debs {
+                debian::unpack(deb, &root)?;
+            }
+            let bz = find_bzimage(&root, &rel.name).with_context(|| {
+                format!(
+                    "{} holds no boot/vmlinuz-{} nor usr/lib/modules/{}/vmlinuz",
+                    rel.packages[0], rel.name, rel.name
+                )
+            })?;
+            ensure!(
+                !modules::trees(&root).is_empty(),
+                "{} holds no lib/modules or usr/lib/modules",
+                rel.packages.join(" ")
+            );
+            check_signal()?;
+            prepare_bzimage(&bz, tmp.path(), false)?;
+            Ok(())
+        })();
+        if let Err(e) = unpacked {
+            // Kept for the next run after an interruption; after a failure the
+            // next run downloads them again.
+            if vm::signalled().is_none() {
+                for deb in &debs {
+                    let _ = fs::remove_file(deb);
+                }
+            }
+            return Err(e);
+        }
+        let tmp = tmp.keep();
+        fs::rename(&tmp, &kdir).with_context(|| format!("moving into {}", kdir.display()))?;
+        for deb in &debs {
+            let _ = fs::remove_file(deb);
+        }
+        say!(
+            "unpacked and checked in {} into {}",
+            vm::secs(t.elapsed()),
+            kdir.display()
+        );
+    }
+    drop(_klock);
+    cached_kernel(&kernels, &rel.name, force_bz)
+}
+
+/// A kernel unpacked and checked into `kernels/<release>` earlier.
+fn cached_kernel(kernels: &Path, release: &str, force_bz: bool) -> Result<Kernel> {
+    let kdir = kernels.join(release);
+    let root = kdir.join("root");
+    let trees = modules::trees(&root);
+    let (tree, _) = trees
+        .iter()
+        .find(|(_, v)| v == release)
+        .or(trees.first())
+        .with_context(|| format!("cached kernel without modules: remove {}", kdir.display()))?;
+    let bz = find_bzimage(&root, release).with_context(|| {
+        format!(
+            "cached kernel without its bzImage: remove {}",
+            kdir.display()
+        )
+    })?;
+    let vmlinux = kdir.join("vmlinux");
+    let boot = if !force_bz && vmlinux.is_file() {
+        let data = fs::read(&vmlinux)?;
+        image::check_elf(&data).with_context(|| {
+            format!(
+                "cached {} is damaged: remove {}",
+                vmlinux.display(),
+                kdir.display()
+            )
+        })?;
+        vmlinux
+    } else {
+        bz
+    };
+    Ok(Kernel {
+        release: release.to_owned(),
+        boot,
+        dir: kdir.clone(),
+        modules: Some(tree.clone()),
+    })
+}
+
+fn custom_kernel(
+    path: &str,
+    modules_dir: Option<&str>,
+    cache: &Path,
+    force_bz: bool,
+) -> Result<Kernel> {
+    let p = Path::new(path);
+    ensure!(
+        p.is_file(),
+        "kernel '{path}' does not exist; {}",
+        debian::ACCEPTED
+    );
+    let p = p.canonicalize()?;
+    let data = fs::read(&p).with_context(|| format!("reading {}", p.display()))?;
+    let mut h = FNV_START;
+    fnv(&mut h, &data);
+    let dir = cache.join("custom").join(format!("{h:016x}"));
+    let (release, boot) = if image::is_elf(&data) {
+        let info = image::check_elf(&data).with_context(|| path.to_string())?;
+        ensure!(
+            info.pvh,
+            "{path} is an ELF without a PVH entry note (CONFIG_PVH): boot its bzImage instead"
+        );
+        (image::banner_release(&data), p.clone())
+    } else if image::is_bzimage(&data) {
+        let release = BzImage::parse(&data)
+            .with_context(|| path.to_string())?
+            .release;
+        (release, prepare_bzimage(&p, &dir, force_bz)?)
+    } else {
+        bail!(
+            "{path} is neither a bzImage nor an x86-64 vmlinux ELF; {}",
+            debian::ACCEPTED
+        );
+    };
+    let release = release.unwrap_or_else(|| "unknown".into());
+    fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let modules = match modules_dir {
+        None => None,
+        Some(m) => {
+            let m = Path::new(m);
+            ensure!(m.is_dir(), "--modules {} is not a directory", m.display());
+            let trees = modules::trees(m);
+            Some(match trees.len() {
+                0 => m.to_path_buf(),
+                1 => trees[0].0.clone(),
+                _ => trees
+                    .iter()
+                    .find(|(_, v)| *v == release)
+                    .map(|(t, _)| t.clone())
+                    .with_context(|| {
+                        format!(
+                            "--modules {}: more than one lib/modules/<version>, none is {release}",
+                            m.display()
+                        )
+                    })?,
+            })
+        }
+    };
+    Ok(Kernel {
+        release,
+        boot,
+        dir,
+        modules,
+    })
+}
+
+/// A statically linked busybox (a dynamic one cannot run in the initramfs).
+fn busybox() -> Result<PathBuf> {
+    let bb = which("busybox").context("busybox not found: apt-get install -y busybox-static")?;
+    let data = fs::read(&bb)?;
+    let dynamic = (|| -> Option<bool> {
+        let h = object::elf::FileHeader64::<object::Endianness>::parse(&*data).ok()?;
+        let e = h.endian().ok()?;
+        let ph = h.program_headers(e, &*data).ok()?;
+        Some(ph.iter().any(|p| p.p_type(e) == object::elf::PT_INTERP))
+    })();
+    ensure!(
+        dynamic == Some(false),
+        "{} is not a statically linked x86-64 busybox: apt-get install -y busybox-static",
+        bb.display()
+    );
+    Ok(bb)
+}
+
+/// The initramfs for `k`: busybox, the init, the modules it loads; cached in
+/// the kernel's directory under a hash of its contents.
+fn initramfs(k: &Kernel) -> Result<PathBuf> {
+    let bb_path = busybox()?;
+    let bb = fs::read(&bb_path)?;
+    let mods = match &k.modules {
+        Some(dir) => Tree::open(dir)?.resolve(modules::WANTED)?,
+        None => Vec::new(),
+    };
+    let mut h = FNV_START;
+    for part in [INITRAMFS_FORMAT.as_bytes(), &bb, INIT.as_bytes()] {
+        fnv(&mut h, part);
+    }
+    for (name, data) in &mods {
+        fnv(&mut h, name.as_bytes());
+        fnv(&mut h, data);
+    }
+    let name = format!("initramfs-{h:016x}.cpio");
+    let out = k.dir.join(&name);
+    if out.is_file() {
+        return Ok(out);
+    }
+    let image = initramfs_image(&bb, &mods);
+    let tmp = k.dir.join(format!(".{name}.tmp"));
+    fs::write(&tmp, image)?;
+    fs::rename(&tmp, &out)?;
+    // Keep one initramfs per kernel.
+    for e in fs::read_dir(&k.dir)?.flatten() {
+        let n = e.file_name().to_string_lossy().into_owned();
+        if n.starts_with("initramfs-") && n.ends_with(".cpio") && n != name {
+            let _ = fs::remove_file(e.path());
+        }
+    }
+    Ok(out)
+}
+
+/// The initramfs: busybox, the init, and the modules in load order
+/// (`modules/order` names them, each prefixed with its position).
+fn initramfs_image(busybox: &[u8], mods: &[(String, Vec<u8>)]) -> Vec<u8> {
+    let mut c = Cpio::new();
+    for d in [
+        "bin",
+        "dev",
+        "proc",
+        "sys",
+        "mnt",
+        "mnt/lower",
+        "mnt/rw",
+        "newroot",
+        "modules",
+    ] {
+        c.dir(d);
+    }
+    c.chardev("dev/console", 5, 1); // stdio for init before devtmpfs is mounted
+    c.file("bin/busybox", busybox, 0o755);
+    c.symlink("bin/sh", "busybox");
+    c.file("init", INIT.as_bytes(), 0o755);
+    let mut order = String::new();
+    for (i, (m, data)) in mods.iter().enumerate() {
+        let file = format!("{i:02}-{m}.ko");
+        c.file(&format!("modules/{file}"), data, 0o644);
+        order.push_str(&file);
+        order.push('\n');
+    }
+    c.file("modules/order", order.as_bytes(), 0o644);
+    c.finish()
+}
+
+fn choose_accel(forced: Option<Accel>) -> Accel {
+    if let Some(a) = forced {
+        say!(
+            "accel={} (forced)",
+            if a == Accel::Kvm { "kvm" } else { "tcg" }
+        );
+        return a;
+    }
+    let kvm = Path::new("/dev/kvm");
+    // SAFETY: access(2) on a NUL-terminated path.
+    let writable = kvm.exists() && unsafe { libc::access(c"/dev/kvm".as_ptr(), libc::W_OK) } == 0;
+    let virt = fs::read_to_string("/proc/cpuinfo")
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.starts_with("flags"))
+        .any(|l| l.split_whitespace().any(|f| f == "vmx" || f == "svm"));
+    if writable && virt {
+        say!("accel=kvm (/dev/kvm and vmx/svm present)");
+        Accel::Kvm
+    } else {
+        if kvm.exists() {
+            say!(
+                "accel=tcg (no vmx/svm in /proc/cpuinfo: /dev/kvm is not hardware virtualization)"
+            );
+        } else {
+            say!("accel=tcg (no /dev/kvm)");
+        }
+        Accel::Tcg
+    }
+}
+
+/// Quotes a word for sh.
+pub fn sh_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_@%+=:,./-".contains(&b))
+    {
+        s.to_owned()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+/// Test executables from `cargo test --no-run --message-format=json` output,
+/// in a stable order (by name, not by build completion).
+pub fn test_executables(json: &str) -> Vec<String> {
+    let mut exes: Vec<String> = Vec::new();
+    for line in json.lines().filter(|l| l.starts_with('{')) {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        if v["reason"] != "compiler-artifact" || v["profile"]["test"] != true {
+            continue;
+        }
+        if let Some(exe) = v["executable"].as_str() {
+            if !exes.iter().any(|e| e == exe) {
+                exes.push(exe.to_owned());
+            }
+        }
+    }
+    let key = |p: &String| {
+        let base = Path::new(p)
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        (
+            base.rsplit_once('-')
+                .map_or(base.clone(), |(n, _)| n.to_owned()),
+            p.clone(),
+        )
+    };
+    exes.sort_by_key(key);
+    exes
+}
+
+fn build_tests(repo: &Path, cargo_args: &[String]) -> Result<Vec<String>> {
+    say!(
+        "building tests: cargo test --no-run {}",
+        cargo_args.join(" ")
+    );
+    let t = Instant::now();
+    let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let out = Command::new(cargo)
+        .current_dir(repo)
+        .args([
+            "test",
+            "--no-run",
+            "--message-format=json-render-diagnostics",
+        ])
+        .args(cargo_args)
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .output()
+        .context("running cargo")?;
+    check_signal()?;
+    ensure!(out.status.success(), "cargo test --no-run failed");
+    let exes = test_executables(&String::from_utf8_lossy(&out.stdout));
+    ensure!(!exes.is_empty(), "cargo built no test executables");
+    say!(
+        "built {} test executable(s) in {}",
+        exes.len(),
+        vm::secs(t.elapsed())
+    );
+    Ok(exes)
+}
+
+/// The guest environment, in order of precedence (later wins).
+fn guest_env(
+    a: &Args,
+    accel: Accel,
+    absent: Option<&Path>,
+    host: &[(String, String)],
+) -> Vec<(String, Option<String>)> {
+    let mut env: Vec<(String, Option<String>)> = host
+        .iter()
+        .filter(|(k, _)| k.starts_with("BPF_OVERHEAD_") && k != "BPF_OVERHEAD_CACHE")
+        .map(|(k, v)| (k.clone(), Some(v.clone())))
+        .collect();
+    env.push(("BPF_OVERHEAD_STRICT".into(), Some("1".into())));
+    env.push(("RUST_BACKTRACE".into(), Some("0".into())));
+    // Rates under TCG are not performance figures: the suite labels them.
+    env.push((
+        "BPF_OVERHEAD_EMULATED".into(),
+        (accel == Accel::Tcg).then(|| "tcg".into()),
+    ));
+    if let Some(f) = absent {
+        env.push(("BPF_OVERHEAD_ABSENT".into(), Some(f.display().to_string())));
+    }
+    for (k, v) in &a.env {
+        env.push((k.clone(), Some(v.clone())));
+    }
+    env
+}
+
+fn job_script(repo: &Path, env: &[(String, Option<String>)], job: &Job, exes: &[String]) -> String {
+    let mut s = String::from("# generated by cargo xtask vmtest\n");
+    s += "export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n";
+    s += "export HOME=/root USER=root LOGNAME=root TERM=dumb LANG=C.UTF-8\n";
+    s += &format!(
+        "export CARGO_MANIFEST_DIR={}\n",
+        sh_quote(&repo.display().to_string())
+    );
+    for (k, v) in env {
+        match v {
+            Some(v) => s += &format!("export {k}={}\n", sh_quote(v)),
+            None => s += &format!("unset {k}\n"),
+        }
+    }
+    s += &format!("cd {} || exit 125\n", sh_quote(&repo.display().to_string()));
+    match job {
+        Job::Cmd(c) => {
+            s += c;
+            s.push('\n');
+        }
+        Job::Exec(argv) => {
+            s += &argv
+                .iter()
+                .map(|a| sh_quote(a))
+                .collect::<Vec<_>>()
+                .join(" ");
+            s.push('\n');
+        }
+        Job::Tests(targs) => {
+            s += "rc=0\n";
+            let shown = |e: &String| {
+                Path::new(e)
+                    .strip_prefix(repo)
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_else(|_| e.clone())
+            };
+            for e in exes {
+                let line = format!("vmtest: running {} {}", shown(e), targs.join(" "));
+                s += &format!("echo {}\n", sh_quote(line.trim_end()));
+                s += &sh_quote(e);
+                for t in targs {
+                    s += " ";
+                    s += &sh_quote(t);
+                }
+                s += "\nr=$?; [ $rc -ne 0 ] || rc=$r\n";
+            }
+            s += "exit $rc\n";
+        }
+    }
+    s
+}
+
+fn run(argv: &[String]) -> Result<i32> {
+    let Some(a) = args::parse(argv, env::var("VMTEST_ACCEL").ok().as_deref())? else {
+        print!("{}", args::USAGE);
+        return Ok(0);
+    };
+    let repo = repo_root();
+    ensure!(
+        which("qemu-system-x86_64").is_some(),
+        "qemu-system-x86_64 not found: apt-get install -y qemu-system-x86"
+    );
+    busybox()?;
+    let cache = cache_dir()?;
+    let is_path = a.kernel.contains('/') || Path::new(&a.kernel).exists();
+    let k = if is_path {
+        custom_kernel(&a.kernel, a.modules.as_deref(), &cache, a.bzimage)?
+    } else {
+        ensure!(
+            a.modules.is_none(),
+            "--modules is for a KERNEL given as a path"
+        );
+        debian_kernel(&a.kernel, &cache, a.bzimage)?
+    };
+    check_signal()?;
+    let initrd = initramfs(&k)?;
+    let accel = choose_accel(a.accel);
+
+    // The job directory must be visible in the guest under the same path (the
+    // host root is its root) and fit on the kernel command line.
+    let base = env::temp_dir();
+    let base = if base.to_string_lossy().contains(char::is_whitespace) {
+        PathBuf::from("/tmp")
+    } else {
+        base
+    };
+    let rundir = tempfile::Builder::new()
+        .prefix("vmtest.")
+        .tempdir_in(&base)?;
+    let rundir_path = rundir.path().canonicalize()?;
+
+    let exes = match &a.job {
+        Job::Tests(_) => build_tests(&repo, &a.cargo_args)?,
+        _ => Vec::new(),
+    };
+    let series = debian::series_of(&k.release);
+    let absent = repo.join("ci/absent").join(&series);
+    let absent = absent.is_file().then_some(absent.as_path());
+    if let Some(f) = absent {
+        say!(
+            "kernel series {series}: BPF_OVERHEAD_ABSENT={}",
+            f.display()
+        );
+    }
+    let host: Vec<(String, String)> = env::vars().collect();
+    let env = guest_env(&a, accel, absent, &host);
+    fs::write(
+        rundir_path.join("job.sh"),
+        job_script(&repo, &env, &a.job, &exes),
+    )?;
+
+    let vm = Vm {
+        accel,
+        smp: a.smp,
+        memory: &a.memory,
+        kernel: &k.boot,
+        initrd: &initrd,
+        cmdline: vm::cmdline(&rundir_path, &a.append),
+        rundir: &rundir_path,
+    };
+    say!(
+        "booting {} ({}) accel={} timeout={}s",
+        k.release,
+        k.boot.file_name().unwrap_or_default().to_string_lossy(),
+        if accel == Accel::Kvm { "kvm" } else { "tcg" },
+        a.timeout
+    );
+    let timeouts = Timeouts {
+        total: Duration::from_secs(a.timeout),
+        alive: Duration::from_secs(a.alive_timeout),
+        boot: Duration::from_secs(a.boot_timeout),
+    };
+    let o = vm::run(&vm, a.verbose, &timeouts)?;
+    if let Some(log) = &a.log {
+        vm::write_log(Path::new(log), &o.log)?;
+    }
+    let status = fs::read_to_string(vm.status_path()).ok();
+    let rules = Rules {
+        need_test_result: matches!(&a.job, Job::Tests(t) if !t.iter().any(|t| t == "--list")),
+        timeouts_secs: (a.timeout, a.alive_timeout, a.boot_timeout),
+    };
+    let (rc, why) = vm::verdict(&o, status.as_deref(), &rules);
+    if o.up.is_none() && !a.verbose && !o.log.is_empty() {
+        say!("the guest's last console lines:");
+        eprintln!("{}", vm::tail(&o.log, 40));
+    }
+    if let (None, Some(first)) = (o.up, o.first_output) {
+        say!(
+            "first console output {} after qemu started",
+            vm::secs(first - o.started)
+        );
+    }
+    for w in why {
+        say!("{w}");
+    }
+    drop(rundir);
+    let boot = o.up.map_or("-".into(), |u| vm::secs(u - o.started));
+    println!(
+        "vmtest: kernel {} boot {} total {} exit {rc}",
+        k.release,
+        boot,
+        vm::secs(o.finished - o.started)
+    );
+    Ok(rc)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoting() {
+        assert_eq!(sh_quote("/t/overhead-1a2b"), "/t/overhead-1a2b");
+        assert_eq!(sh_quote("a b"), "'a b'");
+        assert_eq!(sh_quote("it's"), "'it'\\''s'");
+        assert_eq!(sh_quote(""), "''");
+        assert_eq!(sh_quote("$HOME"), "'$HOME'");
+    }
+
+    #[test]
+    fn executables_in_a_stable_order() {
+        let json = r#"{"reason":"compiler-artifact","profile":{"test":true},"executable":"/r/target/debug/deps/overhead-9f"}
+{"reason":"compiler-artifact","profile":{"test":false},"executable":"/r/target/debug/bpf-overhead"}
+{"reason":"compiler-artifact","profile":{"test":true},"executable":"/r/target/debug/deps/bpf_overhead-11"}
+{"reason":"compiler-artifact","profile":{"test":true},"executable":null}
+{"reason":"build-finished","success":true}
+not json
+{"reason":"compiler-artifact","profile":{"test":true},"executable":"/r/target/debug/deps/cleanup-02"}"#;
+        assert_eq!(
+            test_executables(json),
+            [
+                "/r/target/debug/deps/bpf_overhead-11",
+                "/r/target/debug/deps/cleanup-02",
+                "/r/target/debug/deps/overhead-9f"
+            ]
+        );
+    }
+
+    fn args(v: &[&str]) -> Args {
+        args::parse(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>(), None)
+            .unwrap()
+            .unwrap()
+    }
+
+    #[test]
+    fn guest_environment() {
+        let a = args(&["6.1", "--env", "BPF_OVERHEAD_STRICT=0"]);
+        let host = [
+            ("BPF_OVERHEAD_CACHE".to_string(), "/c".to_string()),
+            ("BPF_OVERHEAD_X".to_string(), "y z".to_string()),
+            ("HOME".to_string(), "/root".to_string()),
+        ];
+        let env = guest_env(&a, Accel::Tcg, Some(Path::new("/r/ci/absent/6.1")), &host);
+        let s = job_script(Path::new("/r"), &env, &a.job, &["/r/target/t-1".into()]);
+        let want = "export BPF_OVERHEAD_X='y z'\n\
+                    export BPF_OVERHEAD_STRICT=1\n\
+                    export RUST_BACKTRACE=0\n\
+                    export BPF_OVERHEAD_EMULATED=tcg\n\
+                    export BPF_OVERHEAD_ABSENT=/r/ci/absent/6.1\n\
+                    export BPF_OVERHEAD_STRICT=0\n\
+                    cd /r || exit 125\n\
+                    rc=0\n\
+                    echo 'vmtest: running target/t-1 --nocapture'\n\
+                    /r/target/t-1 --nocapture\n\
+                    r=$?; [ $rc -ne 0 ] || rc=$r\n\
+                    exit $rc\n";
+        assert!(s.ends_with(want), "{s}");
+        assert!(!s.contains("BPF_OVERHEAD_CACHE") && !s.contains("HOME=/root\n"));
+        let env = guest_env(&args(&["6.1"]), Accel::Kvm, None, &[]);
+        let s = job_script(
+            Path::new("/r"),
+            &env,
+            &Job::Exec(vec!["/bin/x".into(), "a b".into()]),
+            &[],
+        );
+        assert!(s.contains("unset BPF_OVERHEAD_EMULATED\n"));
+        assert!(!s.contains("BPF_OVERHEAD_ABSENT"));
+        assert!(s.ends_with("cd /r || exit 125\n/bin/x 'a b'\n"));
+    }
+
+    #[test]
+    fn bzimage_of_either_package_shape() {
+        let root = tempfile::tempdir().unwrap();
+        assert_eq!(find_bzimage(root.path(), "7.3.4+deb13-amd64"), None);
+        let new = root
+            .path()
+            .join("usr/lib/modules/7.3.4+deb13-amd64/vmlinuz");
+        fs::create_dir_all(new.parent().unwrap()).unwrap();
+        fs::write(&new, "").unwrap();
+        assert_eq!(find_bzimage(root.path(), "7.3.4+deb13-amd64"), Some(new));
+        let old = root.path().join("boot/vmlinuz-6.1.0-57-amd64");
+        fs::create_dir_all(old.parent().unwrap()).unwrap();
+        fs::write(&old, "").unwrap();
+        assert_eq!(find_bzimage(root.path(), "6.1.0-57-amd64"), Some(old));
+    }
+
+    #[test]
+    fn custom_images_are_checked_before_anything_is_cached() {
+        use crate::image::{fixtures, Compression};
+        let dir = tempfile::tempdir().unwrap();
+        let cache = dir.path().join("cache");
+        let elf = fixtures::elf(true);
+        let good = fixtures::bzimage(Compression::Zstd, &elf);
+        let mut flipped = good.clone();
+        flipped[1024 + 64 + (good.len() - 1024 - 64) / 2] ^= 0x10;
+        let cases: [(&str, Vec<u8>, &str); 5] = [
+            (
+                "cut.bzImage",
+                good[..good.len() - 100].to_vec(),
+                ": truncated: ",
+            ),
+            ("flipped.bzImage", flipped, ": damaged: its zstd payload"),
+            (
+                "cut.vmlinux",
+                elf[..elf.len() - 50].to_vec(),
+                ": truncated ELF",
+            ),
+            (
+                "nopvh.vmlinux",
+                fixtures::elf(false),
+                "without a PVH entry note",
+            ),
+            (
+                "text",
+                b"hello".to_vec(),
+                "is neither a bzImage nor an x86-64 vmlinux",
+            ),
+        ];
+        for (name, data, want) in cases {
+            let p = dir.path().join(name);
+            fs::write(&p, data).unwrap();
+            let err = custom_kernel(p.to_str().unwrap(), None, &cache, false).err();
+            let msg = format!("{:#}", err.expect(name));
+            assert!(msg.contains(want) && !msg.contains('\n'), "{name}: {msg}");
+        }
+        assert!(!cache.exists(), "nothing cached for a damaged image");
+
+        let p = dir.path().join("good.bzImage");
+        fs::write(&p, &good).unwrap();
+        let k = custom_kernel(p.to_str().unwrap(), None, &cache, false).unwrap();
+        assert_eq!(k.release, fixtures::RELEASE);
+        assert_eq!(k.boot.file_name().unwrap(), "vmlinux");
+        assert_eq!(fs::read(&k.boot).unwrap(), elf);
+        let k = custom_kernel(p.to_str().unwrap(), None, &cache, true).unwrap();
+        assert_eq!(
+            k.boot,
+            p.canonicalize().unwrap(),
+            "--bzimage boots the bzImage"
+        );
+    }
+
+    #[test]
+    fn initramfs_layout() {
+        let mods = [
+            ("9pnet".to_string(), b"A".to_vec()),
+            ("9p".to_string(), b"B".to_vec()),
+        ];
+        let img = initramfs_image(b"BB", &mods);
+        let s = String::from_utf8_lossy(&img);
+        for want in [
+            "bin/busybox",
+            "dev/console",
+            "init",
+            "modules/00-9pnet.ko",
+            "modules/01-9p.ko",
+        ] {
+            assert!(s.contains(want), "{want}");
+        }
+        assert!(s.contains("00-9pnet.ko\n01-9p.ko\n"), "load order");
+        assert!(s.contains("vmtest.status"), "the init is in");
+        assert!(s.contains("TRAILER!!!"));
+    }
+
+    #[test]
+    fn fnv_is_stable() {
+        let mut h = FNV_START;
+        fnv(&mut h, b"a");
+        assert_eq!(h, 0xaf63_dc4c_8601_ec8c);
+    }
+}
