@@ -97,22 +97,36 @@ static __always_inline void count_hit(void)
  * mark in the session cookie; the exit counts the marks it finds, so user
  * space can check that every entry had its exit, and its own cookie.
  */
-extern bool bpf_session_is_return(void) __ksym __weak;
-extern __u64 *bpf_session_cookie(void) __ksym __weak;
+extern bool bpf_session_is_return___noctx(void) __ksym __weak;
+extern __u64 *bpf_session_cookie___noctx(void) __ksym __weak;
+/*
+ * Newer kernels (7.x here) take the program's context. libbpf resolves the
+ * flavour whose prototype matches this kernel (a ___suffix is dropped for
+ * the lookup) and leaves the other unresolved.
+ */
+extern bool bpf_session_is_return___ctx(void *ctx) __ksym __weak;
+extern __u64 *bpf_session_cookie___ctx(void *ctx) __ksym __weak;
 
 #define SESSION_MARK 0x5e55104eULL
 
-static __always_inline int session_hit(void)
+static __always_inline int session_hit(void *ctx)
 {
 	int slot = producer_slot();
 	struct counter *c;
 	__u64 *cookie;
+	bool is_return;
 
 	if (slot < 0)
 		return 0;
 	c = &counters[slot & (MAX_SLOTS - 1)];
-	cookie = bpf_session_cookie();
-	if (!bpf_session_is_return()) {
+	if (bpf_ksym_exists(bpf_session_cookie___ctx)) {
+		cookie = bpf_session_cookie___ctx(ctx);
+		is_return = bpf_session_is_return___ctx(ctx);
+	} else {
+		cookie = bpf_session_cookie___noctx();
+		is_return = bpf_session_is_return___noctx();
+	}
+	if (!is_return) {
 		*cookie = SESSION_MARK;
 		count_in(c);
 		return 0;
@@ -155,7 +169,7 @@ int prog_kretprobe_multi(void *ctx)
 SEC("?kprobe.session/__set_task_comm")
 int prog_kprobe_session(void *ctx)
 {
-	return session_hit();
+	return session_hit(ctx);
 }
 
 SEC("?raw_tp/task_rename")
@@ -241,7 +255,7 @@ int prog_uretprobe_multi(void *ctx)
 SEC("?uprobe.session")
 int prog_uprobe_session(void *ctx)
 {
-	return session_hit();
+	return session_hit(ctx);
 }
 
 /* Attached to the USDT note bpf_overhead:usdt_nop in this binary. */
@@ -338,7 +352,7 @@ int prog_batch_kretprobe_multi(void *ctx)
 SEC("?kprobe.session/bpf_get_numa_node_id")
 int prog_batch_kprobe_session(void *ctx)
 {
-	return session_hit();
+	return session_hit(ctx);
 }
 
 SEC("?fentry/bpf_get_numa_node_id")

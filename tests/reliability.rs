@@ -61,7 +61,10 @@ fn in_own_mount_namespace<R: Send>(f: impl FnOnce() -> R + Send) -> R {
                     None::<&str>,
                 )
                 .unwrap();
-                for dir in TRACING {
+                // debugfs too: the kernel automounts tracefs under it
+                // whenever anyone looks there (as on the VMs, which mount
+                // debugfs), and the runs must find tracefs unmounted.
+                for dir in TRACING.into_iter().chain(["/sys/kernel/debug"]) {
                     while mounts().iter().any(|m| m.contains(&format!(" {dir} "))) {
                         umount2(dir, MntFlags::MNT_DETACH).unwrap();
                     }
