@@ -160,7 +160,10 @@ fn concurrent_runs_keep_tracefs_to_themselves() {
             let status = wait(&mut run, Duration::from_secs(1));
             let stdout = read_all(run.stdout.take());
             let stderr = read_all(run.stderr.take());
-            assert!(status.success(), "a run failed ({status}):\n{stderr}");
+            assert!(
+                status.success(),
+                "a run failed ({status}):\n{stderr}\n{stdout}"
+            );
             let doc: Value = serde_json::from_str(&stdout).unwrap();
             // tp needed tracefs, mounted each time in the run's own namespace.
             for m in doc["mechanisms"].as_array().unwrap() {

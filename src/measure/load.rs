@@ -124,26 +124,26 @@ impl Loaded<'_> {
 fn attach_program(mechanism: Mechanism, prog: &ProgramMut<'_>) -> libbpf_rs::Result<Link> {
     match mechanism.kind() {
         Kind::Uprobe { ret } => {
-            let exe = std::env::current_exe().map_err(libbpf_rs::Error::from)?;
+            let exe = sys::exe_path().map_err(libbpf_rs::Error::from)?;
             let opts = UprobeOpts {
                 retprobe: ret,
                 func_name: Some(mechanism.hook().into()),
                 ..Default::default()
             };
             // pid 0: this process only.
-            prog.attach_uprobe_with_opts(0, &exe, 0, opts)
+            prog.attach_uprobe_with_opts(0, exe, 0, opts)
         }
         Kind::UprobeMulti { ret } => {
-            let exe = std::env::current_exe().map_err(libbpf_rs::Error::from)?;
-            prog.attach_uprobe_multi(0, &exe, mechanism.hook(), ret, false)
+            let exe = sys::exe_path().map_err(libbpf_rs::Error::from)?;
+            prog.attach_uprobe_multi(0, exe, mechanism.hook(), ret, false)
         }
         Kind::UprobeSession => {
-            let exe = std::env::current_exe().map_err(libbpf_rs::Error::from)?;
-            prog.attach_uprobe_multi(0, &exe, mechanism.hook(), false, true)
+            let exe = sys::exe_path().map_err(libbpf_rs::Error::from)?;
+            prog.attach_uprobe_multi(0, exe, mechanism.hook(), false, true)
         }
         Kind::Usdt => {
-            let exe = std::env::current_exe().map_err(libbpf_rs::Error::from)?;
-            prog.attach_usdt(0, &exe, USDT_PROVIDER, USDT_NAME)
+            let exe = sys::exe_path().map_err(libbpf_rs::Error::from)?;
+            prog.attach_usdt(0, exe, USDT_PROVIDER, USDT_NAME)
         }
         // The rest attach where their SEC() says.
         _ => prog.attach(),

@@ -236,6 +236,18 @@ pub fn btf_has_attach_type(value: &str) -> Result<(), String> {
     }
 }
 
+/// This executable's path, for attaching uprobes to it, as the process
+/// saw it first. Read once: after a thread unshares its mount namespace
+/// (for tracefs), /proc/self/exe can name the file relative to another
+/// root (seen in the chrooted VM guest: "/newroot/..."), where libbpf then
+/// cannot open it.
+pub fn exe_path() -> std::io::Result<&'static Path> {
+    static EXE: OnceLock<Result<std::path::PathBuf, String>> = OnceLock::new();
+    EXE.get_or_init(|| std::env::current_exe().map_err(|e| e.to_string()))
+        .as_deref()
+        .map_err(|e| std::io::Error::other(format!("cannot find this executable: {e}")))
+}
+
 /// Turns on the kernel's BPF run-time statistics (`run_time_ns`, `run_cnt`)
 /// for as long as the returned fd is open. BPF_ENABLE_STATS is reference
 /// counted and goes off by itself when the fd closes, even if we crash,
