@@ -173,6 +173,23 @@ fn concurrent_runs_keep_tracefs_to_themselves() {
     });
 }
 
+/// Whether a process holds a perf event: how libbpf attaches tracepoints
+/// and uprobes where the kernel has no BPF links for them (before 5.15:
+/// Debian 5.10), so a run is attached with no link to show.
+fn holds_perf_event(pid: u32) -> bool {
+    let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    tasks.flatten().any(|task| {
+        fs::read_dir(task.path().join("fd")).is_ok_and(|fds| {
+            fds.flatten().any(|fd| {
+                fs::read_link(fd.path())
+                    .is_ok_and(|t| t.to_string_lossy() == "anon_inode:[perf_event]")
+            })
+        })
+    })
+}
+
 /// The BPF programs and links a process holds, from the fdinfo of every
 /// thread (the measuring thread has a file table of its own).
 fn bpf_objects(pid: u32) -> (BTreeSet<u32>, BTreeSet<u32>) {
@@ -226,7 +243,7 @@ fn start_attached(save: &Path) -> (Child, BTreeSet<u32>, BTreeSet<u32>) {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let (progs, links) = bpf_objects(run.id());
-        if !progs.is_empty() && !links.is_empty() {
+        if !progs.is_empty() && (!links.is_empty() || holds_perf_event(run.id())) {
             return (run, progs, links);
         }
         if let Some(status) = run.try_wait().unwrap() {
