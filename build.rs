@@ -25,7 +25,14 @@ fn main() {
 
     if let Err(err) = SkeletonBuilder::new()
         .source(SRC)
-        .clang_args([multiarch.as_str(), target_arch.as_str(), "-Wall", "-O2"])
+        .clang_args([
+            multiarch.as_str(),
+            target_arch.as_str(),
+            // As upstream's selftests Makefile: ALU32 and JMP32 (kernel 5.1+).
+            "-mcpu=v3",
+            "-Wall",
+            "-O2",
+        ])
         .build_and_generate(out.join("overhead.skel.rs"))
     {
         // One line that says what to install beats a wall of cargo output.
