@@ -12,7 +12,7 @@
 //! the per-round overheads in ns:
 //!
 //! * **regressed** when the median grew by more than the threshold
-//!   (`--threshold`, default 5%) of the old median **and** a one-sided
+//!   (`--threshold`, default 7.5%) of the old median **and** a one-sided
 //!   Mann–Whitney test says the new rounds are costlier than the old ones
 //!   at p ≤ 0.05. The first says the change matters, the second that it
 //!   is not what two runs of the same kernel show anyway; the test assumes
@@ -36,7 +36,7 @@ use crate::document::{Document, MechanismResult, Status};
 use crate::stats::{mann_whitney_greater, Summary};
 
 /// Default `--threshold`, as a fraction of the mechanism's own cost.
-pub const DEFAULT_THRESHOLD: f64 = 0.05;
+pub const DEFAULT_THRESHOLD: f64 = 0.075;
 /// The noise test's significance level.
 pub const ALPHA: f64 = 0.05;
 /// A near-free mechanism's change is judged against this share of its

@@ -436,8 +436,8 @@ pub fn gate_report(report: &Report, baseline_label: &str) -> String {
     let _ = writeln!(
         out,
         "gate: this run against {baseline_label}: a regression is an overhead over base \
-         higher by more than {:.0}% and beyond the noise (Mann-Whitney p <= 0.05)",
-        report.threshold * 100.0
+         higher by more than {}% and beyond the noise (Mann-Whitney p <= 0.05)",
+        (report.threshold * 1000.0).round() / 10.0
     );
     for w in &report.warnings {
         let _ = writeln!(out, "gate: warning: {w}");

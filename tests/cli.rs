@@ -111,8 +111,8 @@ fn help_describes_every_option() {
     }
     for default in [
         "[default: 100000]",
-        "[default: 5]",
-        "[default: 5]",
+        "[default: 7.5]",
+        "[default: 7.5]",
         "[default: table]",
     ] {
         assert!(out.stdout.contains(default), "--help lacks {default}");
