@@ -165,8 +165,8 @@ pub fn table(doc: &Document) -> String {
     for legend in [
         "K ev/s    thousands of events per second: median of the timed runs, min–max, mean ± sample stddev",
         "ns/ev     median time per event",
-        "overhead  ns per event over the base (the same trigger, nothing attached), median of the per-round differences",
-        "ratio     rate / base rate in the same round, median: what --baseline compares",
+        "overhead  ns per event over the base (the same trigger, nothing attached), median of the per-round differences: what --baseline compares",
+        "ratio     rate / base rate in the same round, median",
         "prog ns   the BPF program's own run time (run_time_ns / run_cnt), from one extra run with BPF stats on",
     ] {
         let _ = writeln!(out, "{legend}");
