@@ -185,9 +185,6 @@ impl Sample {
 /// ([`sys::private_mount_namespace`]). SIGINT and SIGTERM are blocked on
 /// it: they reach another thread, never a timed run.
 pub fn on_measuring_thread<R: Send>(f: impl FnOnce() -> Result<R> + Send) -> Result<R> {
-    // Resolved here, on the caller's thread, before the measuring thread
-    // unshares anything: see sys::exe_path.
-    let _ = sys::exe_path();
     std::thread::scope(|scope| {
         let thread = std::thread::Builder::new()
             .name("bpf-overhead".into())
@@ -442,8 +439,6 @@ pub fn with_run<R>(
     f: impl FnOnce(&mut Run<'_, '_>) -> Result<R>,
 ) -> Result<R> {
     sys::check_privileges()?;
-    // Before anything unshares the mount namespace: see exe_path.
-    let _ = sys::exe_path();
     if let Some(missing) = caps::missing(mechanism) {
         return Err(Error::environment(format!("{mechanism} needs {missing}")));
     }

@@ -148,12 +148,14 @@ thread_local! {
 /// thread: when the thread ends, however the process ends, the kernel
 /// unmounts whatever was mounted in it. Idempotent per thread.
 ///
-/// Needs CAP_SYS_ADMIN. Paths, /proc/self/exe and open files resolve as
-/// before: the new namespace starts as a copy of the old.
+/// Needs CAP_SYS_ADMIN. Paths and open files resolve as before: the new
+/// namespace starts as a copy of the old. /proc/self/exe may not (see
+/// [`exe_path`]), so it is read first.
 pub fn private_mount_namespace() -> std::result::Result<(), String> {
     if PRIVATE_MOUNTS.get() {
         return Ok(());
     }
+    let _ = exe_path();
     // CLONE_NEWNS needs a file-system context (cwd, root) of the thread's
     // own: CLONE_FS, which affects this thread only.
     unshare(CloneFlags::CLONE_FS | CloneFlags::CLONE_NEWNS)
