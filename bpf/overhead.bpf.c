@@ -25,13 +25,17 @@ char LICENSE[] SEC("license") = "GPL";
 
 /*
  * Hits are counted per CPU, in the slot of the CPU the event ran on, and
- * only when the thread is the producer user space registered for that CPU:
- * other processes and other threads of ours rename themselves and call
- * functions too. Each producer is pinned to its own CPU, so each counts
- * into its own cache-line-aligned slot, and producers never share a
- * counter (upstream's bench counts the same way). User space fills
- * producer_tids after load, and reads and resets the counters through the
- * mmapped .bss.
+ * only when the event is one of ours:
+ * - comm and call triggers: the thread must be the producer user space
+ *   registered for that CPU, since other processes and other threads of
+ *   ours rename themselves and call functions too;
+ * - the kernel loop: the CPU's driver must be running (its `driving`
+ *   flag), which only our own BPF_PROG_TEST_RUN sets. No thread check, so
+ *   the program does what upstream's bench programs do, and costs the same.
+ * Each producer is pinned to its own CPU, so each counts into its own
+ * cache-line-aligned slot, and producers never share a counter (upstream's
+ * bench counts the same way). User space fills producer_tids after load,
+ * and reads and resets the counters through the mmapped .bss.
  */
 #define MAX_SLOTS 256
 
@@ -39,6 +43,10 @@ struct counter {
 	__u64 hits;
 	/* Session exits that found their entry's mark. */
 	__u64 exits;
+	/* --prog-work's result, kept so the work cannot be optimised out. */
+	__u64 sink;
+	/* Set while this CPU's kernel-loop driver runs. */
+	__u32 driving;
 } __attribute__((aligned(128)));
 
 struct counter counters[MAX_SLOTS];
@@ -58,34 +66,52 @@ static __always_inline int producer_slot(void)
 	return cpu;
 }
 
+/* The same for the kernel loop: -1 unless this CPU's driver is running. */
+static __always_inline int driver_slot(void)
+{
+	__u32 cpu = bpf_get_smp_processor_id() & (MAX_SLOTS - 1);
+
+	if (!counters[cpu].driving)
+		return -1;
+	return cpu;
+}
+
 /*
- * Extra work per hit (--prog-work): rounds of a multiply-xorshift whose
- * result is kept, so the compiler cannot drop them. 0 keeps the program
- * minimal; more answers "what does this mechanism cost next to a program
- * that does something?".
+ * Extra work per hit (--prog-work N): N steps of a dependent add chain
+ * that the compiler may not fold (the empty asm hides x's value), about a
+ * CPU cycle each, so the knob can add a few percent of even the cheapest
+ * mechanism's cost. 0 keeps the program minimal; more answers "what does
+ * this mechanism cost next to a program that does something?".
  */
 const volatile __u32 prog_work = 0;
-__u64 work_sink = 0;
 
 #define PROG_WORK_MAX 10000
 
 static __always_inline void count_in(struct counter *c)
 {
-	__sync_fetch_and_add(&c->hits, 1);
+	/* As upstream's inc_counter(); the new count seeds the extra work. */
+	__u64 x = __sync_add_and_fetch(&c->hits, 1);
+
 	if (prog_work) {
-		__u64 x = c->hits;
 		for (__u32 i = 0; i < prog_work && i < PROG_WORK_MAX; i++) {
-			x ^= x << 13;
-			x ^= x >> 7;
-			x *= 0x2545F4914F6CDD1DULL;
+			x += i;
+			asm volatile("" : "+r"(x));
 		}
-		work_sink = x;
+		c->sink = x;
 	}
 }
 
 static __always_inline void count_hit(void)
 {
 	int slot = producer_slot();
+
+	if (slot >= 0)
+		count_in(&counters[slot & (MAX_SLOTS - 1)]);
+}
+
+static __always_inline void count_loop_hit(void)
+{
+	int slot = driver_slot();
 
 	if (slot >= 0)
 		count_in(&counters[slot & (MAX_SLOTS - 1)]);
@@ -109,9 +135,8 @@ extern __u64 *bpf_session_cookie___ctx(void *ctx) __ksym __weak;
 
 #define SESSION_MARK 0x5e55104eULL
 
-static __always_inline int session_hit(void *ctx)
+static __always_inline int session_hit(void *ctx, int slot)
 {
-	int slot = producer_slot();
 	struct counter *c;
 	__u64 *cookie;
 	bool is_return;
@@ -132,7 +157,7 @@ static __always_inline int session_hit(void *ctx)
 		return 0;
 	}
 	if (*cookie == SESSION_MARK)
-		__sync_fetch_and_add(&c->exits, 1);
+		__sync_add_and_fetch(&c->exits, 1);
 	return 0;
 }
 
@@ -169,7 +194,7 @@ int prog_kretprobe_multi(void *ctx)
 SEC("?kprobe.session/__set_task_comm")
 int prog_kprobe_session(void *ctx)
 {
-	return session_hit(ctx);
+	return session_hit(ctx, producer_slot());
 }
 
 SEC("?raw_tp/task_rename")
@@ -255,7 +280,7 @@ int prog_uretprobe_multi(void *ctx)
 SEC("?uprobe.session")
 int prog_uprobe_session(void *ctx)
 {
-	return session_hit(ctx);
+	return session_hit(ctx, producer_slot());
 }
 
 /* Attached to the USDT note bpf_overhead:usdt_nop in this binary. */
@@ -276,24 +301,21 @@ int prog_usdt(void *ctx)
  */
 const volatile __u32 batch_iters = 100;
 
-/*
- * Set for the loop's base runs: the driver itself counts each iteration,
- * as upstream's trig-kernel-count does, so that a base run does the same
- * bookkeeping as a program that counts, and an overhead over it is the
- * mechanism's own cost.
- */
-const volatile bool driver_counts = false;
-
-#define BATCH_MAX 1000
 
 /*
  * A driver runs only inside our own BPF_PROG_TEST_RUN, on its producer's
- * CPU: no thread check needed, as trigger_kernel_count counts.
+ * CPU: no thread check needed. A count only, exactly upstream's
+ * inc_counter() (--prog-work is the attached programs' extra work).
  */
 static __always_inline void count_driver(void)
 {
-	/* A count only: --prog-work is the attached programs' extra work. */
-	__sync_fetch_and_add(&counters[bpf_get_smp_processor_id() & (MAX_SLOTS - 1)].hits, 1);
+	__sync_add_and_fetch(&counters[bpf_get_smp_processor_id() & (MAX_SLOTS - 1)].hits, 1);
+}
+
+/* Marks this CPU's driver as running, for driver_slot(). */
+static __always_inline void set_driving(__u32 on)
+{
+	counters[bpf_get_smp_processor_id() & (MAX_SLOTS - 1)].driving = on;
 }
 
 /* Fires bpf_get_numa_node_id(): kprobe, kretprobe, fentry, fexit. */
@@ -302,11 +324,11 @@ int prog_driver_helper(void *ctx)
 {
 	__u32 i;
 
-	for (i = 0; i < batch_iters && i < BATCH_MAX; i++) {
-		if (driver_counts)
-			count_driver();
+	set_driving(1);
+	for (i = 0; i < batch_iters; i++) {
 		(void)bpf_get_numa_node_id();
 	}
+	set_driving(0);
 	return i;
 }
 
@@ -323,9 +345,38 @@ int prog_driver_kfunc(void *ctx)
 {
 	__u32 i;
 
-	for (i = 0; i < batch_iters && i < BATCH_MAX; i++) {
-		if (driver_counts)
-			count_driver();
+	set_driving(1);
+	for (i = 0; i < batch_iters; i++) {
+		(void)bpf_modify_return_test_tp(0);
+	}
+	set_driving(0);
+	return i;
+}
+
+/*
+ * The bases: each driver counting its own iterations, with nothing
+ * attached. The helper's is upstream's trigger_kernel_count, as is (its
+ * trig-kernel-count); the same loop shape for the kfunc.
+ */
+SEC("?raw_tp")
+int prog_count_helper(void *ctx)
+{
+	__u32 i;
+
+	for (i = 0; i < batch_iters; i++) {
+		count_driver();
+		(void)bpf_get_numa_node_id();
+	}
+	return i;
+}
+
+SEC("?raw_tp")
+int prog_count_kfunc(void *ctx)
+{
+	__u32 i;
+
+	for (i = 0; i < batch_iters; i++) {
+		count_driver();
 		(void)bpf_modify_return_test_tp(0);
 	}
 	return i;
@@ -334,69 +385,69 @@ int prog_driver_kfunc(void *ctx)
 SEC("?kprobe/bpf_get_numa_node_id")
 int prog_batch_kprobe(void *ctx)
 {
-	count_hit();
+	count_loop_hit();
 	return 0;
 }
 
 SEC("?kretprobe/bpf_get_numa_node_id")
 int prog_batch_kretprobe(void *ctx)
 {
-	count_hit();
+	count_loop_hit();
 	return 0;
 }
 
 SEC("?kprobe.multi/bpf_get_numa_node_id")
 int prog_batch_kprobe_multi(void *ctx)
 {
-	count_hit();
+	count_loop_hit();
 	return 0;
 }
 
 SEC("?kretprobe.multi/bpf_get_numa_node_id")
 int prog_batch_kretprobe_multi(void *ctx)
 {
-	count_hit();
+	count_loop_hit();
 	return 0;
 }
 
 SEC("?kprobe.session/bpf_get_numa_node_id")
 int prog_batch_kprobe_session(void *ctx)
 {
-	return session_hit(ctx);
+	return session_hit(ctx, driver_slot());
 }
 
 SEC("?fentry/bpf_get_numa_node_id")
 int prog_batch_fentry(void *ctx)
 {
-	count_hit();
+	count_loop_hit();
 	return 0;
 }
 
 SEC("?fexit/bpf_get_numa_node_id")
 int prog_batch_fexit(void *ctx)
 {
-	count_hit();
+	count_loop_hit();
 	return 0;
 }
 
 SEC("?raw_tp/bpf_trigger_tp")
 int prog_batch_raw_tp(void *ctx)
 {
-	count_hit();
+	count_loop_hit();
 	return 0;
 }
 
 SEC("?tp/bpf_test_run/bpf_trigger_tp")
 int prog_batch_tp(void *ctx)
 {
-	count_hit();
+	count_loop_hit();
 	return 0;
 }
 
 SEC("?tp_btf/bpf_trigger_tp")
 int prog_batch_tp_btf(void *ctx)
 {
-	count_hit();
+	count_loop_hit();
 	return 0;
 }
 
@@ -404,6 +455,6 @@ int prog_batch_tp_btf(void *ctx)
 SEC("?fmod_ret/bpf_modify_return_test_tp")
 int prog_batch_fmod_ret(void *ctx)
 {
-	count_hit();
+	count_loop_hit();
 	return 0;
 }

@@ -41,7 +41,7 @@ pub(crate) fn load(
     storage: &mut MaybeUninit<OpenObject>,
     settings: Settings,
 ) -> Result<Option<Loaded<'_>>> {
-    let driver = mechanism.trigger().driver().map(|d| d.program());
+    let driver = driver_program(mechanism);
     let wanted: Vec<&str> = mechanism.program().into_iter().chain(driver).collect();
     if wanted.is_empty() {
         return Ok(None);
@@ -59,7 +59,6 @@ pub(crate) fn load(
         .ok_or_else(|| Error::failed("BPF object has no .rodata"))?;
     rodata.batch_iters = settings.batch;
     rodata.prog_work = settings.prog_work;
-    rodata.driver_counts = mechanism.is_base() && driver.is_some();
     let mut enabled = 0;
     for mut prog in open.open_object_mut().progs_mut() {
         if wanted.iter().any(|w| prog.name() == *w) {
@@ -95,6 +94,16 @@ pub(crate) fn load(
         driver_fd,
         skel,
     }))
+}
+
+/// The kernel-loop driver `mechanism` runs, if any: a base's counts.
+fn driver_program(mechanism: Mechanism) -> Option<&'static str> {
+    let driver = mechanism.trigger().driver()?;
+    Some(if mechanism.is_base() {
+        driver.counting_program()
+    } else {
+        driver.program()
+    })
 }
 
 impl Loaded<'_> {
@@ -235,11 +244,7 @@ mod tests {
             .map(|p| p.name().to_string_lossy().into_owned())
             .collect();
         let in_catalogue: BTreeSet<String> = Mechanism::all()
-            .flat_map(|m| {
-                m.program()
-                    .into_iter()
-                    .chain(m.trigger().driver().map(|d| d.program()))
-            })
+            .flat_map(|m| m.program().into_iter().chain(driver_program(m)))
             .map(String::from)
             .collect();
         assert_eq!(in_object, in_catalogue);

@@ -41,7 +41,7 @@ pub enum Driver {
 pub const LOOP_KFUNC: &str = "bpf_modify_return_test_tp";
 
 /// Default and largest `--batch`: loop iterations per BPF_PROG_TEST_RUN
-/// (upstream's `--trig-batch-iters`; BATCH_MAX in bpf/overhead.bpf.c).
+/// (upstream's `--trig-batch-iters`).
 pub const DEFAULT_BATCH: u32 = 100;
 pub const MAX_BATCH: u32 = 1000;
 
@@ -51,6 +51,15 @@ impl Driver {
         match self {
             Driver::Helper => "prog_driver_helper",
             Driver::Kfunc => "prog_driver_kfunc",
+        }
+    }
+
+    /// The program a base runs instead: the same loop, counting its own
+    /// iterations (upstream's trigger_kernel_count), with nothing attached.
+    pub const fn counting_program(self) -> &'static str {
+        match self {
+            Driver::Helper => "prog_count_helper",
+            Driver::Kfunc => "prog_count_kfunc",
         }
     }
 
