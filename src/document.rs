@@ -64,6 +64,11 @@ pub struct Document {
     /// and is refused as a baseline.
     #[serde(default)]
     pub interrupted: Option<String>,
+    /// Rounds measured again because the machine slowed down during them
+    /// (its speed reference fell more than 5% below the run's best). Absent
+    /// from results written before it existed: 0.
+    #[serde(default)]
+    pub retaken_rounds: u64,
     /// Every mechanism measured or skipped, bases included, each base before
     /// the mechanisms it is the reference for.
     pub mechanisms: Vec<MechanismResult>,
@@ -124,6 +129,17 @@ pub struct MechanismResult {
     /// producer's rate in the same round. Null otherwise.
     #[serde(default)]
     pub scaling: Option<Summary>,
+    /// Per round, the machine's speed around the run: ns per step of a
+    /// fixed piece of user-space work (src/measure/speed.rs). Null unless
+    /// ok, and in results written before it existed.
+    #[serde(default)]
+    pub speed_ns: Option<Summary>,
+    /// Per round, `overhead_ns` divided by the speed reference of the
+    /// mechanism's and its base's runs (their mean): the overhead in
+    /// reference steps, the same at any machine speed. What the gate
+    /// compares. Null where `overhead_ns` is, and in older results.
+    #[serde(default)]
+    pub overhead_steps: Option<Summary>,
 }
 
 /// One producer of a multi-producer run.
@@ -274,6 +290,8 @@ impl Document {
                 ("k_events_per_sec", &m.k_events_per_sec, Sign::Positive),
                 ("overhead_ns", &m.overhead_ns, Sign::Any),
                 ("ratio_to_base", &m.ratio_to_base, Sign::Positive),
+                ("speed_ns", &m.speed_ns, Sign::Positive),
+                ("overhead_steps", &m.overhead_steps, Sign::Any),
             ];
             for (field, summary, sign) in series {
                 if let Some(summary) = summary {
@@ -619,6 +637,8 @@ pub(crate) mod tests {
             prog_ns_per_event: ratio.map(|_| 20.5),
             producers: None,
             scaling: None,
+            speed_ns: Summary::of(&[2.0, 2.0, 2.0]),
+            overhead_steps: ratio.map(|_| Summary::of(&[50.0, 55.0, 45.0]).unwrap()),
         };
         Document {
             schema: SCHEMA.into(),
@@ -638,6 +658,7 @@ pub(crate) mod tests {
             prog_work: 0,
             producers: 1,
             interrupted: None,
+            retaken_rounds: 0,
             mechanisms: vec![
                 ok("base", "base", &[1000.0, 1100.0, 1050.0], None),
                 MechanismResult {
@@ -656,6 +677,8 @@ pub(crate) mod tests {
                     prog_ns_per_event: None,
                     producers: None,
                     scaling: None,
+                    speed_ns: None,
+                    overhead_steps: None,
                 },
                 ok(
                     "raw_tp",

@@ -13,6 +13,10 @@
 //!    other load, cache state — hits a mechanism and its base alike. A
 //!    mechanism's figures against its base are paired per pass: repeat *r*
 //!    of `raw_tp` against repeat *r* of `base`;
+//!    Every run also times a fixed piece of user-space work, the speed
+//!    reference (src/measure/speed.rs). A pass during which the machine
+//!    slowed down — a run's reference more than [`STEADY_TOLERANCE`] above
+//!    the best seen — is measured again, up to [`MAX_RETAKES`] times;
 //! 3. optionally, one more run of every non-base mechanism with the
 //!    kernel's BPF run-time stats enabled, for the program's own ns per
 //!    event. It is kept out of the timed passes because the stats add two
@@ -37,6 +41,16 @@ use crate::measure::{
     Trigger, DEFAULT_ITERATIONS,
 };
 use crate::stats::Summary;
+
+/// A pass is steady when no run's speed reference is more than this much
+/// slower than the fastest seen in the whole run (warm-up included).
+/// Quiet, the reference varies by well under 1%; the slow spells that
+/// this catches cost 20–35%.
+pub const STEADY_TOLERANCE: f64 = 0.05;
+/// Times an unsteady pass is measured again before it is kept anyway.
+pub const MAX_RETAKES: u32 = 3;
+/// Pause before measuring a pass again: slow spells last seconds.
+const RETAKE_PAUSE: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Default `--repeat`.
 pub const DEFAULT_REPEATS: NonZeroUsize = NonZeroUsize::new(5).unwrap();
@@ -184,6 +198,14 @@ pub struct Step {
     pub what: String,
 }
 
+/// What a [`run`] came to.
+#[derive(Clone, Debug, Default)]
+pub struct Runs {
+    pub outcomes: Vec<Outcome>,
+    /// Passes measured again because the machine slowed down in them.
+    pub retaken_rounds: u64,
+}
+
 /// What one mechanism came to.
 #[derive(Clone, Debug)]
 pub struct Outcome {
@@ -299,12 +321,12 @@ pub fn check_privileges(plan: &Plan) -> Result<()> {
 /// returns one outcome per planned mechanism. Fails only for problems that
 /// stop the whole run (not privileged); a mechanism's own problems end up
 /// in its outcome.
-pub fn run(plan: &Plan, progress: impl FnMut(&Step) + Send) -> Result<Vec<Outcome>> {
+pub fn run(plan: &Plan, progress: impl FnMut(&Step) + Send) -> Result<Runs> {
     sys::check_privileges()?;
     on_measuring_thread(|| Ok(run_here(plan, progress)))
 }
 
-fn run_here(plan: &Plan, mut progress: impl FnMut(&Step)) -> Vec<Outcome> {
+fn run_here(plan: &Plan, mut progress: impl FnMut(&Step)) -> Runs {
     let repeats = plan.repeats.get() as u64;
     let mut outcomes: Vec<Outcome> = plan.mechanisms.iter().copied().map(Outcome::new).collect();
 
@@ -341,43 +363,70 @@ fn run_here(plan: &Plan, mut progress: impl FnMut(&Step)) -> Vec<Outcome> {
     let mut rounds_done = 0;
 
     // 1. Warm-up, and the load-time support check.
+    let mut fastest = f64::INFINITY;
     for outcome in outcomes.iter_mut().filter(|o| o.is_ok()) {
         if stopped() {
             break;
         }
         step.what = format!("warm-up {}", outcome.mechanism);
         progress(&step);
-        if let Err(err) = measure(outcome.mechanism, &opts) {
-            outcome.fail(err);
+        match measure(outcome.mechanism, &opts) {
+            Ok(sample) => fastest = fastest.min(sample.speed_ns),
+            Err(err) => outcome.fail(err),
         }
         step.done += 1;
     }
     propagate_base_problems(&mut outcomes);
     step.total = step.done + ok_count(&outcomes) * repeats + stats_runs(&outcomes);
 
-    // 2. The timed passes, round-robin.
+    // 2. The timed passes, round-robin, each again while the machine was
+    // slow during it.
     let single_opts = Options {
         producers: NonZeroUsize::MIN,
         ..opts.clone()
     };
+    let mut retaken_rounds = 0;
     'rounds: for repeat in 1..=repeats {
-        for outcome in outcomes.iter_mut().filter(|o| o.is_ok()) {
-            if stopped() {
-                break 'rounds;
-            }
-            step.what = format!("repeat {repeat}/{repeats} {}", outcome.mechanism);
-            progress(&step);
-            let single = (plan.producers.get() > 1)
-                .then(|| measure(outcome.mechanism, &single_opts))
-                .transpose();
-            match single.and_then(|single| Ok((single, measure(outcome.mechanism, &opts)?))) {
-                Ok((single, sample)) => {
-                    outcome.single.extend(single);
-                    outcome.samples.push(sample);
+        for take in 0..=MAX_RETAKES {
+            let kept: Vec<(usize, usize)> = outcomes
+                .iter()
+                .map(|o| (o.samples.len(), o.single.len()))
+                .collect();
+            let mut slowest = 0f64;
+            for outcome in outcomes.iter_mut().filter(|o| o.is_ok()) {
+                if stopped() {
+                    break 'rounds;
                 }
-                Err(err) => outcome.fail(err),
+                step.what = format!("repeat {repeat}/{repeats} {}", outcome.mechanism);
+                progress(&step);
+                let single = (plan.producers.get() > 1)
+                    .then(|| measure(outcome.mechanism, &single_opts))
+                    .transpose();
+                match single.and_then(|single| Ok((single, measure(outcome.mechanism, &opts)?))) {
+                    Ok((single, sample)) => {
+                        slowest = slowest.max(sample.speed_ns);
+                        fastest = fastest.min(sample.speed_ns);
+                        outcome.single.extend(single);
+                        outcome.samples.push(sample);
+                    }
+                    Err(err) => outcome.fail(err),
+                }
+                step.done += 1;
             }
-            step.done += 1;
+            if slowest <= fastest * (1.0 + STEADY_TOLERANCE) || take == MAX_RETAKES {
+                break;
+            }
+            log::info!(
+                "repeat {repeat}: the machine was {:.0}% slower than its best; measuring it again",
+                100.0 * (slowest / fastest - 1.0)
+            );
+            for (o, &(samples, single)) in outcomes.iter_mut().zip(&kept) {
+                o.samples.truncate(samples);
+                o.single.truncate(single);
+            }
+            retaken_rounds += 1;
+            step.total += ok_count(&outcomes);
+            std::thread::sleep(RETAKE_PAUSE);
         }
         rounds_done = repeat;
     }
@@ -414,7 +463,10 @@ fn run_here(plan: &Plan, mut progress: impl FnMut(&Step)) -> Vec<Outcome> {
     }
     step.what = "done".into();
     progress(&step);
-    outcomes
+    Runs {
+        outcomes,
+        retaken_rounds,
+    }
 }
 
 /// After a stop: keeps the rounds that every mechanism completed (a
@@ -466,13 +518,14 @@ pub fn execute(
     host: impl FnOnce() -> Host,
     progress: impl FnMut(&Step) + Send,
 ) -> Result<Document> {
-    let outcomes = run(plan, progress)?;
-    Ok(document(plan, &outcomes, host()))
+    let runs = run(plan, progress)?;
+    Ok(document(plan, &runs, host()))
 }
 
 /// Turns outcomes into the result document. Pure: the statistics of fixed
 /// samples are unit-tested.
-pub fn document(plan: &Plan, outcomes: &[Outcome], host: Host) -> Document {
+pub fn document(plan: &Plan, runs: &Runs, host: Host) -> Document {
+    let outcomes = &runs.outcomes;
     let cpu = outcomes
         .iter()
         .flat_map(|o| o.samples.first())
@@ -537,6 +590,12 @@ pub fn document(plan: &Plan, outcomes: &[Outcome], host: Host) -> Document {
                         Summary::of(&ratios)
                     })
                     .flatten(),
+                speed_ns: ok
+                    .then(|| Summary::of(&o.samples.iter().map(|s| s.speed_ns).collect::<Vec<_>>()))
+                    .flatten(),
+                overhead_steps: paired(|s, b| {
+                    (s.ns_per_event() - b.ns_per_event()) / ((s.speed_ns + b.speed_ns) / 2.0)
+                }),
             }
         })
         .collect();
@@ -558,6 +617,7 @@ pub fn document(plan: &Plan, outcomes: &[Outcome], host: Host) -> Document {
         prog_work: plan.prog_work.get(),
         producers: plan.producers.get(),
         interrupted: plan.stopped_by().map(signal_name),
+        retaken_rounds: runs.retaken_rounds,
         mechanisms,
     }
 }
@@ -660,6 +720,13 @@ mod tests {
         assert_eq!(expand(&[m("base-nop")]), vec![m("base-nop")]);
     }
 
+    fn runs(outcomes: &[Outcome]) -> Runs {
+        Runs {
+            outcomes: outcomes.to_vec(),
+            retaken_rounds: 0,
+        }
+    }
+
     fn sample(mech: Mechanism, ns_per_event: u64, hits: Option<u64>) -> Sample {
         Sample {
             mechanism: mech,
@@ -669,6 +736,7 @@ mod tests {
             prog_run: None,
             cpu: 1,
             producers: Vec::new(),
+            speed_ns: 2.0,
         }
     }
 
@@ -702,7 +770,7 @@ mod tests {
             repeats: NonZeroUsize::new(3).unwrap(),
             ..Plan::new(&[m("raw_tp")])
         };
-        let doc = document(&plan, &outcomes, host());
+        let doc = document(&plan, &runs(&outcomes), host());
         assert_eq!(doc.cpu, 1);
         let base = doc.mechanism("base").unwrap();
         let rate = base.k_events_per_sec.as_ref().unwrap();
@@ -735,7 +803,7 @@ mod tests {
         let mut tp = outcome(m("tp"), &[1100]);
         tp.fail(Error::failed("tp: attach failed"));
         let outcomes = [outcome(m("base"), &[1000]), kprobe, tp];
-        let doc = document(&Plan::new(&[]), &outcomes, host());
+        let doc = document(&Plan::new(&[]), &runs(&outcomes), host());
         let kprobe = doc.mechanism("kprobe").unwrap();
         assert_eq!(kprobe.status, Status::Skipped);
         assert_eq!(kprobe.reason.as_deref(), Some("no kprobes"));
@@ -778,10 +846,10 @@ mod tests {
             ..Plan::new(&[m("raw_tp")])
         };
         let outcomes = [outcome(m("base"), &[1000]), outcome(m("raw_tp"), &[1100])];
-        assert_eq!(document(&plan, &outcomes, host()).interrupted, None);
+        assert_eq!(document(&plan, &runs(&outcomes), host()).interrupted, None);
         STOP.store(libc::SIGINT as usize, Ordering::SeqCst);
         assert_eq!(plan.stopped_by(), Some(libc::SIGINT));
-        let doc = document(&plan, &outcomes, host());
+        let doc = document(&plan, &runs(&outcomes), host());
         assert_eq!(doc.interrupted.as_deref(), Some("SIGINT"));
     }
 

@@ -675,6 +675,7 @@ mod tests {
         let raw_tp = baseline.mechanism_mut("raw_tp").unwrap();
         let overhead = raw_tp.overhead_ns.as_mut().unwrap();
         *overhead = crate::stats::Summary::of(&[50.0, 55.0, 45.0]).unwrap();
+        raw_tp.overhead_steps = crate::stats::Summary::of(&[25.0, 27.5, 22.5]);
         let report = compare(&baseline, &document(), DEFAULT_THRESHOLD);
         let text = ktap(&document(), Some(&report));
         assert!(text.contains("\nnot ok 3 raw_tp\n"), "{text}");

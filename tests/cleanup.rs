@@ -113,7 +113,7 @@ fn every_mechanism_leaves_nothing_behind() {
         repeats: NonZeroUsize::MIN,
         ..Plan::new(&[])
     };
-    let outcomes = pipeline::run(&plan, |_| {}).unwrap();
+    let outcomes = pipeline::run(&plan, |_| {}).unwrap().outcomes;
     let mut ran = Vec::new();
     for o in &outcomes {
         match o.status {

@@ -1062,7 +1062,7 @@ fn fixture() -> Value {
             "min": median * 0.99, "max": median * 1.01
         })
     };
-    serde_json::json!({
+    let mut doc = serde_json::json!({
         "schema": "bpf-overhead-result", "schema_version": 1, "tool_version": "0.1.0",
         "timestamp": "2026-05-01T12:00:00Z", "kernel_release": "6.18.0",
         "cpu_model": "Test CPU", "cpu": 0, "emulated": null, "iterations": 100000,
@@ -1073,13 +1073,14 @@ fn fixture() -> Value {
              "hook": "nothing attached", "events_per_run": 100000, "status": "ok", "reason": null,
              "k_events_per_sec": stats(1000.0), "ns_per_event": 1000.0,
              "overhead_ns": null, "ratio_to_base": null, "hits": null,
-             "prog_ns_per_event": null, "producers": null, "scaling": null},
+             "prog_ns_per_event": null, "producers": null, "scaling": null,
+             "speed_ns": stats(1.5), "overhead_steps": null},
             {"name": "kprobe", "base": "base", "trigger": "task_rename",
              "hook": "__set_task_comm", "events_per_run": 100000, "status": "skipped",
              "reason": "no kprobes",
              "k_events_per_sec": null, "ns_per_event": null, "overhead_ns": null,
              "ratio_to_base": null, "hits": null, "prog_ns_per_event": null,
-             "producers": null, "scaling": null},
+             "producers": null, "scaling": null, "speed_ns": null, "overhead_steps": null},
             {"name": "raw_tp", "base": "base", "trigger": "task_rename",
              "hook": "task/task_rename", "events_per_run": 100000, "status": "ok", "reason": null,
              "k_events_per_sec": stats(900.0), "ns_per_event": 1111.1,
@@ -1087,9 +1088,12 @@ fn fixture() -> Value {
              "hits": [100000, 100000, 100000], "prog_ns_per_event": 20.0,
              "producers": [{"cpu": 0, "k_events_per_sec": stats(450.0),
                             "hits": [100000, 100000, 100000]}],
-             "scaling": stats(1.9)}
+             "scaling": stats(1.9), "speed_ns": stats(1.5), "overhead_steps": stats(74.1)}
         ]
-    })
+    });
+    // Apart: one more field in the literal exceeds json!'s recursion limit.
+    doc["retaken_rounds"] = 0.into();
+    doc
 }
 
 #[test]
@@ -1394,16 +1398,20 @@ fn cheaper(doc: &mut Value, name: &str) {
         .iter_mut()
         .find(|m| m["name"] == name)
         .unwrap();
-    let overhead = m["overhead_ns"].as_object_mut().unwrap();
-    for (key, value) in overhead.iter_mut() {
-        match key.as_str() {
-            "samples" => {
-                for v in value.as_array_mut().unwrap() {
-                    *v = (v.as_f64().unwrap() - by).into();
+    // The same in speed-reference steps, what the gate compares.
+    let speed = m["speed_ns"]["median"].as_f64().unwrap();
+    for (field, by) in [("overhead_ns", by), ("overhead_steps", by / speed)] {
+        let overhead = m[field].as_object_mut().unwrap();
+        for (key, value) in overhead.iter_mut() {
+            match key.as_str() {
+                "samples" => {
+                    for v in value.as_array_mut().unwrap() {
+                        *v = (v.as_f64().unwrap() - by).into();
+                    }
                 }
+                "stddev" => {}
+                _ => *value = (value.as_f64().unwrap() - by).into(),
             }
-            "stddev" => {}
-            _ => *value = (value.as_f64().unwrap() - by).into(),
         }
     }
 }

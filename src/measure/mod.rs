@@ -9,6 +9,7 @@ pub mod error;
 mod load;
 mod producer;
 pub mod run;
+pub mod speed;
 pub mod sys;
 pub mod trigger;
 

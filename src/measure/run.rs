@@ -18,6 +18,7 @@ use super::catalogue::Mechanism;
 use super::error::{Error, Result};
 use super::load::{self, Loaded, Settings};
 use super::producer::{producer_cpus, Fired, Producer};
+use super::speed;
 use super::sys;
 use super::trigger::{Armed, DEFAULT_BATCH, MAX_BATCH};
 
@@ -112,6 +113,10 @@ pub struct Sample {
     pub cpu: usize,
     /// Each producer's events, time and hits; one entry for one producer.
     pub producers: Vec<ProducerSample>,
+    /// The machine's speed around this run: ns per step of the user-space
+    /// reference work ([`speed::reference_ns`]), the mean of a timing just
+    /// before and one just after the events, on the measuring CPU.
+    pub speed_ns: f64,
 }
 
 /// One producer's share of a [`Sample`].
@@ -345,6 +350,7 @@ impl Run<'_, '_> {
         for p in &self.producers {
             p.order(events.get(), start.clone())?;
         }
+        let speed_before = speed::reference_ns();
         let before = self.loaded.as_ref().and_then(|l| l.prog_stats());
         start.wait();
         let begin = Instant::now();
@@ -389,6 +395,7 @@ impl Run<'_, '_> {
             });
         }
         self.armed.verify().map_err(|e| e.of(m))?;
+        let speed_ns = (speed_before + speed::reference_ns()) / 2.0;
         let prog_run = match (self.bpf_stats, before, after) {
             (true, Some((t0, c0)), Some((t1, c1))) => Some((t1 - t0, c1 - c0)),
             _ => None,
@@ -405,6 +412,7 @@ impl Run<'_, '_> {
             prog_run,
             cpu: self.cpu,
             producers,
+            speed_ns,
         })
     }
 
@@ -545,6 +553,7 @@ mod tests {
             prog_run: Some((5_000_000, 100_000)),
             cpu: 0,
             producers: Vec::new(),
+            speed_ns: 1.0,
         };
         assert_eq!(s.k_events_per_sec(), 2710); // 100000 * 1e6 / 36.9e6
         assert!((s.ns_per_event() - 369.0).abs() < 1e-9);
