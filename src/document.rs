@@ -64,11 +64,11 @@ pub struct Document {
     /// and is refused as a baseline.
     #[serde(default)]
     pub interrupted: Option<String>,
-    /// Rounds measured again because the machine slowed down during them
-    /// (its speed reference fell more than 5% below the run's best). Absent
-    /// from results written before it existed: 0.
+    /// Timed runs measured again because the machine slowed down during
+    /// them or their group (a base and its mechanisms): a speed reference
+    /// more than 5% slower than the run's best. Absent from older results: 0.
     #[serde(default)]
-    pub retaken_rounds: u64,
+    pub retaken_runs: u64,
     /// Every mechanism measured or skipped, bases included, each base before
     /// the mechanisms it is the reference for.
     pub mechanisms: Vec<MechanismResult>,
@@ -658,7 +658,7 @@ pub(crate) mod tests {
             prog_work: 0,
             producers: 1,
             interrupted: None,
-            retaken_rounds: 0,
+            retaken_runs: 0,
             mechanisms: vec![
                 ok("base", "base", &[1000.0, 1100.0, 1050.0], None),
                 MechanismResult {

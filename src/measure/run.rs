@@ -114,8 +114,8 @@ pub struct Sample {
     /// Each producer's events, time and hits; one entry for one producer.
     pub producers: Vec<ProducerSample>,
     /// The machine's speed around this run: ns per step of the user-space
-    /// reference work ([`speed::reference_ns`]), the mean of a timing just
-    /// before and one just after the events, on the measuring CPU.
+    /// reference work ([`speed::reference_ns`]), the mean of a reference
+    /// just before and one just after the events, on the measuring CPU.
     pub speed_ns: f64,
 }
 
