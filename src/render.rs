@@ -436,8 +436,8 @@ pub fn gate_report(report: &Report, baseline_label: &str) -> String {
     let _ = writeln!(
         out,
         "gate: this run against {baseline_label}: a regression is an overhead over base \
-         higher by more than {}% and beyond the noise (Mann-Whitney p <= 0.05)",
-        (report.threshold * 1000.0).round() / 10.0
+         higher by more than {} and beyond the noise (Mann-Whitney p <= 0.05)",
+        report.threshold.describe()
     );
     for w in &report.warnings {
         let _ = writeln!(out, "gate: warning: {w}");
@@ -546,7 +546,7 @@ pub fn list(survey: &[(Mechanism, Availability)]) -> String {
 mod tests {
     use super::*;
     use crate::document::tests::document;
-    use crate::gate::{compare, DEFAULT_THRESHOLD};
+    use crate::gate::{compare, Threshold, DEFAULT_THRESHOLD};
 
     #[test]
     fn table_has_every_column_and_the_skip_reason() {
@@ -676,7 +676,7 @@ mod tests {
         let overhead = raw_tp.overhead_ns.as_mut().unwrap();
         *overhead = crate::stats::Summary::of(&[50.0, 55.0, 45.0]).unwrap();
         raw_tp.overhead_steps = crate::stats::Summary::of(&[25.0, 27.5, 22.5]);
-        let report = compare(&baseline, &document(), DEFAULT_THRESHOLD);
+        let report = compare(&baseline, &document(), Threshold::Fixed(DEFAULT_THRESHOLD));
         let text = ktap(&document(), Some(&report));
         assert!(text.contains("\nnot ok 3 raw_tp\n"), "{text}");
         assert!(

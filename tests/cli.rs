@@ -111,8 +111,8 @@ fn help_describes_every_option() {
     }
     for default in [
         "[default: 100000]",
-        "[default: 7.5]",
-        "[default: 7.5]",
+        "[default: 7]",
+        "Default: 6, and 15 on the comm trigger",
         "[default: table]",
     ] {
         assert!(out.stdout.contains(default), "--help lacks {default}");
@@ -1092,7 +1092,7 @@ fn fixture() -> Value {
         ]
     });
     // Apart: one more field in the literal exceeds json!'s recursion limit.
-    doc["retaken_rounds"] = 0.into();
+    doc["retaken_runs"] = 0.into();
     doc
 }
 
