@@ -3,14 +3,21 @@
 //!
 //!     sudo -E env "PATH=$PATH" cargo run --release --example gate_power [-- --pairs N]
 //!
-//! 1. **A/A**: `pairs` pairs of default runs of the same kernel (5 rounds
+//! 1. **A/A**: `pairs` pairs of default runs of the same kernel (7 rounds
 //!    each), the second run of the last half with a CPU hog spinning on
-//!    another CPU. Every REGRESSED is a false alarm.
+//!    another CPU. Every REGRESSED is a false alarm. Then every ordered
+//!    pair of those 2 x `pairs` runs, as baseline and candidate: many more
+//!    comparisons from the same runs. Both at equal machine speed (the
+//!    gate's rule) and in ns as measured (the gate without the speed
+//!    reference), to show what the reference buys.
 //! 2. **A/B**: the same mechanism made slower by real kernel work: the
-//!    candidate run's program does `--prog-work k` extra rounds, with k
-//!    calibrated to add 10% of the mechanism's own cost (its ns over base).
-//!    Every pair the gate does not call REGRESSED is a miss. For raw_tp-loop
-//!    and tp-loop (kernel loop) and uprobe-nop (call).
+//!    candidate run's program does `--prog-work k` extra steps, with k
+//!    chosen to add about 10% of the mechanism's own cost (its ns over
+//!    base) from the ns a step costs (measured on raw_tp-loop, the same
+//!    work in every program). What k really adds is measured apart, over
+//!    interleaved runs.
+//!    Every pair the gate does not call REGRESSED is a miss. For
+//!    raw_tp-loop and tp-loop (kernel loop) and uprobe-nop (call).
 //! 3. **The comm trigger**: the same for raw_tp over a comm write, at 10%,
 //!    25%, 50% and 100% of its own cost: the smallest change it catches.
 //! 4. The spread of each mechanism over 7 rounds of one run (CV).
@@ -23,10 +30,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use bpf_overhead::document::{Document, Host};
-use bpf_overhead::gate::{self, Verdict, DEFAULT_THRESHOLD};
+use bpf_overhead::gate::{self, Threshold, Verdict};
 
 /// Thresholds the same pairs are judged at, to show the trade-off.
-const THRESHOLDS: [f64; 3] = [0.05, 0.075, 0.10];
+const THRESHOLDS: [f64; 5] = [0.05, 0.06, 0.075, 0.10, 0.15];
 use bpf_overhead::measure::{online_cpus, ProgWork};
 use bpf_overhead::pipeline::{self, Plan};
 use bpf_overhead::Mechanism;
@@ -108,11 +115,41 @@ impl Drop for Hog {
     }
 }
 
+/// `doc` as an older bpf-overhead wrote it: no speed reference, so the
+/// gate compares ns as measured.
+fn without_speed(doc: &Document) -> Document {
+    let mut doc = doc.clone();
+    for m in &mut doc.mechanisms {
+        m.speed_ns = None;
+        m.overhead_steps = None;
+    }
+    doc
+}
+
+/// Table headings for THRESHOLDS: `5% | 6% | ...`, the first prefixed.
+fn columns(first: &str) -> String {
+    THRESHOLDS
+        .iter()
+        .enumerate()
+        .map(|(i, t)| format!("{}{}%", if i == 0 { first } else { "" }, t * 100.0))
+        .collect::<Vec<_>>()
+        .join(" | ")
+}
+
+/// Counts per threshold, `n` or `n/of`.
+fn cells(counts: &[usize], of: Option<usize>) -> String {
+    counts
+        .iter()
+        .map(|c| of.map_or(c.to_string(), |of| format!("{c}/{of}")))
+        .collect::<Vec<_>>()
+        .join(" | ")
+}
+
 /// The gate's verdicts for `name` at each of THRESHOLDS, and the change.
-fn verdicts(baseline: &Document, current: &Document, name: &str) -> ([Verdict; 3], f64) {
+fn verdicts(baseline: &Document, current: &Document, name: &str) -> ([Verdict; 5], f64) {
     let mut change = f64::NAN;
     let v = THRESHOLDS.map(|t| {
-        let report = gate::compare(baseline, current, t);
+        let report = gate::compare(baseline, current, Threshold::Fixed(t));
         let c = report.find(name).expect("compared");
         change = c.change.unwrap_or(f64::NAN);
         c.verdict
@@ -120,34 +157,59 @@ fn verdicts(baseline: &Document, current: &Document, name: &str) -> ([Verdict; 3
     (v, change)
 }
 
-/// ns of added cost per round of --prog-work for `name`: the median of
-/// three pairs of runs, with enough rounds that they add about the
-/// mechanism's own cost again, far above the runs' noise.
-fn ns_per_work_round(name: &str) -> f64 {
-    let mut cal = 16u32;
-    loop {
-        let estimates: Vec<f64> = (0..3)
-            .map(|_| {
-                let plain = overhead(&run(&[name], 0), name);
-                let heavy = overhead(&run(&[name], cal), name);
-                (heavy - plain) / f64::from(cal)
-            })
-            .collect();
-        let per_round = bpf_overhead::stats::median(&estimates);
-        let own = overhead(&run(&[name], 0), name);
-        if per_round * f64::from(cal) >= own || cal >= 4096 {
-            return per_round.max(0.01);
-        }
-        cal *= 4;
-    }
+/// The overhead in speed-reference steps (what the gate compares).
+fn steps(doc: &Document, name: &str) -> f64 {
+    doc.mechanism(name)
+        .and_then(|m| m.overhead_steps.as_ref())
+        .unwrap_or_else(|| panic!("{name} was not measured: is it supported here?"))
+        .median
 }
 
-/// A/B at `share` of `name`'s own cost: detections out of `pairs` at
-/// each of THRESHOLDS, the work rounds used, and the median measured change.
-fn ab(name: &str, share: f64, pairs: usize, per_round: f64) -> ([usize; 3], u32, f64, f64) {
-    let own = overhead(&run(&[name], 0), name);
-    let k = ((share * own / per_round).round() as u32).max(1);
-    let mut detected = [0; 3];
+/// What `--prog-work k` adds to `name`, as a share of its own cost: the
+/// median of `n` interleaved pairs of runs.
+fn added_share(name: &str, k: u32, n: usize) -> f64 {
+    let shares: Vec<f64> = (0..n)
+        .map(|_| {
+            let plain = steps(&run(&[name], 0), name);
+            let heavy = steps(&run(&[name], k), name);
+            heavy / plain - 1.0
+        })
+        .collect();
+    bpf_overhead::stats::median(&shares)
+}
+
+/// ns that one --prog-work step adds, the same in every program: the
+/// slope from a heavy setting (+400 steps, several times raw_tp-loop's own
+/// cost) over 3 interleaved pairs, on the steadiest mechanism.
+fn ns_per_step() -> f64 {
+    let (name, big) = ("raw_tp-loop", 400);
+    let slopes: Vec<f64> = (0..3)
+        .map(|_| {
+            let plain = overhead(&run(&[name], 0), name);
+            let heavy = overhead(&run(&[name], big), name);
+            (heavy - plain) / f64::from(big)
+        })
+        .collect();
+    bpf_overhead::stats::median(&slopes)
+}
+
+/// `name`'s own cost in ns: the median of 3 runs.
+fn own_cost(name: &str) -> f64 {
+    let runs: Vec<f64> = (0..3).map(|_| overhead(&run(&[name], 0), name)).collect();
+    bpf_overhead::stats::median(&runs)
+}
+
+/// A/B at `share` of `name`'s own cost (`own` ns; `step` ns a work step):
+/// detections out of `pairs` at each of THRESHOLDS, the work steps used,
+/// what they add (measured apart, over 5 more pairs) and the median change
+/// the gate saw.
+fn ab(name: &str, own: f64, step: f64, share: f64, pairs: usize) -> ([usize; 5], u32, f64, f64) {
+    // The first step also pays for the branch and the store around the
+    // loop: check what k adds, and correct k by the difference once.
+    let mut k = ((share * own / step).round() as u32).clamp(1, 10_000);
+    let got = added_share(name, k, 3);
+    k = ((f64::from(k) + (share - got) * own / step).round() as u32).clamp(1, 10_000);
+    let mut detected = [0; 5];
     let mut changes = Vec::new();
     for _ in 0..pairs {
         let a = run(&[name], 0);
@@ -156,13 +218,21 @@ fn ab(name: &str, share: f64, pairs: usize, per_round: f64) -> ([usize; 3], u32,
         for (d, v) in detected.iter_mut().zip(v) {
             *d += usize::from(v == Verdict::Regressed);
         }
+        let p = gate::compare(&a, &b, Threshold::ByTrigger)
+            .find(name)
+            .and_then(|c| c.p_value);
+        eprintln!(
+            "gate_power: A/B {name} --prog-work {k}: {:+.1}%, p={p:.3?}, retaken {}+{}",
+            100.0 * change,
+            a.retaken_runs,
+            b.retaken_runs
+        );
         changes.push(change);
     }
-    let added = f64::from(k) * per_round;
     (
         detected,
         k,
-        100.0 * added / own,
+        100.0 * added_share(name, k, 5),
         100.0 * bpf_overhead::stats::median(&changes),
     )
 }
@@ -181,18 +251,20 @@ fn main() {
     }
     let host = Host::current();
     println!(
-        "gate_power: kernel {}, {}, default threshold {:.1}%, {} pairs, 5 rounds a run\n",
+        "gate_power: kernel {}, {}, default threshold {}, {} pairs, {} rounds a run\n",
         host.kernel_release,
         host.cpu_model,
-        DEFAULT_THRESHOLD * 100.0,
-        pairs
+        Threshold::ByTrigger.describe(),
+        pairs,
+        pipeline::DEFAULT_REPEATS
     );
 
     // 1. A/A.
     let aa = ["raw_tp-loop", "tp-loop", "uprobe-nop", "raw_tp"];
     // [threshold][quiet, hog]
-    let mut alarms = vec![[[0usize; 2]; 3]; aa.len()];
+    let mut alarms = vec![[[0usize; 2]; 5]; aa.len()];
     let mut worst = vec![0f64; aa.len()];
+    let mut all_runs = Vec::new();
     for pair in 0..pairs {
         let hog = pair >= pairs / 2;
         let a = run(&aa, 0);
@@ -207,11 +279,14 @@ fn main() {
             }
             worst[i] = worst[i].max(change * 100.0);
         }
+        all_runs.push(a);
+        all_runs.push(b);
     }
+    let retaken: u64 = all_runs.iter().map(|d| d.retaken_runs).sum();
     println!("A/A: false alarms (REGRESSED) in {pairs} pairs of runs of the same kernel\n");
     println!("(quiet / with a CPU hog on another CPU, at each threshold)\n");
-    println!("| mechanism | 5% | 7.5% | 10% | largest change seen |");
-    println!("|---|---|---|---|---|");
+    println!("| mechanism | {} | largest change seen |", columns(""));
+    println!("|---|{}---|", "---|".repeat(THRESHOLDS.len()));
     let half = pairs / 2;
     for (i, name) in aa.iter().enumerate() {
         let cells: Vec<String> = alarms[i]
@@ -220,35 +295,75 @@ fn main() {
             .collect();
         println!("| {name} | {} | {:+.1}% |", cells.join(" | "), worst[i]);
     }
+    println!(
+        "\nTimed runs measured again because the machine slowed down: {retaken}, in {} default runs.",
+        all_runs.len()
+    );
+
+    let n = all_runs.len();
+    println!(
+        "\nA/A over every ordered pair of those {n} runs ({} comparisons a mechanism): false alarms\n",
+        n * (n - 1)
+    );
+    println!(
+        "| mechanism | compared | {} | largest change seen |",
+        columns("")
+    );
+    println!("|---|---|{}---|", "---|".repeat(THRESHOLDS.len()));
+    let raw: Vec<Document> = all_runs.iter().map(without_speed).collect();
+    for name in aa {
+        for (how, runs) in [("at equal speed", &all_runs), ("ns as measured", &raw)] {
+            let mut fa = [0usize; 5];
+            let mut worst = f64::MIN;
+            for (i, a) in runs.iter().enumerate() {
+                for (j, b) in runs.iter().enumerate() {
+                    if i == j {
+                        continue;
+                    }
+                    let (v, change) = verdicts(a, b, name);
+                    for (f, v) in fa.iter_mut().zip(v) {
+                        *f += usize::from(v.is_regression());
+                    }
+                    worst = worst.max(change * 100.0);
+                }
+            }
+            println!("| {name} | {how} | {} | {worst:+.1}% |", cells(&fa, None));
+        }
+    }
 
     // 2. A/B at 10% of the own cost.
     println!("\nA/B: the mechanism made 10% costlier by --prog-work (real work in its program)\n");
-    println!("| mechanism | own cost | --prog-work | added (calibrated) | change the gate saw (median) | detected at 5% | 7.5% | 10% |");
-    println!("|---|---|---|---|---|---|---|---|");
+    let step = ns_per_step();
+    println!("One --prog-work step: {step:.2} ns (raw_tp-loop, +400 steps, 3 pairs).\n");
+    println!(
+        "| mechanism | own cost | --prog-work | added (measured apart) | change the gate saw (median) | {} |",
+        columns("detected at ")
+    );
+    println!("|---|---|---|---|---|{}", "---|".repeat(THRESHOLDS.len()));
     for name in ["raw_tp-loop", "tp-loop", "uprobe-nop"] {
-        let per_round = ns_per_work_round(name);
-        let own = overhead(&run(&[name], 0), name);
-        let (hit, k, added, seen) = ab(name, 0.10, pairs, per_round);
+        let own = own_cost(name);
+        let (hit, k, added, seen) = ab(name, own, step, 0.10, pairs);
         println!(
-            "| {name} | {own:.1} ns | {k} | +{added:.1}% | {seen:+.1}% | {}/{pairs} | {}/{pairs} | {}/{pairs} |",
-            hit[0], hit[1], hit[2]
+            "| {name} | {own:.1} ns | {k} | +{added:.1}% | {seen:+.1}% | {} |",
+            cells(&hit, Some(pairs))
         );
     }
 
     // 3. The comm trigger's detection limit.
+    let own = own_cost("raw_tp");
     println!(
-        "\nThe comm trigger: raw_tp over a comm write made costlier by a share of its own cost\n"
+        "\nThe comm trigger: raw_tp over a comm write made costlier by a share of its own cost ({own:.1} ns)\n"
     );
     println!(
-        "| added | --prog-work | change the gate saw (median) | detected at 5% | 7.5% | 10% |"
+        "| added | --prog-work | change the gate saw (median) | {} |",
+        columns("detected at ")
     );
-    println!("|---|---|---|---|---|---|");
-    let per_round = ns_per_work_round("raw_tp");
+    println!("|---|---|---|{}", "---|".repeat(THRESHOLDS.len()));
     for share in [0.10, 0.25, 0.50, 1.00] {
-        let (hit, k, added, seen) = ab("raw_tp", share, pairs, per_round);
+        let (hit, k, added, seen) = ab("raw_tp", own, step, share, pairs);
         println!(
-            "| +{added:.0}% | {k} | {seen:+.1}% | {}/{pairs} | {}/{pairs} | {}/{pairs} |",
-            hit[0], hit[1], hit[2]
+            "| +{added:.0}% | {k} | {seen:+.1}% | {} |",
+            cells(&hit, Some(pairs))
         );
     }
 
@@ -267,21 +382,24 @@ fn main() {
     )
     .unwrap();
     println!("\nSpread over 7 rounds of one run (CV: sample stddev / mean)\n");
-    println!("| mechanism | K events/s | CV of rate | ns over base | CV of overhead |");
-    println!("|---|---|---|---|---|");
+    println!("| mechanism | K events/s | CV of rate | ns over base | CV of overhead | CV at equal speed |");
+    println!("|---|---|---|---|---|---|");
     for m in doc.mechanisms.iter().filter(|m| m.is_ok()) {
         let rate = m.k_events_per_sec.as_ref().unwrap();
         let ovh = m.overhead_ns.as_ref();
+        let cv = |s: Option<&bpf_overhead::stats::Summary>| {
+            s.map_or("".into(), |o| {
+                format!("{:.1}%", 100.0 * o.relative_stddev())
+            })
+        };
         println!(
-            "| {} | {:.0} | {:.1}% | {} | {} |",
+            "| {} | {:.0} | {:.1}% | {} | {} | {} |",
             m.name,
             rate.median,
             100.0 * rate.relative_stddev(),
             ovh.map_or("(base)".into(), |o| format!("{:+.1}", o.median)),
-            ovh.map_or("".into(), |o| format!(
-                "{:.1}%",
-                100.0 * o.relative_stddev()
-            )),
+            cv(ovh),
+            cv(m.overhead_steps.as_ref()),
         );
     }
 }
