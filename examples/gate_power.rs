@@ -32,6 +32,9 @@ use std::sync::Arc;
 use bpf_overhead::document::{Document, Host};
 use bpf_overhead::gate::{self, Threshold, Verdict};
 
+/// What `--only` can pick: A/A, A/B, the comm trigger, the spread.
+const SECTIONS: [&str; 4] = ["aa", "ab", "comm", "cv"];
+
 /// Thresholds the same pairs are judged at, to show the trade-off.
 const THRESHOLDS: [f64; 5] = [0.05, 0.06, 0.075, 0.10, 0.15];
 use bpf_overhead::measure::{online_cpus, ProgWork};
@@ -203,12 +206,22 @@ fn own_cost(name: &str) -> f64 {
 /// detections out of `pairs` at each of THRESHOLDS, the work steps used,
 /// what they add (measured apart, over 5 more pairs) and the median change
 /// the gate saw.
-fn ab(name: &str, own: f64, step: f64, share: f64, pairs: usize) -> ([usize; 5], u32, f64, f64) {
+fn ab(
+    name: &str,
+    own: f64,
+    step: f64,
+    share: f64,
+    pairs: usize,
+    correct: bool,
+) -> ([usize; 5], u32, f64, f64) {
     // The first step also pays for the branch and the store around the
-    // loop: check what k adds, and correct k by the difference once.
+    // loop: check what k adds, and correct k by the difference once (not
+    // on the comm trigger, whose noise would decide the correction).
     let mut k = ((share * own / step).round() as u32).clamp(1, 10_000);
-    let got = added_share(name, k, 3);
-    k = ((f64::from(k) + (share - got) * own / step).round() as u32).clamp(1, 10_000);
+    if correct {
+        let got = added_share(name, k, 3);
+        k = ((f64::from(k) + (share - got) * own / step).round() as u32).clamp(1, 10_000);
+    }
     let mut detected = [0; 5];
     let mut changes = Vec::new();
     for _ in 0..pairs {
@@ -239,16 +252,21 @@ fn ab(name: &str, own: f64, step: f64, share: f64, pairs: usize) -> ([usize; 5],
 
 fn main() {
     let mut pairs = 10;
+    let mut only: Option<String> = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
-        match (arg.as_str(), args.next().and_then(|v| v.parse().ok())) {
-            ("--pairs", Some(n)) if n > 0 => pairs = n,
+        match (arg.as_str(), args.next()) {
+            ("--pairs", Some(n)) if n.parse::<usize>().is_ok_and(|n| n > 0) => {
+                pairs = n.parse().unwrap()
+            }
+            ("--only", Some(s)) if SECTIONS.contains(&s.as_str()) => only = Some(s),
             _ => {
-                eprintln!("usage: gate_power [--pairs N]  (N >= 1)");
+                eprintln!("usage: gate_power [--pairs N] [--only aa|ab|comm|cv]  (N >= 1)");
                 std::process::exit(2);
             }
         }
     }
+    let want = |section: &str| only.as_deref().is_none_or(|o| o == section);
     let host = Host::current();
     println!(
         "gate_power: kernel {}, {}, default threshold {}, {} pairs, {} rounds a run\n",
@@ -259,147 +277,159 @@ fn main() {
         pipeline::DEFAULT_REPEATS
     );
 
-    // 1. A/A.
-    let aa = ["raw_tp-loop", "tp-loop", "uprobe-nop", "raw_tp"];
-    // [threshold][quiet, hog]
-    let mut alarms = vec![[[0usize; 2]; 5]; aa.len()];
-    let mut worst = vec![0f64; aa.len()];
-    let mut all_runs = Vec::new();
-    for pair in 0..pairs {
-        let hog = pair >= pairs / 2;
-        let a = run(&aa, 0);
-        let b = {
-            let _hog = hog.then(Hog::start);
-            run(&aa, 0)
-        };
-        for (i, name) in aa.iter().enumerate() {
-            let (v, change) = verdicts(&a, &b, name);
-            for (t, v) in v.iter().enumerate() {
-                alarms[i][t][usize::from(hog)] += usize::from(v.is_regression());
+    if want("aa") {
+        // 1. A/A.
+        let aa = ["raw_tp-loop", "tp-loop", "uprobe-nop", "raw_tp"];
+        // [threshold][quiet, hog]
+        let mut alarms = vec![[[0usize; 2]; 5]; aa.len()];
+        let mut worst = vec![0f64; aa.len()];
+        let mut all_runs = Vec::new();
+        for pair in 0..pairs {
+            let hog = pair >= pairs / 2;
+            let a = run(&aa, 0);
+            let b = {
+                let _hog = hog.then(Hog::start);
+                run(&aa, 0)
+            };
+            for (i, name) in aa.iter().enumerate() {
+                let (v, change) = verdicts(&a, &b, name);
+                for (t, v) in v.iter().enumerate() {
+                    alarms[i][t][usize::from(hog)] += usize::from(v.is_regression());
+                }
+                worst[i] = worst[i].max(change * 100.0);
             }
-            worst[i] = worst[i].max(change * 100.0);
+            all_runs.push(a);
+            all_runs.push(b);
         }
-        all_runs.push(a);
-        all_runs.push(b);
-    }
-    let retaken: u64 = all_runs.iter().map(|d| d.retaken_runs).sum();
-    println!("A/A: false alarms (REGRESSED) in {pairs} pairs of runs of the same kernel\n");
-    println!("(quiet / with a CPU hog on another CPU, at each threshold)\n");
-    println!("| mechanism | {} | largest change seen |", columns(""));
-    println!("|---|{}---|", "---|".repeat(THRESHOLDS.len()));
-    let half = pairs / 2;
-    for (i, name) in aa.iter().enumerate() {
-        let cells: Vec<String> = alarms[i]
-            .iter()
-            .map(|a| format!("{}/{} · {}/{}", a[0], half, a[1], pairs - half))
-            .collect();
-        println!("| {name} | {} | {:+.1}% |", cells.join(" | "), worst[i]);
-    }
-    println!(
+        let retaken: u64 = all_runs.iter().map(|d| d.retaken_runs).sum();
+        println!("A/A: false alarms (REGRESSED) in {pairs} pairs of runs of the same kernel\n");
+        println!("(quiet / with a CPU hog on another CPU, at each threshold)\n");
+        println!("| mechanism | {} | largest change seen |", columns(""));
+        println!("|---|{}---|", "---|".repeat(THRESHOLDS.len()));
+        let half = pairs / 2;
+        for (i, name) in aa.iter().enumerate() {
+            let cells: Vec<String> = alarms[i]
+                .iter()
+                .map(|a| format!("{}/{} · {}/{}", a[0], half, a[1], pairs - half))
+                .collect();
+            println!("| {name} | {} | {:+.1}% |", cells.join(" | "), worst[i]);
+        }
+        println!(
         "\nTimed runs measured again because the machine slowed down: {retaken}, in {} default runs.",
         all_runs.len()
     );
 
-    let n = all_runs.len();
-    println!(
+        let n = all_runs.len();
+        println!(
         "\nA/A over every ordered pair of those {n} runs ({} comparisons a mechanism): false alarms\n",
         n * (n - 1)
     );
-    println!(
-        "| mechanism | compared | {} | largest change seen |",
-        columns("")
-    );
-    println!("|---|---|{}---|", "---|".repeat(THRESHOLDS.len()));
-    let raw: Vec<Document> = all_runs.iter().map(without_speed).collect();
-    for name in aa {
-        for (how, runs) in [("at equal speed", &all_runs), ("ns as measured", &raw)] {
-            let mut fa = [0usize; 5];
-            let mut worst = f64::MIN;
-            for (i, a) in runs.iter().enumerate() {
-                for (j, b) in runs.iter().enumerate() {
-                    if i == j {
-                        continue;
+        println!(
+            "| mechanism | compared | {} | largest change seen |",
+            columns("")
+        );
+        println!("|---|---|{}---|", "---|".repeat(THRESHOLDS.len()));
+        let raw: Vec<Document> = all_runs.iter().map(without_speed).collect();
+        for name in aa {
+            for (how, runs) in [("at equal speed", &all_runs), ("ns as measured", &raw)] {
+                let mut fa = [0usize; 5];
+                let mut worst = f64::MIN;
+                for (i, a) in runs.iter().enumerate() {
+                    for (j, b) in runs.iter().enumerate() {
+                        if i == j {
+                            continue;
+                        }
+                        let (v, change) = verdicts(a, b, name);
+                        for (f, v) in fa.iter_mut().zip(v) {
+                            *f += usize::from(v.is_regression());
+                        }
+                        worst = worst.max(change * 100.0);
                     }
-                    let (v, change) = verdicts(a, b, name);
-                    for (f, v) in fa.iter_mut().zip(v) {
-                        *f += usize::from(v.is_regression());
-                    }
-                    worst = worst.max(change * 100.0);
                 }
+                println!("| {name} | {how} | {} | {worst:+.1}% |", cells(&fa, None));
             }
-            println!("| {name} | {how} | {} | {worst:+.1}% |", cells(&fa, None));
         }
     }
-
-    // 2. A/B at 10% of the own cost.
-    println!("\nA/B: the mechanism made 10% costlier by --prog-work (real work in its program)\n");
-    let step = ns_per_step();
-    println!("One --prog-work step: {step:.2} ns (raw_tp-loop, +400 steps, 3 pairs).\n");
-    println!(
+    let step = if want("ab") || want("comm") {
+        ns_per_step()
+    } else {
+        0.0
+    };
+    if want("ab") {
+        // 2. A/B at 10% of the own cost.
+        println!(
+            "\nA/B: the mechanism made 10% costlier by --prog-work (real work in its program)\n"
+        );
+        println!("One --prog-work step: {step:.2} ns (raw_tp-loop, +400 steps, 3 pairs).\n");
+        println!(
         "| mechanism | own cost | --prog-work | added (measured apart) | change the gate saw (median) | {} |",
         columns("detected at ")
     );
-    println!("|---|---|---|---|---|{}", "---|".repeat(THRESHOLDS.len()));
-    for name in ["raw_tp-loop", "tp-loop", "uprobe-nop"] {
-        let own = own_cost(name);
-        let (hit, k, added, seen) = ab(name, own, step, 0.10, pairs);
-        println!(
-            "| {name} | {own:.1} ns | {k} | +{added:.1}% | {seen:+.1}% | {} |",
-            cells(&hit, Some(pairs))
-        );
+        println!("|---|---|---|---|---|{}", "---|".repeat(THRESHOLDS.len()));
+        for name in ["raw_tp-loop", "tp-loop", "uprobe-nop"] {
+            let own = own_cost(name);
+            let (hit, k, added, seen) = ab(name, own, step, 0.10, pairs, true);
+            println!(
+                "| {name} | {own:.1} ns | {k} | +{added:.1}% | {seen:+.1}% | {} |",
+                cells(&hit, Some(pairs))
+            );
+        }
     }
-
-    // 3. The comm trigger's detection limit.
-    let own = own_cost("raw_tp");
-    println!(
+    if want("comm") {
+        // 3. The comm trigger's detection limit.
+        let own = own_cost("raw_tp");
+        println!(
         "\nThe comm trigger: raw_tp over a comm write made costlier by a share of its own cost ({own:.1} ns)\n"
     );
-    println!(
-        "| added | --prog-work | change the gate saw (median) | {} |",
+        println!(
+        "| added (k steps) | --prog-work k | measured apart | change the gate saw (median) | {} |",
         columns("detected at ")
     );
-    println!("|---|---|---|{}", "---|".repeat(THRESHOLDS.len()));
-    for share in [0.10, 0.25, 0.50, 1.00] {
-        let (hit, k, added, seen) = ab("raw_tp", own, step, share, pairs);
-        println!(
-            "| +{added:.0}% | {k} | {seen:+.1}% | {} |",
-            cells(&hit, Some(pairs))
-        );
+        println!("|---|---|---|---|{}", "---|".repeat(THRESHOLDS.len()));
+        for share in [0.10, 0.25, 0.50, 1.00] {
+            let (hit, k, added, seen) = ab("raw_tp", own, step, share, pairs, false);
+            println!(
+                "| +{:.0}% | {k} | {added:+.0}% | {seen:+.1}% | {} |",
+                100.0 * f64::from(k) * step / own,
+                cells(&hit, Some(pairs))
+            );
+        }
     }
-
-    // 4. CV over 7 rounds.
-    let names: Vec<&str> = ["raw_tp", "tp", "tp_btf", "uprobe-nop", "uretprobe-nop"]
-        .into_iter()
-        .chain(["raw_tp-loop", "tp-loop", "tp_btf-loop"])
-        .collect();
-    let doc = pipeline::execute(
-        &Plan {
-            repeats: NonZeroUsize::new(7).unwrap(),
-            ..plan(&names, 0)
-        },
-        Host::current,
-        |_| {},
-    )
-    .unwrap();
-    println!("\nSpread over 7 rounds of one run (CV: sample stddev / mean)\n");
-    println!("| mechanism | K events/s | CV of rate | ns over base | CV of overhead | CV at equal speed |");
-    println!("|---|---|---|---|---|---|");
-    for m in doc.mechanisms.iter().filter(|m| m.is_ok()) {
-        let rate = m.k_events_per_sec.as_ref().unwrap();
-        let ovh = m.overhead_ns.as_ref();
-        let cv = |s: Option<&bpf_overhead::stats::Summary>| {
-            s.map_or("".into(), |o| {
-                format!("{:.1}%", 100.0 * o.relative_stddev())
-            })
-        };
-        println!(
-            "| {} | {:.0} | {:.1}% | {} | {} | {} |",
-            m.name,
-            rate.median,
-            100.0 * rate.relative_stddev(),
-            ovh.map_or("(base)".into(), |o| format!("{:+.1}", o.median)),
-            cv(ovh),
-            cv(m.overhead_steps.as_ref()),
-        );
+    if want("cv") {
+        // 4. CV over 7 rounds.
+        let names: Vec<&str> = ["raw_tp", "tp", "tp_btf", "uprobe-nop", "uretprobe-nop"]
+            .into_iter()
+            .chain(["raw_tp-loop", "tp-loop", "tp_btf-loop"])
+            .collect();
+        let doc = pipeline::execute(
+            &Plan {
+                repeats: NonZeroUsize::new(7).unwrap(),
+                ..plan(&names, 0)
+            },
+            Host::current,
+            |_| {},
+        )
+        .unwrap();
+        println!("\nSpread over 7 rounds of one run (CV: sample stddev / mean)\n");
+        println!("| mechanism | K events/s | CV of rate | ns over base | CV of overhead | CV at equal speed |");
+        println!("|---|---|---|---|---|---|");
+        for m in doc.mechanisms.iter().filter(|m| m.is_ok()) {
+            let rate = m.k_events_per_sec.as_ref().unwrap();
+            let ovh = m.overhead_ns.as_ref();
+            let cv = |s: Option<&bpf_overhead::stats::Summary>| {
+                s.map_or("".into(), |o| {
+                    format!("{:.1}%", 100.0 * o.relative_stddev())
+                })
+            };
+            println!(
+                "| {} | {:.0} | {:.1}% | {} | {} | {} |",
+                m.name,
+                rate.median,
+                100.0 * rate.relative_stddev(),
+                ovh.map_or("(base)".into(), |o| format!("{:+.1}", o.median)),
+                cv(ovh),
+                cv(m.overhead_steps.as_ref()),
+            );
+        }
     }
 }

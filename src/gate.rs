@@ -265,7 +265,7 @@ pub fn warnings(baseline: &Document, current: &Document) -> Vec<String> {
     }
     if baseline.prog_work != current.prog_work {
         warnings.push(format!(
-            "the programs did {} rounds of extra work in the baseline, {} now: overheads differ \
+            "the programs did {} steps of extra work in the baseline, {} now: overheads differ \
              by that",
             baseline.prog_work, current.prog_work
         ));
