@@ -165,7 +165,7 @@ pub fn table(doc: &Document) -> String {
     for legend in [
         "K ev/s    thousands of events per second: median of the timed runs, min–max, mean ± sample stddev",
         "ns/ev     median time per event",
-        "overhead  ns per event over the base (the same trigger, nothing attached), median of the per-round differences: what --baseline compares",
+        "overhead  ns per event over the base (the same trigger, nothing attached), median of the per-round differences: what --baseline compares, at equal machine speed",
         "ratio     rate / base rate in the same round, median",
         "prog ns   the BPF program's own run time (run_time_ns / run_cnt), from one extra run with BPF stats on",
     ] {
