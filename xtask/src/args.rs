@@ -33,9 +33,9 @@ CARGO_MANIFEST_DIR, and any BPF_OVERHEAD_* from the host environment):
   default              `cargo test --no-run` on the host, then each test executable with
                        TEST-ARGS (default: --nocapture), in order, with BPF_OVERHEAD_KTAP=
                        $VMTEST_OUT/suite.ktap; then the bpf-overhead command it built saves
-                       $VMTEST_OUT/result.json (under TCG a shorter plan: --iterations 20000
-                       --repeat 3; the result says it is emulated); exit status = the first
-                       failing one's
+                       $VMTEST_OUT/result.json (under TCG a shorter plan: --iterations 10000
+                       --repeat 3 --no-prog-stats; the result says it is emulated); exit
+                       status = the first failing one's
   --cmd 'SHELL CODE'   run this bash code instead (no cargo build)
   --exec PROG ARGS...  run PROG with ARGS (everything after --exec): a cargo runner,
                        CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER=\"$PWD/scripts/vmtest 6.1 --exec\"
