@@ -606,8 +606,10 @@ pub struct Bench {
 impl Bench {
     /// Under TCG a shorter plan than the command's (100000 events, 5 rounds,
     /// the prog-stats run): its figures are no performance figures anyway,
-    /// and the result document says it is emulated. On 6.1 under TCG this
-    /// plan took ~30 s, 20000 x 3 with it ~50 s, 1000 x 1 ~17 s.
+    /// and the result document says it is emulated. Under TCG on the CI
+    /// machine kind this plan took 25 s (5.10), 35 s (6.1), 54 s (6.12) and
+    /// 51 s (7.3); on 6.1, 20000 x 3 with the prog-stats run took 46-50 s,
+    /// 1000 x 1 17 s (loading and attaching the programs).
     pub fn new(exe: String, accel: Accel) -> Bench {
         let mut args: Vec<String> = Vec::new();
         if accel == Accel::Tcg {
