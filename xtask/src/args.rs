@@ -26,16 +26,24 @@ bzImage and the initramfs. CACHE is $BPF_OVERHEAD_CACHE or ~/.cache/bpf-overhead
 Damaged images (size against the boot header, payload that does not decompress
 completely to a whole ELF) are refused before boot.
 
-What runs in the guest (cwd = repo root; env BPF_OVERHEAD_STRICT=1,
-BPF_OVERHEAD_EMULATED=tcg under TCG, BPF_OVERHEAD_ABSENT=<repo>/ci/absent/<series> when
-that file exists, RUST_BACKTRACE=0, CARGO_MANIFEST_DIR, and any BPF_OVERHEAD_* from the
-host environment):
+What runs in the guest (cwd = repo root; env VMTEST_OUT (see Output),
+BPF_OVERHEAD_STRICT=1, BPF_OVERHEAD_EMULATED=tcg under TCG,
+BPF_OVERHEAD_ABSENT=<repo>/ci/absent/<series> when that file exists, RUST_BACKTRACE=0,
+CARGO_MANIFEST_DIR, and any BPF_OVERHEAD_* from the host environment):
   default              `cargo test --no-run` on the host, then each test executable with
-                       TEST-ARGS (default: --nocapture), in order; exit status = the first
-                       failing one's
+                       TEST-ARGS (default: --nocapture), in order, with BPF_OVERHEAD_KTAP=
+                       $VMTEST_OUT/suite.ktap; then the bpf-overhead command it built saves
+                       $VMTEST_OUT/result.json (under TCG a shorter plan: --iterations 10000
+                       --repeat 3 --no-prog-stats; the result says it is emulated); exit
+                       status = the first failing one's
   --cmd 'SHELL CODE'   run this bash code instead (no cargo build)
   --exec PROG ARGS...  run PROG with ARGS (everything after --exec): a cargo runner,
                        CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER=\"$PWD/scripts/vmtest 6.1 --exec\"
+
+Output: DIR (--out) is shared into the guest read-write (9p, tag `out`) at $VMTEST_OUT
+(/run/vmtest-out): the guest writes into a fresh directory DIR/.vmtest-run.*, whose files
+are renamed into DIR once the VM has exited (each whole; same names replaced, and said so).
+One run at a time per DIR (a lock); as root, the files take DIR's owner.
 
 Options:
   --cargo-arg ARG      extra argument for `cargo test --no-run` (repeatable)
@@ -51,6 +59,9 @@ Options:
   --memory SIZE        guest memory (default 2G)
   --smp N              guest CPUs (default 2)
   --append ARGS        extra kernel command line
+  --out DIR            where the guest's files go (default: <target dir>/vmtest/<release>,
+                       the target dir being $CARGO_TARGET_DIR or the repository's target/)
+  --no-bench           default mode: skip the bpf-overhead command run after the tests
   --log FILE           also keep the console log in FILE
   --verbose            stream the kernel's boot messages too (else shown only on failure)
   --bzimage            boot the bzImage even when its vmlinux has a PVH entry
@@ -98,6 +109,8 @@ pub struct Args {
     pub log: Option<String>,
     pub verbose: bool,
     pub bzimage: bool,
+    pub out: Option<String>,
+    pub bench: bool,
 }
 
 /// `Ok(None)`: --help.
@@ -118,6 +131,8 @@ pub fn parse(argv: &[String], env_accel: Option<&str>) -> Result<Option<Args>> {
         log: None,
         verbose: false,
         bzimage: false,
+        out: None,
+        bench: true,
     };
     let mut accel = env_accel.map(str::to_owned);
     let mut cmd = None;
@@ -177,6 +192,12 @@ pub fn parse(argv: &[String], env_accel: Option<&str>) -> Result<Option<Args>> {
             "--log" => a.log = Some(value()?),
             "--verbose" => a.verbose = true,
             "--bzimage" => a.bzimage = true,
+            "--out" => {
+                let v = value()?;
+                ensure!(!v.is_empty(), "--out wants a directory");
+                a.out = Some(v);
+            }
+            "--no-bench" => a.bench = false,
             "--" => {
                 a.job = Job::Tests(it.by_ref().cloned().collect());
             }
@@ -243,6 +264,14 @@ mod tests {
             (60, Some(Accel::Tcg), Job::Tests(vec![]))
         );
         assert!(p(&["-h"]).unwrap().is_none());
+        let a = p(&["6.1"]).unwrap().unwrap();
+        assert_eq!((a.out, a.bench), (None, true));
+        let a = p(&["6.1", "--out", "o/6.1", "--no-bench"])
+            .unwrap()
+            .unwrap();
+        assert_eq!((a.out.as_deref(), a.bench), (Some("o/6.1"), false));
+        let a = p(&["--out=x", "6.1"]).unwrap().unwrap();
+        assert_eq!(a.out.as_deref(), Some("x"));
     }
 
     #[test]
@@ -292,6 +321,8 @@ mod tests {
         assert!(e(&["6.1", "--accel", "hvf"]).contains("must be kvm or tcg"));
         assert!(e(&["6.1", "--env", "noequals"]).contains("NAME=VALUE"));
         assert!(e(&["6.1", "--exec"]).contains("--exec needs a command"));
+        assert!(e(&["6.1", "--out"]).starts_with("--out needs a value"));
+        assert!(e(&["6.1", "--out="]).starts_with("--out wants a directory"));
         let env = parse(&["6.1".to_string()], Some("xen")).unwrap_err();
         assert!(format!("{env:#}").contains("not 'xen'"));
     }

@@ -1,7 +1,7 @@
 #!/bin/sh
 # PID 1 of the vmtest initramfs (busybox sh), built by `cargo xtask vmtest`.
 # Mounts the host root read-only over 9p under a tmpfs overlay, chroots into it,
-# runs $RUNDIR/job.sh, reports its exit status on the virtio-serial port
+# mounts the output share (9p tag "out") read-write when asked, runs $RUNDIR/job.sh, reports its exit status on the virtio-serial port
 # "vmtest.status", powers off. It never exits: PID 1 exiting panics the kernel.
 # On any setup error it powers off without a status, which the host reports as
 # a failure.
@@ -30,10 +30,15 @@ mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 
-# vmtest.rundir=... on the kernel command line: host dir holding job.sh.
+# vmtest.rundir=... on the kernel command line: host dir holding job.sh;
+# vmtest.out=...: where to mount the output share, if any.
 rundir=
+out=
 for w in $(cat /proc/cmdline); do
-	case $w in vmtest.rundir=*) rundir=${w#*=} ;; esac
+	case $w in
+	vmtest.rundir=*) rundir=${w#*=} ;;
+	vmtest.out=*) out=${w#*=} ;;
+	esac
 done
 [ -n "$rundir" ] || die "no vmtest.rundir= on the kernel command line"
 
@@ -63,6 +68,15 @@ mount -t tracefs tracefs $r/sys/kernel/tracing || say "init: no tracefs"
 mount -t debugfs debugfs $r/sys/kernel/debug || say "init: no debugfs"
 mount -t bpf -o mode=0700 bpf $r/sys/fs/bpf || say "init: no bpffs"
 mount -t cgroup2 cgroup2 $r/sys/fs/cgroup 2>/dev/null || true
+if [ -n "$out" ]; then
+	# Read-write, uncached: each write reaches the host before write(2) returns.
+	mkdir -p "$r$out"
+	mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 out "$r$out" ||
+		die "cannot mount the output directory (9p tag out) read-write at $out"
+	probe="$r$out/.vmtest-probe"
+	{ : >"$probe" && rm -f "$probe"; } 2>/dev/null ||
+		die "the output directory (9p tag out, at $out) is not writable in the guest"
+fi
 
 [ -f "$r$rundir/job.sh" ] || die "$rundir/job.sh not visible in the guest"
 
@@ -82,6 +96,7 @@ if dmesg | grep -q 'WARNING: CPU:'; then
 	dmesg | sed -n '/cut here/,$p' | head -n 80
 fi
 say "guest exit status $rc"
+[ -z "$out" ] || umount "$r$out" 2>/dev/null
 # Let the UART drain what was written before powering off (tcsetattr TCSADRAIN).
 stty -F /dev/console "$(stty -F /dev/console -g)" 2>/dev/null
 echo "$rc" >"$port"

@@ -9,6 +9,7 @@ mod cpio;
 mod debian;
 mod image;
 mod modules;
+mod out;
 mod vm;
 mod vmtest;
 

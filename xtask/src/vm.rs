@@ -17,6 +17,9 @@ use crate::args::Accel;
 /// What the guest init prints when it is about to run the command.
 pub const MARKER: &str = "vmtest: guest up";
 
+/// Where the guest mounts the output share (9p tag `out`), read-write.
+pub const GUEST_OUT: &str = "/run/vmtest-out";
+
 /// Signal number of a SIGINT/SIGTERM received, 0 if none.
 pub static SIGNALLED: AtomicI32 = AtomicI32::new(0);
 
@@ -49,18 +52,30 @@ pub struct Vm<'a> {
     pub initrd: &'a Path,
     pub cmdline: String,
     pub rundir: &'a Path,
+    /// The host directory shared read-write as 9p tag `out`.
+    pub out: Option<&'a Path>,
+}
+
+/// A value inside a qemu `-opt a=b,c=d` list: a comma is written twice.
+fn qemu_value(p: &Path) -> String {
+    p.display().to_string().replace(',', ",,")
 }
 
 /// The kernel command line: early serial output (the watchdog's sign of life),
 /// any oops panics, a panic powers off, and where the job is. no_timer_check:
 /// under TCG on a loaded host the IO-APIC timer check can fail and panic the
 /// boot ("IO-APIC + timer doesn't work!", seen with Debian 6.1).
-pub fn cmdline(rundir: &Path, append: &str) -> String {
+/// `vmtest.out=` tells the init to mount the output share there.
+pub fn cmdline(rundir: &Path, out: bool, append: &str) -> String {
     let mut c = format!(
         "console=ttyS0 earlyprintk=serial,ttyS0,115200 panic=-1 oops=panic no_timer_check \
          vmtest.rundir={}",
         rundir.display()
     );
+    if out {
+        c.push_str(" vmtest.out=");
+        c.push_str(GUEST_OUT);
+    }
     if !append.is_empty() {
         c.push(' ');
         c.push_str(append);
@@ -105,11 +120,23 @@ impl Vm<'_> {
             "-device".into(),
             "virtio-serial-pci,id=vser".into(),
             "-chardev".into(),
-            format!("file,id=status,path={}", self.status_path().display()),
+            format!("file,id=status,path={}", qemu_value(&self.status_path())),
             "-device".into(),
             "virtserialport,bus=vser.0,chardev=status,name=vmtest.status".into(),
         ];
         a.extend(rest);
+        if let Some(out) = self.out {
+            // security_model=none: files are created as qemu's user and, when
+            // that is root, given the guest's owner (root), as passthrough
+            // would; as another user the chown fails and is ignored. No
+            // xattrs or metadata files as with the mapped models.
+            a.extend([
+                "-fsdev".into(),
+                format!("local,id=out,path={},security_model=none", qemu_value(out)),
+                "-device".into(),
+                "virtio-9p-pci,fsdev=out,mount_tag=out".into(),
+            ]);
+        }
         a
     }
 
@@ -485,8 +512,9 @@ mod tests {
             memory: "2G",
             kernel: Path::new("/k/vmlinux"),
             initrd: Path::new("/k/initramfs.cpio"),
-            cmdline: cmdline(Path::new("/tmp/vmtest.x"), "nokaslr"),
+            cmdline: cmdline(Path::new("/tmp/vmtest.x"), false, "nokaslr"),
             rundir: Path::new("/tmp/vmtest.x"),
+            out: None,
         };
         let a = vm.qemu_args().join(" ");
         assert!(
@@ -500,5 +528,26 @@ mod tests {
             "console=ttyS0 earlyprintk=serial,ttyS0,115200 panic=-1 oops=panic no_timer_check \
              vmtest.rundir=/tmp/vmtest.x nokaslr"
         );
+        assert!(!a.contains("mount_tag=out"));
+        let vm = Vm {
+            out: Some(Path::new("/r/target/vmtest/6.1,x/.vmtest-run.1")),
+            cmdline: cmdline(Path::new("/tmp/vmtest.x"), true, ""),
+            ..vm
+        };
+        let a = vm.qemu_args().join(" ");
+        assert!(
+            a.ends_with(
+                "-fsdev local,id=out,path=/r/target/vmtest/6.1,,x/.vmtest-run.1,security_model=none \
+                 -device virtio-9p-pci,fsdev=out,mount_tag=out"
+            ),
+            "{a}"
+        );
+        assert!(
+            a.contains("path=/,security_model=none,readonly=on"),
+            "the root stays read-only"
+        );
+        assert!(vm
+            .cmdline
+            .ends_with(" vmtest.rundir=/tmp/vmtest.x vmtest.out=/run/vmtest-out"));
     }
 }
