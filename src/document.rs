@@ -561,7 +561,7 @@ impl Host {
 pub const EMULATED_ENV: &str = "BPF_OVERHEAD_EMULATED";
 
 /// `Some("tcg")` when running under an emulator (see [`EMULATED_ENV`]).
-fn emulated() -> Option<String> {
+pub fn emulated() -> Option<String> {
     std::env::var(EMULATED_ENV)
         .ok()
         .filter(|v| !v.is_empty() && v != "0")

@@ -80,6 +80,10 @@ pub struct Plan {
     /// Producers firing at once, each on its own CPU. With more than one,
     /// each round also measures one producer alone, for the scaling.
     pub producers: NonZeroUsize,
+    /// Times runs slowed down by the machine are measured again (see
+    /// [`run`]): [`MAX_RETAKES`], and 0 under emulation, where the speed
+    /// of the emulated CPU means nothing and retakes only cost time.
+    pub retakes: u32,
     /// Set (to a signal number, by a signal handler) to stop the run
     /// after the run in progress: see [`run`].
     pub stop: Option<&'static AtomicUsize>,
@@ -98,6 +102,11 @@ impl Plan {
             batch: Batch::default(),
             prog_work: ProgWork::default(),
             producers: NonZeroUsize::MIN,
+            retakes: if crate::document::emulated().is_some() {
+                0
+            } else {
+                MAX_RETAKES
+            },
             stop: None,
         }
     }
@@ -405,7 +414,7 @@ fn run_here(plan: &Plan, mut progress: impl FnMut(&Step)) -> Runs {
     let mut retaken_runs = 0;
     'rounds: for repeat in 1..=repeats {
         for group in &groups {
-            for take in 0..=MAX_RETAKES {
+            for take in 0..=plan.retakes {
                 let mut slowest = 0f64;
                 let mut measured = Vec::new();
                 for (i, outcome) in outcomes[group.clone()].iter_mut().enumerate() {
@@ -433,7 +442,7 @@ fn run_here(plan: &Plan, mut progress: impl FnMut(&Step)) -> Runs {
                     }
                     step.done += 1;
                 }
-                if slowest <= fastest * (1.0 + STEADY_TOLERANCE) || take == MAX_RETAKES {
+                if slowest <= fastest * (1.0 + STEADY_TOLERANCE) || take == plan.retakes {
                     break;
                 }
                 log::info!(
