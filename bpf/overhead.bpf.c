@@ -89,10 +89,17 @@ const volatile __u32 prog_work = 0;
 
 static __always_inline void count_in(struct counter *c)
 {
-	/* As upstream's inc_counter(); the new count seeds the extra work. */
-	__u64 x = __sync_add_and_fetch(&c->hits, 1);
+	/*
+	 * Upstream's inc_counter() uses __sync_add_and_fetch, a fetching
+	 * atomic that kernels before 5.12 refuse ("BPF_STX uses reserved
+	 * fields"); an add whose result is unused is the plain BPF_XADD every
+	 * kernel takes.
+	 */
+	__sync_fetch_and_add(&c->hits, 1);
 
 	if (prog_work) {
+		__u64 x = c->hits;
+
 		for (__u32 i = 0; i < prog_work && i < PROG_WORK_MAX; i++) {
 			x += i;
 			asm volatile("" : "+r"(x));
@@ -157,7 +164,7 @@ static __always_inline int session_hit(void *ctx, int slot)
 		return 0;
 	}
 	if (*cookie == SESSION_MARK)
-		__sync_add_and_fetch(&c->exits, 1);
+		__sync_fetch_and_add(&c->exits, 1);
 	return 0;
 }
 
@@ -304,12 +311,13 @@ const volatile __u32 batch_iters = 100;
 
 /*
  * A driver runs only inside our own BPF_PROG_TEST_RUN, on its producer's
- * CPU: no thread check needed. A count only, exactly upstream's
- * inc_counter() (--prog-work is the attached programs' extra work).
+ * CPU: no thread check needed. A count only, as upstream's inc_counter()
+ * but fetch-less (see count_in(); --prog-work is the attached programs'
+ * extra work).
  */
 static __always_inline void count_driver(void)
 {
-	__sync_add_and_fetch(&counters[bpf_get_smp_processor_id() & (MAX_SLOTS - 1)].hits, 1);
+	__sync_fetch_and_add(&counters[bpf_get_smp_processor_id() & (MAX_SLOTS - 1)].hits, 1);
 }
 
 /* Marks this CPU's driver as running, for driver_slot(). */
@@ -355,8 +363,9 @@ int prog_driver_kfunc(void *ctx)
 
 /*
  * The bases: each driver counting its own iterations, with nothing
- * attached. The helper's is upstream's trigger_kernel_count, as is (its
- * trig-kernel-count); the same loop shape for the kfunc.
+ * attached. The helper's is upstream's trigger_kernel_count (its
+ * trig-kernel-count) but for the fetch-less add; the same loop for the
+ * kfunc.
  */
 SEC("?raw_tp")
 int prog_count_helper(void *ctx)
