@@ -3,7 +3,7 @@
 //! precise reason, or changes the machine only behind a guard that undoes it.
 
 use std::cell::Cell;
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::fs;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::Path;
@@ -208,34 +208,53 @@ pub fn btf_support() -> Result<()> {
     }
 }
 
+/// Answers about the kernel's BTF, each worked out once per process:
+/// parsing the BTF takes tens of ms natively and about a second under
+/// emulation, and the kernel does not change under a running process.
+fn btf_answer(
+    question: String,
+    answer: impl FnOnce(&libbpf_rs::btf::Btf<'_>) -> Result<(), String>,
+) -> Result<(), String> {
+    static ANSWERS: Mutex<BTreeMap<String, Result<(), String>>> = Mutex::new(BTreeMap::new());
+    let mut answers = ANSWERS.lock().unwrap_or_else(|p| p.into_inner());
+    answers
+        .entry(question)
+        .or_insert_with(|| {
+            libbpf_rs::btf::Btf::from_vmlinux()
+                .map_err(|e| format!("cannot read the kernel's BTF: {e}"))
+                .and_then(|btf| answer(&btf))
+        })
+        .clone()
+}
+
 /// Whether the kernel's BTF has a function `name` (a kfunc, say): a
 /// feature probe that needs no load. `Err` says why not.
 pub fn btf_has_function(name: &str) -> Result<(), String> {
-    let btf = libbpf_rs::btf::Btf::from_vmlinux()
-        .map_err(|e| format!("cannot read the kernel's BTF: {e}"))?;
-    match btf.type_by_name::<libbpf_rs::btf::types::Func<'_>>(name) {
+    btf_answer(format!("function {name}"), |btf| match btf
+        .type_by_name::<libbpf_rs::btf::types::Func<'_>>(name)
+    {
         Some(_) => Ok(()),
         None => Err(format!("no function {name} in the kernel's BTF")),
-    }
+    })
 }
 
 /// Whether the kernel's `enum bpf_attach_type` has `value` (say
 /// `BPF_TRACE_UPROBE_MULTI`): whether this kernel knows an attach type,
 /// from its BTF, without loading anything. `Err` says why not.
 pub fn btf_has_attach_type(value: &str) -> Result<(), String> {
-    let btf = libbpf_rs::btf::Btf::from_vmlinux()
-        .map_err(|e| format!("cannot read the kernel's BTF: {e}"))?;
-    let attach_types = btf
-        .type_by_name::<libbpf_rs::btf::types::Enum<'_>>("bpf_attach_type")
-        .ok_or("no enum bpf_attach_type in the kernel's BTF")?;
-    if attach_types
-        .iter()
-        .any(|m| m.name.is_some_and(|n| n == value))
-    {
-        Ok(())
-    } else {
-        Err(format!("its enum bpf_attach_type has no {value}"))
-    }
+    btf_answer(format!("attach type {value}"), |btf| {
+        let attach_types = btf
+            .type_by_name::<libbpf_rs::btf::types::Enum<'_>>("bpf_attach_type")
+            .ok_or("no enum bpf_attach_type in the kernel's BTF")?;
+        if attach_types
+            .iter()
+            .any(|m| m.name.is_some_and(|n| n == value))
+        {
+            Ok(())
+        } else {
+            Err(format!("its enum bpf_attach_type has no {value}"))
+        }
+    })
 }
 
 /// This executable's path, for attaching uprobes to it, as the process

@@ -6,7 +6,6 @@ use std::fmt;
 
 use bpf_overhead::document::{Document, Host, MechanismResult};
 use bpf_overhead::expect::{Expectations, Verdict};
-use bpf_overhead::measure::DEFAULT_ITERATIONS;
 use bpf_overhead::pipeline::{self, Plan};
 use bpf_overhead::render::KtapResult;
 use bpf_overhead::{render, Mechanism};
@@ -72,8 +71,9 @@ enum Checked {
 fn measure(name: &str) -> Result<Checked, Failure> {
     let expect = Expectations::from_env().map_err(Failure)?;
     let mechanism: Mechanism = name.parse().map_err(Failure)?;
-    let doc = pipeline::execute(&Plan::selftest(mechanism), Host::current, |_| {})
-        .map_err(|e| Failure(e.to_string()))?;
+    let plan = Plan::selftest(mechanism);
+    let doc =
+        pipeline::execute(&plan, Host::current, |_| {}).map_err(|e| Failure(e.to_string()))?;
     let result = doc
         .mechanism(name)
         .ok_or_else(|| Failure(format!("{name}: not in the result document")))?;
@@ -101,21 +101,23 @@ fn measure(name: &str) -> Result<Checked, Failure> {
     for line in &lines {
         println!("{line}");
     }
-    check_counts(&doc, result)?;
+    check_counts(&doc, result, plan.iterations.get())?;
     Ok(Checked::Passed(lines))
 }
 
-fn check_counts(doc: &Document, m: &MechanismResult) -> Outcome {
+/// `planned`: test_overhead's 100000 events, fewer under emulation
+/// ([`Plan::selftest`]).
+fn check_counts(doc: &Document, m: &MechanismResult, planned: u64) -> Outcome {
     let name = &m.name;
     ensure!(
-        doc.iterations == DEFAULT_ITERATIONS.get(),
-        "{name}: ran {} events, not {DEFAULT_ITERATIONS}",
+        doc.iterations == planned,
+        "{name}: ran {} events, not {planned}",
         doc.iterations
     );
     let events = m.events_per_run;
     ensure!(
-        events >= DEFAULT_ITERATIONS.get(),
-        "{name}: ran {events} events a run, fewer than {DEFAULT_ITERATIONS}"
+        events >= planned,
+        "{name}: ran {events} events a run, fewer than {planned}"
     );
     let expected = (!m.is_base()).then(|| vec![events]);
     ensure!(
