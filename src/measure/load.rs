@@ -119,8 +119,15 @@ impl Loaded<'_> {
             .progs_mut()
             .find(|p| p.name() == program)
             .expect("the mechanism's program is in the loaded object");
-        let link = attach_program(mechanism, &prog)
-            .map_err(|e| mechanism.attach_error(errno_of(&e), with_libbpf_reason(&e)))?;
+        let link = attach_program(mechanism, &prog).map_err(|e| {
+            let why = with_libbpf_reason(&e);
+            let why = if on_exe(mechanism) {
+                sys::explain_replaced_exe(why)
+            } else {
+                why
+            };
+            mechanism.attach_error(errno_of(&e), why)
+        })?;
         self.link = Some(link);
         Ok(())
     }
@@ -128,6 +135,14 @@ impl Loaded<'_> {
     pub(crate) fn driver_fd(&self) -> Option<BorrowedFd<'_>> {
         self.driver_fd.as_ref().map(|fd| fd.as_fd())
     }
+}
+
+/// Whether `mechanism` attaches to a function of this executable.
+pub(crate) fn on_exe(mechanism: Mechanism) -> bool {
+    matches!(
+        mechanism.kind(),
+        Kind::Uprobe { .. } | Kind::UprobeMulti { .. } | Kind::UprobeSession | Kind::Usdt
+    )
 }
 
 fn attach_program(mechanism: Mechanism, prog: &ProgramMut<'_>) -> libbpf_rs::Result<Link> {

@@ -430,10 +430,17 @@ impl Run<'_, '_> {
 /// base with no program: `None`.)
 fn check_hits(mechanism: Mechanism, hits: Option<u64>, events: u64) -> Result<()> {
     match hits {
-        Some(hits) if hits != events => Err(Error::failed(format!(
-            "the BPF program counted {hits} hits from a producer for its {events} events"
-        ))
-        .of(mechanism)),
+        Some(hits) if hits != events => {
+            let what = format!(
+                "the BPF program counted {hits} hits from a producer for its {events} events"
+            );
+            let what = if load::on_exe(mechanism) {
+                sys::explain_replaced_exe(what)
+            } else {
+                what
+            };
+            Err(Error::failed(what).of(mechanism))
+        }
         _ => Ok(()),
     }
 }
