@@ -19,7 +19,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use bpf_overhead::document::{self, Document, Host, Status};
 use bpf_overhead::gate::{self, Threshold};
 use bpf_overhead::measure::{
-    Batch, CpuPin, ProgWork, DEFAULT_ITERATIONS, MAX_BATCH, MAX_PROG_WORK,
+    cpulock, Batch, CpuPin, ProgWork, DEFAULT_ITERATIONS, MAX_BATCH, MAX_PROG_WORK,
 };
 use bpf_overhead::pipeline::{self, Plan, DEFAULT_REPEATS};
 use bpf_overhead::report::{self, Matrix};
@@ -65,7 +65,9 @@ mechanism failed, the gate found a regression, the run could not start (not root
 capability missing) or its output could not be written; 2 bad input (unknown mechanism, \
 --iterations 0 or more than a day's worth, CPU out of range, an unreadable, special, corrupt \
 or incompatible baseline, a --save that cannot be written or is the baseline); 4, with --format ktap only, every \
-selected mechanism was skipped (kselftest's KSFT_SKIP); 130, 143 interrupted by SIGINT, \
+selected mechanism was skipped (kselftest's KSFT_SKIP); 75 with --no-wait, another measuring \
+run holds the CPU (one line on stderr says which; without --no-wait the run waits for it, \
+saying so on stderr); 130, 143 interrupted by SIGINT, \
 SIGTERM.\n\n\
 Examples:\n  \
 sudo bpf-overhead\n  \
@@ -150,6 +152,12 @@ struct Cli {
     #[arg(long, value_name = "N", default_value_t = 0, allow_negative_numbers = true,
           value_parser = parse_prog_work)]
     prog_work: u32,
+
+    /// When another measuring run (this command's or the test suite's)
+    /// holds a CPU this run needs, fail at once (exit 75) instead of
+    /// waiting for it.
+    #[arg(long)]
+    no_wait: bool,
 
     /// Threads firing each mechanism at once, each pinned to a CPU of its
     /// own and counting into its own slot (bench's -p N -a). With N > 1
@@ -385,6 +393,21 @@ fn run(cli: &Cli) -> Result<ExitCode, Failure> {
     };
     check_duration(&plan)?;
     pipeline::check_privileges(&plan)?;
+    // One measuring run per CPU: wait for (or, --no-wait, refuse) a CPU
+    // that another run holds, for the whole run.
+    let wait = if cli.no_wait {
+        cpulock::Wait::No
+    } else {
+        cpulock::Wait::Yes
+    };
+    let _cpus = match cpulock::hold_for(plan.cpu, plan.producers.get(), wait) {
+        Ok(lock) => lock,
+        Err(cpulock::Refused::Busy(msg)) => {
+            note(&format!("error: {msg}"));
+            return Ok(ExitCode::from(cpulock::EXIT_BUSY));
+        }
+        Err(cpulock::Refused::Error(e)) => return Err(e.into()),
+    };
 
     // SIGINT or SIGTERM: stop after the run in progress, undo everything,
     // print what was measured, exit 128 + the signal. A second one ends

@@ -36,8 +36,8 @@ use crate::document::SCHEMA_VERSION;
 use crate::document::{
     Document, Host, MechanismResult, ProducerResult, Status, ORDER_ROUND_ROBIN, SCHEMA,
 };
-use crate::measure::caps;
 use crate::measure::sys::{self, Tracefs};
+use crate::measure::{caps, cpulock};
 use crate::measure::{
     measure, on_measuring_thread, Batch, Error, Mechanism, Options, ProgWork, Result, Sample,
     Trigger, DEFAULT_ITERATIONS,
@@ -354,6 +354,9 @@ pub fn check_privileges(plan: &Plan) -> Result<()> {
 /// in its outcome.
 pub fn run(plan: &Plan, progress: impl FnMut(&Step) + Send) -> Result<Runs> {
     sys::check_privileges()?;
+    // One measuring run per CPU at a time, across processes (re-entrant:
+    // the command holds it already).
+    let _cpus = cpulock::hold_for(plan.cpu, plan.producers.get(), cpulock::Wait::Yes)?;
     on_measuring_thread(|| Ok(run_here(plan, progress)))
 }
 

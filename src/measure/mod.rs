@@ -5,6 +5,7 @@
 
 pub mod caps;
 pub mod catalogue;
+pub mod cpulock;
 pub mod error;
 mod load;
 mod producer;

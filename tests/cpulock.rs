@@ -1,0 +1,182 @@
+//! Two measuring runs on one CPU: each would time the other's work too,
+//! and nothing would say so. A per-CPU lock serialises them (the command's
+//! runs and the suite's tests alike), with a line saying who holds the CPU
+//! and for how long the run has waited; `--no-wait` fails at once instead.
+//!
+//! Needs root, like the rest of the suite.
+
+use std::fs;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use bpf_overhead::measure::cpulock::{self, Wait};
+use serial_test::serial;
+
+const BIN: &str = env!("CARGO_BIN_EXE_bpf-overhead");
+
+fn root() -> bool {
+    let root = nix::unistd::geteuid().is_root();
+    if !root {
+        println!("SKIP: needs root");
+    }
+    root
+}
+
+fn spawn(args: &[&str]) -> Child {
+    Command::new(BIN)
+        .args(args)
+        .env_remove("BPF_OVERHEAD_EMULATED")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("bpf-overhead starts")
+}
+
+/// Whether `pid` holds a BPF program (a `prog_id:` in the fdinfo of any
+/// of its threads): it is measuring.
+fn measuring(pid: u32) -> bool {
+    let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    tasks.flatten().any(|task| {
+        fs::read_dir(task.path().join("fdinfo")).is_ok_and(|fds| {
+            fds.flatten()
+                .any(|fd| fs::read_to_string(fd.path()).is_ok_and(|i| i.contains("\nprog_id:")))
+        })
+    })
+}
+
+const RUN: [&str; 6] = [
+    "-m",
+    "raw_tp-loop",
+    "--repeat",
+    "3",
+    "--no-prog-stats",
+    "--iterations=100000",
+];
+
+/// Three runs started together on the default CPU: never two measuring at
+/// once, the later ones say whom they wait for, and all three succeed.
+#[test]
+#[serial]
+fn runs_on_one_cpu_take_turns_and_say_whom_they_wait_for() {
+    if !root() {
+        return;
+    }
+    let mut runs: Vec<Child> = Vec::new();
+    for _ in 0..3 {
+        runs.push(spawn(&RUN));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let pids: Vec<u32> = runs.iter().map(Child::id).collect();
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let mut overlaps = 0;
+    while runs.iter_mut().any(|r| r.try_wait().unwrap().is_none()) {
+        assert!(Instant::now() < deadline, "the runs did not end in 300 s");
+        let at_once: Vec<u32> = pids.iter().copied().filter(|&p| measuring(p)).collect();
+        if at_once.len() > 1 {
+            overlaps += 1;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let mut waited = 0;
+    for (run, pid) in runs.into_iter().zip(&pids) {
+        let out = run.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        print!("{pid}:\n{stderr}");
+        assert!(out.status.success(), "run {pid} failed:\n{stderr}");
+        let waiting: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.contains("waiting for CPU"))
+            .collect();
+        for line in &waiting {
+            let holder = pids.iter().find(|p| line.contains(&format!("(pid {p}: ")));
+            assert!(
+                holder.is_some_and(|h| h != pid) && line.contains(BIN) && line.contains(" waited "),
+                "{line}"
+            );
+        }
+        if !waiting.is_empty() {
+            waited += 1;
+        }
+    }
+    assert_eq!(overlaps, 0, "two runs measured on one CPU at once");
+    assert!(waited >= 2, "two of the three runs should have waited");
+}
+
+/// While a suite test holds the CPU (as every suite test does, through the
+/// pipeline), the command with --no-wait fails at once, exit 75, with one
+/// line naming the holder; without it, it waits until the CPU is free.
+#[test]
+#[serial]
+fn no_wait_fails_at_once_naming_the_holder() {
+    if !root() {
+        return;
+    }
+    let cpus = cpulock::cpus_of(None, 1).unwrap();
+    let lock = cpulock::hold(&cpus, Wait::Yes).unwrap();
+    let started = Instant::now();
+    let out = Command::new(BIN)
+        .args(RUN)
+        .arg("--no-wait")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    print!("{stderr}");
+    assert_eq!(out.status.code(), Some(75), "{stderr}");
+    assert!(started.elapsed() < Duration::from_secs(10), "it waited");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    let me = format!("(pid {}: ", std::process::id());
+    assert!(
+        stderr.starts_with(&format!("bpf-overhead: error: CPU {} is taken", cpus[0]))
+            && stderr.contains(&me)
+            && stderr.contains("--no-wait"),
+        "{stderr}"
+    );
+
+    // Without --no-wait: waits while we hold it, runs once we let go.
+    let mut run = spawn(&RUN);
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(run.try_wait().unwrap().is_none(), "it did not wait");
+    assert!(!measuring(run.id()), "it measured on a CPU that was taken");
+    drop(lock);
+    let out = run.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    print!("{stderr}");
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!("waiting for CPU {}", cpus[0])) && stderr.contains(&me),
+        "{stderr}"
+    );
+}
+
+/// Within one process the lock is re-entrant (the command holds it around
+/// its pipeline run, which takes it again), and it goes with the last hold.
+#[test]
+#[serial]
+fn the_lock_is_reentrant_within_a_process() {
+    if !root() {
+        return;
+    }
+    let cpus = cpulock::cpus_of(None, 1).unwrap();
+    let outer = cpulock::hold(&cpus, Wait::No).unwrap();
+    let inner = cpulock::hold(&cpus, Wait::No).expect("ours already");
+    drop(outer);
+    let out = Command::new(BIN)
+        .args(RUN)
+        .arg("--no-wait")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(75), "still held by the inner hold");
+    drop(inner);
+    let out = Command::new(BIN)
+        .args(RUN)
+        .arg("--no-wait")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
