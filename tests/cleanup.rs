@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use std::num::{NonZeroU64, NonZeroUsize};
 
 use bpf_overhead::document::Status;
-use bpf_overhead::measure::{with_run, Options};
+use bpf_overhead::measure::{cpulock, with_run, Options};
 use bpf_overhead::pipeline::{self, Plan};
 use bpf_overhead::Mechanism;
 use libbpf_rs::query::ProgInfoIter;
@@ -20,13 +20,37 @@ use nix::sys::prctl;
 use nix::unistd::Pid;
 use serial_test::serial;
 
-/// IDs of the loaded BPF programs that are ours (prog_* in
-/// bpf/overhead.bpf.c; the kernel keeps 15 bytes of a name). Other
-/// programs on the machine come and go on their own.
+/// IDs of the BPF programs this process holds: a `prog_id:` in the
+/// fdinfo of a program or link fd of any of its threads (the measuring
+/// thread has a file table of its own). Not the machine's list: another
+/// suite or benchmark running at the same time loads the same `prog_*`
+/// programs, and they are not ours to account for. A program of ours can
+/// only stay loaded through an fd of ours: nothing is pinned.
 fn our_programs() -> BTreeSet<u32> {
+    let mut ids = BTreeSet::new();
+    for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+        let Ok(fds) = std::fs::read_dir(task.path().join("fdinfo")) else {
+            continue;
+        };
+        for fd in fds.flatten() {
+            let Ok(info) = std::fs::read_to_string(fd.path()) else {
+                continue;
+            };
+            ids.extend(
+                info.lines()
+                    .filter_map(|l| l.strip_prefix("prog_id:"))
+                    .filter_map(|v| v.trim().parse::<u32>().ok()),
+            );
+        }
+    }
+    ids
+}
+
+/// Whether any of `ids` is still loaded, machine-wide.
+fn still_loaded(ids: &BTreeSet<u32>) -> Vec<u32> {
     ProgInfoIter::default()
-        .filter(|p| p.name.to_string_lossy().starts_with("prog_"))
         .map(|p| p.id)
+        .filter(|id| ids.contains(id))
         .collect()
 }
 
@@ -41,13 +65,34 @@ fn affinity() -> Vec<bool> {
 /// kernel automounts under debugfs the first time anyone walks into
 /// /sys/kernel/debug/tracing (libbpf reads tracepoint IDs there when
 /// debugfs is mounted): the kernel's doing, and nothing to undo.
+///
+/// The calling thread's, in a mount namespace of its own
+/// ([`own_mount_namespace`]): what others mount meanwhile is not ours.
 fn mounts() -> Vec<String> {
-    std::fs::read_to_string("/proc/self/mounts")
+    std::fs::read_to_string("/proc/thread-self/mounts")
         .unwrap()
         .lines()
         .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
         .filter(|m| m != "tracefs /sys/kernel/debug/tracing tracefs")
         .collect()
+}
+
+/// Moves the test's thread into a private copy of its mount namespace,
+/// so that a mount by another process (a second suite, a user) cannot
+/// show up in [`mounts`], while whatever the run mounts in the namespaces
+/// it makes from this one would.
+fn own_mount_namespace() {
+    use nix::mount::{mount, MsFlags};
+    use nix::sched::{unshare, CloneFlags};
+    unshare(CloneFlags::CLONE_FS | CloneFlags::CLONE_NEWNS).unwrap();
+    mount(
+        None::<&str>,
+        "/",
+        None::<&str>,
+        MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+        None::<&str>,
+    )
+    .unwrap();
 }
 
 fn open_files() -> usize {
@@ -106,6 +151,7 @@ fn opts() -> Options {
 #[test_log::test]
 #[serial]
 fn every_mechanism_leaves_nothing_behind() {
+    own_mount_namespace();
     let before = state();
     // Every mechanism, with the BPF-stats run too.
     let plan = Plan {
@@ -129,10 +175,14 @@ fn every_mechanism_leaves_nothing_behind() {
 #[test_log::test]
 #[serial]
 fn a_panic_while_attached_leaves_nothing_behind() {
+    own_mount_namespace();
+    // A measuring run, as the pipeline's: one per CPU at a time.
+    let _cpu = cpulock::hold_for(None, 1, cpulock::Wait::Yes).unwrap();
     // These work on every kernel this suite targets; tp mounts tracefs
     // where it is not mounted.
     for mechanism in ["raw_tp", "tp", "uprobe-nop"].map(|n| Mechanism::by_name(n).unwrap()) {
         let before = state();
+        let attached = std::cell::RefCell::new(BTreeSet::new());
         // The deliberate panic is caught below: keep its message and
         // backtrace out of the test output.
         let hook = std::panic::take_hook();
@@ -141,8 +191,9 @@ fn a_panic_while_attached_leaves_nothing_behind() {
             with_run(mechanism, &opts(), |run| -> bpf_overhead::Result<()> {
                 run.measure(NonZeroU64::new(10).unwrap())?;
                 // Prove the check below can fail: our program is loaded now.
+                *attached.borrow_mut() = our_programs();
                 assert_ne!(
-                    our_programs(),
+                    *attached.borrow(),
                     before.programs,
                     "{mechanism}: no program loaded"
                 );
@@ -159,6 +210,21 @@ fn a_panic_while_attached_leaves_nothing_behind() {
             msg.starts_with("deliberate panic"),
             "unexpected panic: {msg}"
         );
-        assert_unchanged(&before, &format!("after a panic with {mechanism} attached"));
+        let when = format!("after a panic with {mechanism} attached");
+        assert_unchanged(&before, &when);
+        // And the kernel freed them (after an RCU grace period).
+        let ours: BTreeSet<u32> = attached
+            .take()
+            .difference(&before.programs)
+            .copied()
+            .collect();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !still_loaded(&ours).is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(
+            still_loaded(&ours).is_empty(),
+            "BPF programs left in the kernel {when}"
+        );
     }
 }
