@@ -155,7 +155,17 @@ pub fn hold(cpus: &[usize], wait: Wait) -> std::result::Result<CpuLock, Refused>
                 }
                 Taken::Unlocked => break,
                 Taken::Busy => {
-                    let who = holder(cpu);
+                    // Between one holder's release and the next one's
+                    // lock, /proc/locks may name nobody: try again before
+                    // saying so.
+                    let who = match holder(cpu) {
+                        Some(who) => who,
+                        None if start.elapsed() < Duration::from_secs(2) => {
+                            std::thread::sleep(Duration::from_millis(5));
+                            continue;
+                        }
+                        None => "a process this one cannot see".into(),
+                    };
                     if wait == Wait::No {
                         // `lock` drops what it took so far.
                         return Err(Refused::Busy(format!(
@@ -282,8 +292,9 @@ fn open_in(dir: &Path, cpu: usize) -> std::io::Result<File> {
 }
 
 /// Who holds `cpu`'s lock: "pid N: COMMAND LINE", from /proc/locks (the
-/// kernel's list of locks, with the pid that took each one).
-fn holder(cpu: usize) -> String {
+/// kernel's list of locks, with the pid that took each one); `None` when
+/// it names nobody (a holder in another pid namespace, or none just now).
+fn holder(cpu: usize) -> Option<String> {
     let inode = dirs().into_iter().find_map(|d| {
         fs::metadata(d.join(format!("cpu{cpu}.lock")))
             .ok()
@@ -308,10 +319,7 @@ fn holder(cpu: usize) -> String {
             same.then(|| f[4].parse::<u32>().ok()).flatten()
         })
     });
-    match pid {
-        Some(pid) => format!("pid {pid}: {}", command_line(pid)),
-        None => "a process this one cannot see".into(),
-    }
+    pid.map(|pid| format!("pid {pid}: {}", command_line(pid)))
 }
 
 /// The command line of `pid`, arguments joined by spaces.
