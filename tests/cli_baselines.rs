@@ -1,0 +1,202 @@
+//! The `bpf-overhead` command's result files: baselines that are special
+//! files, nonsense or interrupted, and --save targets that are bad or the
+//! baseline itself, all refused before measuring.
+//
+// Timings are never asserted: the gate is exercised on doctored figures
+// (a baseline edited to be 30% better), and its rule itself is unit-tested
+// on fixed numbers in src/gate.rs. Tests that load BPF programs run the
+// binary as a child process, one at a time (`#[serial]`): they pin to the
+// same CPU and attach to the same hooks. They need root, like the rest of
+// the suite. Helpers: tests/common/cli.rs.
+
+use std::fs;
+use std::process::Command;
+
+use serde_json::Value;
+
+#[path = "common/cli.rs"]
+mod cli;
+use cli::*;
+
+#[test]
+fn special_file_baselines_are_refused_without_reading_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo.json");
+    let path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid C string.
+    assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0, "mkfifo");
+    let huge = dir.path().join("huge.json");
+    // Sparse: 65 MiB of nothing, over the 64 MiB a result file may have.
+    fs::File::create(&huge).unwrap().set_len(65 << 20).unwrap();
+    for (file, expected) in [
+        ("/dev/zero", "/dev/zero: a device, not a result file"),
+        (fifo.to_str().unwrap(), "a FIFO, not a result file"),
+        (
+            dir.path().to_str().unwrap(),
+            "a directory, not a result file",
+        ),
+        (
+            huge.to_str().unwrap(),
+            "68157440 bytes, more than a result file's 64 MiB",
+        ),
+    ] {
+        refused_early(&["--baseline", file], expected);
+        // report reads result files too.
+        let out = output_within(
+            command(&["report", file, file]),
+            std::time::Duration::from_secs(20),
+        );
+        assert_eq!(out.code, 2, "report {file}: {}", out.stderr);
+        assert!(
+            out.stderr.contains(expected),
+            "report {file}: {}",
+            out.stderr
+        );
+    }
+}
+
+/// A baseline whose figures make no sense is refused, naming the field: a
+/// gate a corrupt file could switch off would be worse than none.
+#[test]
+fn nonsense_number_baselines_are_refused() {
+    let file = TempFile::new("nonsense.json");
+    fn ratio(doc: &mut Value) -> &mut Value {
+        &mut doc["mechanisms"][2]["ratio_to_base"]
+    }
+    let constant = |v: f64| {
+        serde_json::json!({"samples": [v, v, v], "median": v, "mean": v, "stddev": 0.0,
+                           "min": v, "max": v})
+    };
+    type Edit = Box<dyn Fn(&mut Value)>;
+    let cases: [(&str, Edit); 7] = [
+        // 1e308 of noise made a 100% drop "noise".
+        (
+            "(raw_tp): ratio_to_base.stddev is 1e308, but its samples give 0.009",
+            Box::new(|doc| ratio(doc)["stddev"] = 1e308.into()),
+        ),
+        (
+            "(raw_tp): ratio_to_base.samples[0] is -5, must be a positive number",
+            Box::new(move |doc| *ratio(doc) = constant(-5.0)),
+        ),
+        (
+            "(raw_tp): ratio_to_base.samples[0] is 0, must be a positive number",
+            Box::new(move |doc| *ratio(doc) = constant(0.0)),
+        ),
+        (
+            "mechanisms[3]: name \"raw_tp\" appears twice",
+            Box::new(|doc| {
+                let dup = doc["mechanisms"][2].clone();
+                doc["mechanisms"].as_array_mut().unwrap().push(dup);
+            }),
+        ),
+        (
+            "(kprobe): base \"base\" is not a base in the document",
+            Box::new(|doc| {
+                doc["mechanisms"].as_array_mut().unwrap().remove(0);
+            }),
+        ),
+        (
+            "(raw_tp): k_events_per_sec.samples has 2 values, not one per repeat",
+            Box::new(|doc| {
+                let rate = &mut doc["mechanisms"][2]["k_events_per_sec"];
+                rate["samples"] = serde_json::json!([891.0, 909.0]);
+            }),
+        ),
+        (
+            "(raw_tp): hits is [100000, 5, 100000]",
+            Box::new(|doc| doc["mechanisms"][2]["hits"][1] = 5.into()),
+        ),
+    ];
+    for (expected, edit) in cases {
+        let mut doc = fixture();
+        edit(&mut doc);
+        fs::write(&file.0, doc.to_string()).unwrap();
+        refused_early(&["--baseline", file.path()], expected);
+    }
+}
+
+#[test]
+fn an_interrupted_result_is_no_baseline() {
+    let file = TempFile::new("interrupted.json");
+    let mut doc = fixture();
+    doc["interrupted"] = "SIGINT".into();
+    fs::write(&file.0, doc.to_string()).unwrap();
+    refused_early(
+        &["--baseline", file.path()],
+        "the run was interrupted (SIGINT) and is incomplete",
+    );
+}
+
+#[test]
+fn save_onto_the_baseline_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let baseline = dir.path().join("baseline.json");
+    fs::write(&baseline, fixture().to_string()).unwrap();
+    let link = dir.path().join("link.json");
+    std::os::unix::fs::symlink(&baseline, &link).unwrap();
+    let hard = dir.path().join("hard.json");
+    fs::hard_link(&baseline, &hard).unwrap();
+    let detour = dir.path().join(".").join("baseline.json");
+    let b = baseline.to_str().unwrap();
+    // The same file by its name, another path, a symlink, a hard link.
+    for save in [
+        b,
+        detour.to_str().unwrap(),
+        link.to_str().unwrap(),
+        hard.to_str().unwrap(),
+    ] {
+        refused_early(
+            &["--baseline", b, "--save", save],
+            "is the --baseline file: the run would replace the baseline",
+        );
+    }
+    assert_eq!(
+        fs::read_to_string(&baseline).unwrap(),
+        fixture().to_string(),
+        "the baseline was changed"
+    );
+}
+
+#[test]
+fn bad_save_targets_are_found_before_measuring() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let nowhere = dir.path().join("nowhere.json");
+    std::os::unix::fs::symlink(dir.path().join("missing/x.json"), &nowhere).unwrap();
+    for (save, expected) in [
+        (d, "it is a directory; name a file to write"),
+        (
+            "/dev/full",
+            "cannot save to /dev/full: it is not a regular file",
+        ),
+        (
+            "/proc/x.json",
+            "cannot save to /proc/x.json: cannot create a file in /proc",
+        ),
+        ("/nonexistent/dir/r.json", "no directory /nonexistent/dir"),
+        (nowhere.to_str().unwrap(), "/missing"),
+    ] {
+        refused_early(&["--save", save], expected);
+    }
+    // A read-only mount, made for the test in a mount namespace of its own.
+    if !is_root() || Command::new("unshare").arg("--help").output().is_err() {
+        println!("SKIP: a read-only mount needs root and unshare(1)");
+        return;
+    }
+    let ro = dir.path().join("ro");
+    fs::create_dir(&ro).unwrap();
+    let script = format!(
+        "mount -t tmpfs -o ro none {ro} && exec {BIN} -m raw_tp --iterations 100000000 \
+         --save {ro}/r.json",
+        ro = ro.display()
+    );
+    let mut cmd = Command::new("unshare");
+    cmd.args(["--mount", "--propagation", "private", "sh", "-c", &script]);
+    let out = output_within(cmd, std::time::Duration::from_secs(20));
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("Read-only file system"),
+        "{}",
+        out.stderr
+    );
+}

@@ -1,0 +1,194 @@
+//! Shared by the tests of the `bpf-overhead` command (tests/cli_*.rs):
+//! running it, its output, temporary files, and a result document with
+//! fixed figures. Each test file includes it with `#[path]`, so what one
+//! file does not use is no warning.
+#![allow(dead_code)]
+
+use std::fs;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_bpf-overhead");
+pub const EMULATED_ENV: &str = "BPF_OVERHEAD_EMULATED";
+
+pub struct Output {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+pub fn command(args: &[&str]) -> Command {
+    let mut cmd = Command::new(BIN);
+    // The selftest lines gain a suffix under emulation; keep them plain.
+    cmd.args(args).env_remove(EMULATED_ENV);
+    cmd
+}
+
+pub fn output(mut cmd: Command) -> Output {
+    let out = cmd.output().expect("bpf-overhead runs");
+    Output {
+        code: out.status.code().expect("bpf-overhead exits, not killed"),
+        stdout: String::from_utf8(out.stdout).expect("UTF-8 stdout"),
+        stderr: String::from_utf8(out.stderr).expect("UTF-8 stderr"),
+    }
+}
+
+pub fn run(args: &[&str]) -> Output {
+    output(command(args))
+}
+
+/// A run that must succeed: exit 0, or the test fails showing stderr.
+pub fn run_ok(args: &[&str]) -> Output {
+    let out = run(args);
+    assert_eq!(
+        out.code, 0,
+        "bpf-overhead {args:?} exited {}:\n{}",
+        out.code, out.stderr
+    );
+    out
+}
+
+/// A file in the temp dir, removed when dropped.
+pub struct TempFile(pub PathBuf);
+
+impl TempFile {
+    pub fn new(name: &str) -> Self {
+        Self(std::env::temp_dir().join(format!("bpf-overhead-{}-{name}", std::process::id())))
+    }
+
+    pub fn path(&self) -> &str {
+        self.0.to_str().unwrap()
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.0);
+    }
+}
+
+pub fn is_root() -> bool {
+    nix::unistd::geteuid().is_root()
+}
+
+pub fn bad_input(args: &[&str], expected: &str) {
+    let out = run(args);
+    assert_eq!(
+        out.code, 2,
+        "{args:?} exited {}: {}{}",
+        out.code, out.stdout, out.stderr
+    );
+    assert!(
+        out.stderr.contains(expected),
+        "{args:?}: stderr does not say {expected:?}:\n{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
+}
+
+/// Like [`output`], but fails instead of hanging: a FIFO baseline once
+/// made the command wait forever.
+pub fn output_within(mut cmd: Command, limit: std::time::Duration) -> Output {
+    use std::io::Read as _;
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("bpf-overhead runs");
+    let deadline = std::time::Instant::now() + limit;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("bpf-overhead {cmd:?} did not end within {limit:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    let (mut stdout, mut stderr) = (String::new(), String::new());
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    Output {
+        code: status.code().expect("bpf-overhead exits, not killed"),
+        stdout,
+        stderr,
+    }
+}
+
+/// Bad input found before anything is measured: exit 2 with one line,
+/// within a few seconds although the run asked for would take minutes.
+pub fn refused_early(args: &[&str], expected: &str) {
+    let long_run: &[&str] = if args.contains(&"--iterations") {
+        &["-m", "raw_tp", "--repeat", "3"]
+    } else {
+        &["-m", "raw_tp", "--iterations", "100000000", "--repeat", "3"]
+    };
+    let cmd = command(&[long_run, args].concat());
+    let out = output_within(cmd, std::time::Duration::from_secs(20));
+    assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
+    assert_eq!(out.stderr.lines().count(), 1, "{args:?}: {}", out.stderr);
+    assert!(
+        out.stderr.contains(expected),
+        "{args:?}: stderr does not say {expected:?}:\n{}",
+        out.stderr
+    );
+    assert!(out.stdout.is_empty(), "{}", out.stdout);
+}
+
+/// A result as bpf-overhead writes it, with fixed figures (made with
+/// `--format json` and trimmed): base, kprobe (skipped), raw_tp.
+pub fn fixture() -> Value {
+    let stats = |median: f64| {
+        serde_json::json!({
+            "samples": [median * 0.99, median, median * 1.01],
+            "median": median, "mean": median, "stddev": median * 0.01,
+            "min": median * 0.99, "max": median * 1.01
+        })
+    };
+    let mut doc = serde_json::json!({
+        "schema": "bpf-overhead-result", "schema_version": 1, "tool_version": "0.1.0",
+        "timestamp": "2026-05-01T12:00:00Z", "kernel_release": "6.18.0",
+        "cpu_model": "Test CPU", "cpu": 0, "emulated": null, "iterations": 100000,
+        "repeats": 3, "warmup_runs": 1, "order": "round-robin", "prog_stats": true,
+        "batch": 100, "prog_work": 0, "producers": 1, "interrupted": null,
+        "mechanisms": [
+            {"name": "base", "base": "base", "trigger": "task_rename",
+             "hook": "nothing attached", "events_per_run": 100000, "status": "ok", "reason": null,
+             "k_events_per_sec": stats(1000.0), "ns_per_event": 1000.0,
+             "overhead_ns": null, "ratio_to_base": null, "hits": null,
+             "prog_ns_per_event": null, "producers": null, "scaling": null,
+             "speed_ns": stats(1.5), "overhead_steps": null},
+            {"name": "kprobe", "base": "base", "trigger": "task_rename",
+             "hook": "__set_task_comm", "events_per_run": 100000, "status": "skipped",
+             "reason": "no kprobes",
+             "k_events_per_sec": null, "ns_per_event": null, "overhead_ns": null,
+             "ratio_to_base": null, "hits": null, "prog_ns_per_event": null,
+             "producers": null, "scaling": null, "speed_ns": null, "overhead_steps": null},
+            {"name": "raw_tp", "base": "base", "trigger": "task_rename",
+             "hook": "task/task_rename", "events_per_run": 100000, "status": "ok", "reason": null,
+             "k_events_per_sec": stats(900.0), "ns_per_event": 1111.1,
+             "overhead_ns": stats(111.1), "ratio_to_base": stats(0.9),
+             "hits": [100000, 100000, 100000], "prog_ns_per_event": 20.0,
+             "producers": [{"cpu": 0, "k_events_per_sec": stats(450.0),
+                            "hits": [100000, 100000, 100000]}],
+             "scaling": stats(1.9), "speed_ns": stats(1.5), "overhead_steps": stats(74.1)}
+        ]
+    });
+    // Apart: one more field in the literal exceeds json!'s recursion limit.
+    doc["retaken_runs"] = 0.into();
+    doc
+}
