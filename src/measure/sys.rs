@@ -187,13 +187,89 @@ pub fn probe_support(kind: &str) -> Result<Option<Tracefs>> {
         return Ok(None);
     }
     let tracefs = Tracefs::ensure()?;
-    if tracefs.dir().join(format!("{kind}_events")).exists() {
+    let events = tracefs.dir().join(format!("{kind}_events"));
+    if events.exists() {
+        remove_stale_legacy_probes(&events, kind);
         return Ok(Some(tracefs));
     }
     let config = kind.to_uppercase();
     Err(Error::unsupported(format!(
         "kernel has no {kind}s (CONFIG_{config}S off): no {kind} PMU ({pmu}) and no {kind}_events in tracefs"
     )))
+}
+
+/// Removes, once per process and kind, the legacy probes that earlier runs
+/// left in `<kind>_events` when they were killed (SIGKILL, a crash: libbpf
+/// removes its legacy probes on detach, which such a run never reaches).
+///
+/// libbpf names each legacy probe `libbpf_<pid>_<n>_<target>_0x<offset>`:
+/// unique per process (pid, then a counter), so a second run at the same
+/// time never collides with ours, and a dead process's entries can be told
+/// from a live one's. Only entries on what this tool attaches to are
+/// touched: kprobes on the catalogue's kernel hooks, uprobes on
+/// `/proc/self/exe` ([`exe_path`]); and only those of a pid that no longer
+/// runs. Returns the entries removed.
+pub fn remove_stale_legacy_probes(events: &Path, kind: &str) -> Vec<String> {
+    static DONE: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let mut done = DONE.lock().unwrap_or_else(|p| p.into_inner());
+    if done.iter().any(|k| k == kind) {
+        return Vec::new();
+    }
+    done.push(kind.to_string());
+    let Ok(text) = fs::read_to_string(events) else {
+        return Vec::new();
+    };
+    let hooks: Vec<&str> = super::Mechanism::all()
+        .filter(|m| m.kind() == super::Kind::Kprobe)
+        .map(|m| m.hook())
+        .collect();
+    let mut removed = Vec::new();
+    for (event, target) in stale_entries(&text) {
+        let ours = match kind {
+            "kprobe" => hooks.iter().any(|h| target.split('+').next() == Some(*h)),
+            _ => target.starts_with(&format!("{SELF_EXE}:")),
+        };
+        if !ours {
+            continue;
+        }
+        let line = format!("-:{event}\n");
+        let result = fs::OpenOptions::new()
+            .append(true)
+            .open(events)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()));
+        match result {
+            Ok(()) => {
+                log::info!(
+                    "removed {event} from {}: left by a run that was killed",
+                    events.display()
+                );
+                removed.push(event.to_string());
+            }
+            Err(e) => log::debug!("could not remove {event} from {}: {e}", events.display()),
+        }
+    }
+    removed
+}
+
+/// The `group/event` and target of each libbpf legacy probe in a
+/// `*_events` listing whose process is gone.
+fn stale_entries(text: &str) -> Vec<(&str, &str)> {
+    text.lines()
+        .filter_map(|line| {
+            // "p:uprobes/libbpf_1234_0__exe_0x1a2b /proc/self/exe:0x1a2b"
+            let (probe, target) = line.split_once(' ')?;
+            let event = probe.split_once(':')?.1;
+            let name = event.split_once('/')?.1;
+            let pid: u32 = name
+                .strip_prefix("libbpf_")?
+                .split('_')
+                .next()?
+                .parse()
+                .ok()?;
+            let gone = !Path::new(&format!("/proc/{pid}")).exists();
+            gone.then_some((event, target.trim()))
+        })
+        .collect()
 }
 
 /// Checks for the kernel BTF that fentry/fexit/fmod_ret attach through.
@@ -422,6 +498,31 @@ fn reason_of<'a>(warnings: impl Iterator<Item = &'a str> + Clone) -> Option<Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stale_legacy_probes_are_those_of_dead_processes() {
+        let me = std::process::id();
+        // Pid 0x3fffffff is above any pid_max: never a live process.
+        let text = format!(
+            "p:uprobes/libbpf_{me}_0__exe_0x1a2b /proc/self/exe:0x0000000000001a2b\n\
+             p:uprobes/libbpf_1073741823_3__exe_0x1a2b /proc/self/exe:0x0000000000001a2b\n\
+             r:kretprobes/libbpf_1073741823_0___set_task_comm_0x0 __set_task_comm\n\
+             p:uprobes/someone_else /bin/true:0x10\n"
+        );
+        assert_eq!(
+            stale_entries(&text),
+            vec![
+                (
+                    "uprobes/libbpf_1073741823_3__exe_0x1a2b",
+                    "/proc/self/exe:0x0000000000001a2b"
+                ),
+                (
+                    "kretprobes/libbpf_1073741823_0___set_task_comm_0x0",
+                    "__set_task_comm"
+                ),
+            ]
+        );
+    }
 
     #[test]
     fn the_first_warning_is_the_reason() {

@@ -1,0 +1,155 @@
+//! Legacy probes left by a killed run. Where the kernel has no perf PMU for
+//! a probe kind, libbpf creates the probe through tracefs: a line in
+//! `uprobe_events` (or `kprobe_events`) named `libbpf_<pid>_<n>_...`, which
+//! it removes on detach. A run killed with SIGKILL never detaches, and its
+//! entry stays in the kernel, machine-wide. The next run removes the
+//! entries of processes that are gone (and only those, and only on what
+//! this tool attaches to).
+//!
+//! No kernel this suite boots has kprobe_events without the kprobe PMU:
+//! both come with CONFIG_KPROBE_EVENTS. So the test takes the same path
+//! with uprobes, by hiding the uprobe PMU (an empty tmpfs over
+//! /sys/bus/event_source/devices, in a mount namespace of its own, which
+//! the runs it starts inherit): libbpf and bpf-overhead then go through
+//! `uprobe_events`, as on a kernel without the PMU.
+//!
+//! Needs root and a kernel with uprobe_events, like the host's.
+
+use std::fs;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::mount::{mount, MsFlags};
+use nix::sched::{unshare, CloneFlags};
+use serial_test::serial;
+
+const BIN: &str = env!("CARGO_BIN_EXE_bpf-overhead");
+const DEVICES: &str = "/sys/bus/event_source/devices";
+
+/// Runs `f` on a thread in a private mount namespace where the perf PMUs
+/// are hidden and tracefs is mounted; `None` when this machine cannot.
+fn without_pmus<R: Send>(f: impl FnOnce(&Path) -> R + Send) -> Option<R> {
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                unshare(CloneFlags::CLONE_FS | CloneFlags::CLONE_NEWNS).unwrap();
+                let none = None::<&str>;
+                mount(none, "/", none, MsFlags::MS_REC | MsFlags::MS_PRIVATE, none).unwrap();
+                mount(
+                    Some("tmpfs"),
+                    DEVICES,
+                    Some("tmpfs"),
+                    MsFlags::empty(),
+                    none,
+                )
+                .unwrap();
+                let tracing = Path::new("/sys/kernel/tracing");
+                if !tracing.join("events").exists() {
+                    mount(
+                        Some("tracefs"),
+                        tracing,
+                        Some("tracefs"),
+                        MsFlags::empty(),
+                        none,
+                    )
+                    .unwrap();
+                }
+                let events = tracing.join("uprobe_events");
+                if !events.exists() {
+                    println!("SKIP: no uprobe_events (CONFIG_UPROBE_EVENTS off)");
+                    return None;
+                }
+                Some(f(&events))
+            })
+            .join()
+            .unwrap()
+    })
+}
+
+fn entries_of(events: &Path, pid: u32) -> Vec<String> {
+    fs::read_to_string(events)
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains(&format!("/libbpf_{pid}_")))
+        .map(String::from)
+        .collect()
+}
+
+fn remove(events: &Path, entries: &[String]) {
+    for e in entries {
+        let event = e
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .split_once(':')
+            .unwrap()
+            .1;
+        let _ = fs::OpenOptions::new()
+            .append(true)
+            .open(events)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, format!("-:{event}\n").as_bytes()));
+    }
+}
+
+#[test]
+#[serial]
+fn a_killed_runs_legacy_probe_is_removed_by_the_next_run() {
+    if !nix::unistd::geteuid().is_root() {
+        println!("SKIP: needs root");
+        return;
+    }
+    without_pmus(|events| {
+        let mut killed = Command::new(BIN)
+            .args([
+                "-m",
+                "uprobe-nop",
+                "--repeat",
+                "100000",
+                "--iterations",
+                "20000",
+            ])
+            .env_remove("BPF_OVERHEAD_EMULATED")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = killed.id();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while entries_of(events, pid).is_empty() {
+            if let Some(status) = killed.try_wait().unwrap() {
+                let out = killed.wait_with_output().unwrap();
+                panic!(
+                    "the run ended ({status}) without a legacy uprobe:\n{}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+            assert!(Instant::now() < deadline, "no legacy uprobe within 60 s");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        killed.kill().unwrap();
+        killed.wait().unwrap();
+        let stale = entries_of(events, pid);
+        println!("left by the killed run (pid {pid}): {stale:?}");
+        assert!(!stale.is_empty(), "SIGKILL left nothing: nothing to test");
+
+        let out = Command::new(BIN)
+            .args(["-m", "uprobe-nop", "--repeat", "1", "--iterations", "1000"])
+            .args(["--no-prog-stats"])
+            .env_remove("BPF_OVERHEAD_EMULATED")
+            .env("RUST_LOG", "info")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        print!("{stderr}");
+        let left = entries_of(events, pid);
+        // Whatever happens, leave the machine as it was.
+        remove(events, &left);
+        assert!(out.status.success(), "the next run failed:\n{stderr}");
+        assert_eq!(left, Vec::<String>::new(), "the next run left them");
+        assert!(
+            stderr.contains(&format!("removed uprobes/libbpf_{pid}_")),
+            "{stderr}"
+        );
+    });
+}
