@@ -69,6 +69,11 @@ pub struct Document {
     /// more than 5% slower than the run's best. Absent from older results: 0.
     #[serde(default)]
     pub retaken_runs: u64,
+    /// Seconds the run waited before it started for its CPU, which another
+    /// measuring run held (a per-CPU lock: two runs on one CPU would both
+    /// be wrong). Absent from older results: 0.
+    #[serde(default)]
+    pub cpu_wait_s: f64,
     /// Every mechanism measured or skipped, bases included, each base before
     /// the mechanisms it is the reference for.
     pub mechanisms: Vec<MechanismResult>,
@@ -659,6 +664,7 @@ pub(crate) mod tests {
             producers: 1,
             interrupted: None,
             retaken_runs: 0,
+            cpu_wait_s: 0.0,
             mechanisms: vec![
                 ok("base", "base", &[1000.0, 1100.0, 1050.0], None),
                 MechanismResult {

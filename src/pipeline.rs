@@ -235,6 +235,9 @@ pub struct Runs {
     pub outcomes: Vec<Outcome>,
     /// Timed runs measured again because the machine slowed down.
     pub retaken_runs: u64,
+    /// Seconds spent waiting, before the run, for a CPU that another
+    /// measuring run held ([`cpulock`]).
+    pub cpu_wait_s: f64,
 }
 
 /// What one mechanism came to.
@@ -357,7 +360,9 @@ pub fn run(plan: &Plan, progress: impl FnMut(&Step) + Send) -> Result<Runs> {
     // One measuring run per CPU at a time, across processes (re-entrant:
     // the command holds it already).
     let _cpus = cpulock::hold_for(plan.cpu, plan.producers.get(), cpulock::Wait::Yes)?;
-    on_measuring_thread(|| Ok(run_here(plan, progress)))
+    let mut runs = on_measuring_thread(|| Ok(run_here(plan, progress)))?;
+    runs.cpu_wait_s = cpulock::waited_for_held().as_secs_f64();
+    Ok(runs)
 }
 
 fn run_here(plan: &Plan, mut progress: impl FnMut(&Step)) -> Runs {
@@ -520,6 +525,7 @@ fn run_here(plan: &Plan, mut progress: impl FnMut(&Step)) -> Runs {
     Runs {
         outcomes,
         retaken_runs,
+        ..Runs::default()
     }
 }
 
@@ -672,6 +678,7 @@ pub fn document(plan: &Plan, runs: &Runs, host: Host) -> Document {
         producers: plan.producers.get(),
         interrupted: plan.stopped_by().map(signal_name),
         retaken_runs: runs.retaken_runs,
+        cpu_wait_s: runs.cpu_wait_s,
         mechanisms,
     }
 }
@@ -777,7 +784,7 @@ mod tests {
     fn runs(outcomes: &[Outcome]) -> Runs {
         Runs {
             outcomes: outcomes.to_vec(),
-            retaken_runs: 0,
+            ..Runs::default()
         }
     }
 

@@ -134,8 +134,16 @@ fn no_wait_fails_at_once_naming_the_holder() {
         "{stderr}"
     );
 
-    // Without --no-wait: waits while we hold it, runs once we let go.
-    let mut run = spawn(&RUN);
+    // Without --no-wait: waits while we hold it, runs once we let go, and
+    // its result says how long it waited.
+    let mut run = Command::new(BIN)
+        .args(RUN)
+        .args(["--format", "json"])
+        .env_remove("BPF_OVERHEAD_EMULATED")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     std::thread::sleep(Duration::from_secs(2));
     assert!(run.try_wait().unwrap().is_none(), "it did not wait");
     assert!(!measuring(run.id()), "it measured on a CPU that was taken");
@@ -148,6 +156,20 @@ fn no_wait_fails_at_once_naming_the_holder() {
         stderr.contains(&format!("waiting for CPU {}", cpus[0])) && stderr.contains(&me),
         "{stderr}"
     );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let waited = doc["cpu_wait_s"]
+        .as_f64()
+        .expect("cpu_wait_s in the result");
+    assert!((1.5..60.0).contains(&waited), "cpu_wait_s {waited}");
+
+    // A run that did not wait says 0.
+    let out = Command::new(BIN)
+        .args(RUN)
+        .args(["--format", "json", "--no-wait"])
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["cpu_wait_s"].as_f64(), Some(0.0));
 }
 
 /// Within one process the lock is re-entrant (the command holds it around

@@ -77,8 +77,15 @@ impl From<Refused> for Error {
     }
 }
 
-/// The held locks, by CPU: the file and how many holds of this process.
-static HELD: Mutex<BTreeMap<usize, (File, usize)>> = Mutex::new(BTreeMap::new());
+/// The held locks, by CPU: the file, how many holds of this process, and
+/// how long the hold that took it waited.
+static HELD: Mutex<BTreeMap<usize, Held>> = Mutex::new(BTreeMap::new());
+
+struct Held {
+    _file: File,
+    count: usize,
+    waited: Duration,
+}
 
 /// How long this process waited for its CPUs, in all.
 static WAITED: Mutex<Duration> = Mutex::new(Duration::ZERO);
@@ -96,7 +103,7 @@ impl Drop for CpuLock {
     fn drop(&mut self) {
         let mut held = HELD.lock().unwrap_or_else(|p| p.into_inner());
         for cpu in &self.cpus {
-            if let Some((_, count)) = held.get_mut(cpu) {
+            if let Some(Held { count, .. }) = held.get_mut(cpu) {
                 *count -= 1;
                 if *count == 0 {
                     // Closing the file drops the lock.
@@ -105,6 +112,13 @@ impl Drop for CpuLock {
             }
         }
     }
+}
+
+/// How long the CPUs this process holds now were waited for (the longest,
+/// by the hold that took them): what a run that holds them records.
+pub fn waited_for_held() -> Duration {
+    let held = HELD.lock().unwrap_or_else(|p| p.into_inner());
+    held.values().map(|h| h.waited).max().unwrap_or_default()
 }
 
 /// How long this process has waited for its CPUs so far, in all.
@@ -146,6 +160,8 @@ pub fn hold(cpus: &[usize], wait: Wait) -> std::result::Result<CpuLock, Refused>
         waited: Duration::ZERO,
     };
     let mut status = Status::new();
+    // Since when /proc/locks has named no holder of a taken CPU.
+    let mut unseen_since: Option<Instant> = None;
     for &cpu in &cpus {
         loop {
             match take(cpu) {
@@ -159,8 +175,13 @@ pub fn hold(cpus: &[usize], wait: Wait) -> std::result::Result<CpuLock, Refused>
                     // lock, /proc/locks may name nobody: try again before
                     // saying so.
                     let who = match holder(cpu) {
-                        Some(who) => who,
-                        None if start.elapsed() < Duration::from_secs(2) => {
+                        Some(who) => {
+                            unseen_since = None;
+                            who
+                        }
+                        None if unseen_since.get_or_insert_with(Instant::now).elapsed()
+                            < Duration::from_secs(2) =>
+                        {
                             std::thread::sleep(Duration::from_millis(5));
                             continue;
                         }
@@ -196,6 +217,12 @@ pub fn hold(cpus: &[usize], wait: Wait) -> std::result::Result<CpuLock, Refused>
         ));
         status.done();
         *WAITED.lock().unwrap_or_else(|p| p.into_inner()) += lock.waited;
+        let mut held = HELD.lock().unwrap_or_else(|p| p.into_inner());
+        for cpu in &lock.cpus {
+            if let Some(h) = held.get_mut(cpu).filter(|h| h.count == 1) {
+                h.waited = lock.waited;
+            }
+        }
     }
     Ok(lock)
 }
@@ -211,7 +238,7 @@ enum Taken {
 
 fn take(cpu: usize) -> Taken {
     let mut held = HELD.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some((_, count)) = held.get_mut(&cpu) {
+    if let Some(Held { count, .. }) = held.get_mut(&cpu) {
         *count += 1;
         return Taken::Yes;
     }
@@ -231,7 +258,14 @@ fn take(cpu: usize) -> Taken {
     // SAFETY: flock on an fd we own.
     let ret = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
     if ret == 0 {
-        held.insert(cpu, (file, 1));
+        held.insert(
+            cpu,
+            Held {
+                _file: file,
+                count: 1,
+                waited: Duration::ZERO,
+            },
+        );
         Taken::Yes
     } else {
         Taken::Busy

@@ -190,5 +190,6 @@ pub fn fixture() -> Value {
     });
     // Apart: one more field in the literal exceeds json!'s recursion limit.
     doc["retaken_runs"] = 0.into();
+    doc["cpu_wait_s"] = 0.0.into();
     doc
 }
