@@ -61,13 +61,13 @@ fn affinity() -> Vec<bool> {
         .collect()
 }
 
-/// Mounts (device, mount point, type). Leaves out the tracefs that the
-/// kernel automounts under debugfs the first time anyone walks into
-/// /sys/kernel/debug/tracing (libbpf reads tracepoint IDs there when
-/// debugfs is mounted): the kernel's doing, and nothing to undo.
-///
-/// The calling thread's, in a mount namespace of its own
-/// ([`own_mount_namespace`]): what others mount meanwhile is not ours.
+/// Mounts (device, mount point, type), as the calling thread sees them:
+/// in a mount namespace of the test's own ([`own_mount_namespace`]),
+/// what others mount meanwhile (a second suite, a user, a CI job) does
+/// not show. Leaves out the tracefs that the kernel automounts under
+/// debugfs the first time anyone walks into /sys/kernel/debug/tracing
+/// (libbpf reads tracepoint IDs there when debugfs is mounted): the
+/// kernel's doing, and nothing to undo.
 fn mounts() -> Vec<String> {
     std::fs::read_to_string("/proc/thread-self/mounts")
         .unwrap()
@@ -77,11 +77,7 @@ fn mounts() -> Vec<String> {
         .collect()
 }
 
-/// Moves the test's thread into a private copy of its mount namespace,
-/// so that a mount by another process (a second suite, a user) cannot
-/// show up in [`mounts`], while whatever the run mounts in the namespaces
-/// it makes from this one would.
-fn own_mount_namespace() {
+fn unshare_mounts() {
     use nix::mount::{mount, MsFlags};
     use nix::sched::{unshare, CloneFlags};
     unshare(CloneFlags::CLONE_FS | CloneFlags::CLONE_NEWNS).unwrap();
@@ -93,6 +89,30 @@ fn own_mount_namespace() {
         None::<&str>,
     )
     .unwrap();
+}
+
+/// Moves the test's thread into a private copy of its mount namespace,
+/// so that a mount by another process cannot show in [`mounts`], while
+/// whatever the run mounts in the namespaces it makes from this one would
+/// if it leaked. Not where a namespace of its own makes /proc/self/exe
+/// read under another root (the chrooted VM guest, where nothing else
+/// runs): libbpf's USDT attach on kernels without BPF cookies (5.10)
+/// needs that path and /proc/<pid>/maps to agree. Tried on a throwaway
+/// thread first.
+fn own_mount_namespace() {
+    let exe = || std::fs::read_link("/proc/self/exe").ok();
+    let here = exe();
+    let there = std::thread::spawn(move || {
+        unshare_mounts();
+        exe()
+    })
+    .join()
+    .unwrap();
+    if there == here {
+        unshare_mounts();
+    } else {
+        println!("(mounts compared in the shared namespace: here one of our own reads /proc/self/exe as {there:?})");
+    }
 }
 
 fn open_files() -> usize {
