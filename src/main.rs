@@ -10,6 +10,7 @@ use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicUsize};
+use std::time::Duration;
 
 use signal_hook::consts::{SIGINT, SIGTERM};
 
@@ -21,7 +22,7 @@ use bpf_overhead::gate::{self, Threshold};
 use bpf_overhead::measure::{
     Batch, CpuPin, ProgWork, DEFAULT_ITERATIONS, MAX_BATCH, MAX_PROG_WORK,
 };
-use bpf_overhead::pipeline::{self, Plan, DEFAULT_REPEATS};
+use bpf_overhead::pipeline::{self, Plan, Precision, DEFAULT_REPEATS};
 use bpf_overhead::report::{self, Matrix};
 use bpf_overhead::{render, Error, Mechanism};
 
@@ -64,7 +65,10 @@ what was measured, marked interrupted.",
 mechanism failed, the gate found a regression, the run could not start (not root, a \
 capability missing) or its output could not be written; 2 bad input (unknown mechanism, \
 --iterations 0 or more than a day's worth, CPU out of range, an unreadable, special, corrupt \
-or incompatible baseline, a --save that cannot be written or is the baseline); 4, with --format ktap only, every \
+or incompatible baseline, a --save that cannot be written or is the baseline); 3 no regression, \
+but the gate could not decide every comparison: the runs were too noisy to see a change of the \
+threshold (UNSURE lines; try a quieter machine, a longer --budget, or the kernel-loop trigger); \
+4, with --format ktap only, every \
 selected mechanism was skipped (kselftest's KSFT_SKIP); 130, 143 interrupted by SIGINT, \
 SIGTERM.\n\n\
 Examples:\n  \
@@ -91,10 +95,17 @@ struct Cli {
           allow_negative_numbers = true, value_parser = parse_at_least_one::<NonZeroU64>)]
     iterations: NonZeroU64,
 
-    /// Timed runs per mechanism (after one warm-up run).
+    /// The least number of timed rounds (after one warm-up run). Then,
+    /// within --budget, more rounds of each mechanism whose overhead is
+    /// not yet known well enough to see a change of the threshold.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_REPEATS,
           allow_negative_numbers = true, value_parser = parse_at_least_one::<NonZeroUsize>)]
     repeat: NonZeroUsize,
+
+    /// Seconds of timed rounds after which no round beyond --repeat
+    /// starts; 0: exactly --repeat rounds [default: 45, 0 under emulation].
+    #[arg(long, value_name = "SECS", value_parser = parse_secs)]
+    budget: Option<Duration>,
 
     /// CPU to pin every run to [default: 0, or the first CPU this process
     /// may use].
@@ -140,16 +151,16 @@ struct Cli {
 
     /// Kernel-loop trigger (`*-loop` mechanisms): loop iterations per
     /// BPF_PROG_TEST_RUN of the driver, 1 to 1000.
-    #[arg(long, value_name = "N", default_value_t = Batch::default().get(),
+    #[arg(long, value_name = "N", default_value_t = Batch::default(),
           allow_negative_numbers = true, value_parser = parse_batch)]
-    batch: u32,
+    batch: Batch,
 
     /// Steps of extra work every program does per hit (a dependent add
     /// each, about a CPU cycle), 0 to 10000: what a mechanism costs next to
     /// a program that does something.
-    #[arg(long, value_name = "N", default_value_t = 0, allow_negative_numbers = true,
-          value_parser = parse_prog_work)]
-    prog_work: u32,
+    #[arg(long, value_name = "N", default_value_t = ProgWork::default(),
+          allow_negative_numbers = true, value_parser = parse_prog_work)]
+    prog_work: ProgWork,
 
     /// Threads firing each mechanism at once, each pinned to a CPU of its
     /// own and counting into its own slot (bench's -p N -a). With N > 1
@@ -204,6 +215,18 @@ where
     s.parse().map_err(|e| format!("{e}"))
 }
 
+fn parse_secs(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    match s.parse::<f64>() {
+        Ok(v) if (0.0..=86_400.0).contains(&v) => Ok(Duration::from_secs_f64(v)),
+        _ => Err(format!("{s} is not a number of seconds from 0 to 86400")),
+    }
+}
+
+fn budget(cli: &Cli) -> Duration {
+    cli.budget.unwrap_or_else(pipeline::default_budget)
+}
+
 fn parse_cpu(s: &str) -> Result<usize, String> {
     let s = s.trim();
     if s.parse::<i128>().is_ok_and(|v| v < 0) {
@@ -213,21 +236,19 @@ fn parse_cpu(s: &str) -> Result<usize, String> {
         .map_err(|e| format!("{e}: a CPU number (0, 1, ...) is expected"))
 }
 
-fn parse_batch(s: &str) -> Result<u32, String> {
+fn parse_batch(s: &str) -> Result<Batch, String> {
     s.trim()
         .parse::<u32>()
         .ok()
         .and_then(Batch::new)
-        .map(Batch::get)
         .ok_or_else(|| format!("must be a whole number from 1 to {MAX_BATCH}"))
 }
 
-fn parse_prog_work(s: &str) -> Result<u32, String> {
+fn parse_prog_work(s: &str) -> Result<ProgWork, String> {
     s.trim()
         .parse::<u32>()
         .ok()
         .and_then(ProgWork::new)
-        .map(ProgWork::get)
         .ok_or_else(|| format!("must be a whole number from 0 to {MAX_PROG_WORK}"))
 }
 
@@ -355,8 +376,16 @@ fn run(cli: &Cli) -> Result<ExitCode, Failure> {
         repeats: cli.repeat,
         cpu: cli.cpu,
         stats_run: !cli.no_prog_stats,
-        batch: Batch::new(cli.batch).expect("checked by parse_batch"),
-        prog_work: ProgWork::new(cli.prog_work).expect("checked by parse_prog_work"),
+        batch: cli.batch,
+        prog_work: cli.prog_work,
+        budget: budget(cli),
+        precision: match cli.threshold {
+            Some(t) => Precision {
+                comm: t / 100.0,
+                other: t / 100.0,
+            },
+            None => Precision::DEFAULT,
+        },
         producers: cli.producers,
         ..Plan::new(&cli.mechanisms)
     };
@@ -509,8 +538,11 @@ fn run(cli: &Cli) -> Result<ExitCode, Failure> {
         note(&format!("failed: {}", failed.join(", ")));
     }
     let regressed = report.as_ref().is_some_and(|r| !r.passed());
+    let unsure = report.as_ref().is_some_and(|r| !r.conclusive_pass());
     Ok(if !failed.is_empty() || regressed {
         ExitCode::from(1)
+    } else if unsure {
+        ExitCode::from(INCONCLUSIVE)
     } else if cli.format == Format::Ktap && doc.all_skipped() {
         // kselftest's runner shows exit 4 as a skipped test, not a pass.
         ExitCode::from(KSFT_SKIP)
@@ -612,6 +644,10 @@ fn save_target(path: &Path, baseline: Option<&Path>, overwrite: bool) -> Result<
         })?;
     Ok(target)
 }
+
+/// Exit status when the gate found no regression but could not decide
+/// every comparison (see --help).
+const INCONCLUSIVE: u8 = 3;
 
 /// kselftest's exit status for "skipped" (tools/testing/selftests/kselftest.h).
 const KSFT_SKIP: u8 = 4;

@@ -5,7 +5,9 @@
 
 pub mod caps;
 pub mod catalogue;
+pub mod context;
 pub mod error;
+pub mod keeper;
 mod load;
 mod producer;
 pub mod run;

@@ -16,6 +16,7 @@ use nix::unistd::{gettid, Pid};
 use super::caps;
 use super::catalogue::Mechanism;
 use super::error::{Error, Result};
+use super::keeper;
 use super::load::{self, Loaded, Settings};
 use super::producer::{producer_cpus, Fired, Producer};
 use super::speed;
@@ -75,6 +76,18 @@ impl Batch {
 impl Default for Batch {
     fn default() -> Self {
         Self(DEFAULT_BATCH)
+    }
+}
+
+impl std::fmt::Display for Batch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::fmt::Display for ProgWork {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
     }
 }
 
@@ -341,9 +354,13 @@ impl Run<'_, '_> {
         let m = self.mechanism;
         // A program counts, and so does a loop's driver in a base run.
         let counting = self.loaded.is_some();
+        // A lead-in, untimed, straight into the timed events: the caches
+        // and the probe's path are warm when the clock starts.
+        self.armed.fire(lead_in(events.get()))?;
         if let Some(l) = self.loaded.as_mut() {
-            // Attaching may have hit the probe already (fmod_ret sees
-            // every write(2) of this thread, including log output).
+            // The lead-in counted, and attaching may have hit the probe
+            // already (fmod_ret sees every write(2) of this thread,
+            // including log output).
             l.reset_hits();
         }
         let start = Arc::new(Barrier::new(1 + self.producers.len()));
@@ -352,10 +369,13 @@ impl Run<'_, '_> {
         }
         let speed_before = speed::reference_ns();
         let before = self.loaded.as_ref().and_then(|l| l.prog_stats());
-        start.wait();
-        let begin = Instant::now();
-        let fired = self.armed.fire(events.get())?;
-        let elapsed = begin.elapsed();
+        let (fired, elapsed) = keeper::timed(|| {
+            start.wait();
+            let begin = Instant::now();
+            let fired = self.armed.fire(events.get());
+            (fired, begin.elapsed())
+        });
+        let fired = fired?;
         let mut all = vec![Fired {
             cpu: self.cpu,
             events: fired,
@@ -423,6 +443,11 @@ impl Run<'_, '_> {
     pub fn cpu(&self) -> usize {
         self.cpu
     }
+}
+
+/// Untimed events fired just before a timed run of `events`: a tenth.
+pub fn lead_in(events: u64) -> u64 {
+    events.div_ceil(10)
 }
 
 /// Each mechanism fires exactly once per event of its trigger, and the
