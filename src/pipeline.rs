@@ -13,7 +13,7 @@
 //!    machine's speed that is steady over those few tens of ms cancels.
 //!    At least `repeats` rounds; then, within `budget`, more rounds of
 //!    each mechanism whose overhead is not yet known well enough to see a
-//!    change of `precision` ([`Outcome::is_sure`]). The CPU never idles
+//!    change of `precision` (`Outcome::is_sure`). The CPU never idles
 //!    between runs ([`Keeper`]: a vCPU that idles comes back slow), and
 //!    every timed run starts straight after an untimed lead-in of the
 //!    same events;
@@ -123,7 +123,7 @@ pub struct Plan {
     /// each round also measures one producer alone, for the scaling.
     pub producers: NonZeroUsize,
     /// After `repeats` rounds, more rounds of the mechanisms not yet sure
-    /// ([`Outcome::is_sure`]) while the timed rounds have taken less than
+    /// (`Outcome::is_sure`) while the timed rounds have taken less than
     /// this. Zero: exactly `repeats` rounds (so under emulation, where
     /// nothing timed is read).
     pub budget: Duration,
@@ -534,7 +534,13 @@ fn timed_rounds(
         let min_rounds = round < plan.repeats.get();
         let wanted =
             |o: &Outcome| o.is_ok() && !o.mechanism.is_base() && (min_rounds || !o.is_sure(plan));
-        let todo = outcomes.iter().filter(|o| wanted(o)).count();
+        // A base selected alone runs once a round, the least number of rounds.
+        let alone = |g: &std::ops::Range<usize>| min_rounds && g.len() == 1;
+        let todo = outcomes.iter().filter(|o| wanted(o)).count()
+            + groups(outcomes)
+                .iter()
+                .filter(|g| alone(g) && outcomes[g.start].is_ok())
+                .count();
         let more =
             round < plan.repeats.get() || (started.elapsed() < plan.budget && round < MAX_ROUNDS);
         if todo == 0 || !more || plan.stopped_by().is_some() {
@@ -547,7 +553,7 @@ fn timed_rounds(
         }
         for group in groups(outcomes) {
             let todo: Vec<usize> = group.clone().filter(|&i| wanted(&outcomes[i])).collect();
-            if todo.is_empty() || !outcomes[group.start].is_ok() {
+            if todo.is_empty() && !alone(&group) || !outcomes[group.start].is_ok() {
                 continue;
             }
             if !bracket(plan, outcomes, group.start, &todo, round, step, progress) {
