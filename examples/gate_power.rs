@@ -52,8 +52,8 @@ fn plan(names: &[&str], prog_work: u32) -> Plan {
 
 fn run(names: &[&str], prog_work: u32) -> Document {
     let t = Instant::now();
-    let doc = pipeline::execute(&plan(names, prog_work), Host::current, |_| {})
-        .unwrap_or_else(|e| {
+    let doc =
+        pipeline::execute(&plan(names, prog_work), Host::current, |_| {}).unwrap_or_else(|e| {
             eprintln!("gate_power: {e}");
             std::process::exit(1)
         });
@@ -301,7 +301,11 @@ fn ab(pairs: usize) {
     println!("| mechanism | own cost | --prog-work | change the gate saw (median) | REGRESSED | UNSURE | ok (missed) |");
     println!("|---|---|---|---|---|---|---|");
     for name in AB {
-        let own = median(&(0..3).map(|_| overhead(&run(&[name], 0), name)).collect::<Vec<_>>());
+        let own = median(
+            &(0..3)
+                .map(|_| overhead(&run(&[name], 0), name))
+                .collect::<Vec<_>>(),
+        );
         let k = ((0.10 * own / step).round() as u32).clamp(1, 10_000);
         let mut counts = [0usize; 4];
         let mut changes = Vec::new();
@@ -341,7 +345,9 @@ fn spread() {
     ];
     let doc = run(&names, 0);
     println!("\nSpread over the rounds of one default run (CV: sample stddev / mean)\n");
-    println!("| mechanism | rounds | K events/s | CV of rate | ns over base | CV of overhead | sees |");
+    println!(
+        "| mechanism | rounds | K events/s | CV of rate | ns over base | CV of overhead | sees |"
+    );
     println!("|---|---|---|---|---|---|---|");
     for m in doc.mechanisms.iter().filter(|m| m.is_ok() && !m.is_base()) {
         let rate = m.k_events_per_sec.as_ref().unwrap();

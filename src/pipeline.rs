@@ -534,12 +534,19 @@ fn timed_rounds(
         let min_rounds = round < plan.repeats.get();
         let wanted =
             |o: &Outcome| o.is_ok() && !o.mechanism.is_base() && (min_rounds || !o.is_sure(plan));
-        // A base selected alone runs once a round, the least number of rounds.
-        let alone = |g: &std::ops::Range<usize>| min_rounds && g.len() == 1;
+        // A base with none of its mechanisms to measure (selected alone,
+        // or they are skipped) runs once a round, the least number of rounds.
+        let alone = |g: &std::ops::Range<usize>, outcomes: &[Outcome]| {
+            min_rounds
+                && outcomes[g.start].is_ok()
+                && !outcomes[g.clone()]
+                    .iter()
+                    .any(|o| o.is_ok() && !o.mechanism.is_base())
+        };
         let todo = outcomes.iter().filter(|o| wanted(o)).count()
             + groups(outcomes)
                 .iter()
-                .filter(|g| alone(g) && outcomes[g.start].is_ok())
+                .filter(|g| alone(g, outcomes))
                 .count();
         let more =
             round < plan.repeats.get() || (started.elapsed() < plan.budget && round < MAX_ROUNDS);
@@ -553,7 +560,7 @@ fn timed_rounds(
         }
         for group in groups(outcomes) {
             let todo: Vec<usize> = group.clone().filter(|&i| wanted(&outcomes[i])).collect();
-            if todo.is_empty() && !alone(&group) || !outcomes[group.start].is_ok() {
+            if todo.is_empty() && !alone(&group, outcomes) || !outcomes[group.start].is_ok() {
                 continue;
             }
             if !bracket(plan, outcomes, group.start, &todo, round, step, progress) {

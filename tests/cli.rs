@@ -31,6 +31,11 @@ fn command(args: &[&str]) -> Command {
     let mut cmd = Command::new(BIN);
     // The selftest lines gain a suffix under emulation; keep them plain.
     cmd.args(args).env_remove(EMULATED_ENV);
+    // Exactly --repeat rounds, unless a test asks for a budget: these
+    // tests check the command's behaviour, not how sure its figures are.
+    if args.first() != Some(&"report") && !args.iter().any(|a| a.starts_with("--budget")) {
+        cmd.args(["--budget", "0"]);
+    }
     cmd
 }
 
@@ -587,10 +592,10 @@ fn nonsense_number_baselines_are_refused() {
             }),
         ),
         (
-            "(raw_tp): k_events_per_sec.samples has 2 values, not one per repeat",
+            "(raw_tp): overhead_ns.samples has 2 values, not one per repeat",
             Box::new(|doc| {
-                let rate = &mut doc["mechanisms"][2]["k_events_per_sec"];
-                rate["samples"] = serde_json::json!([891.0, 909.0]);
+                let overhead = &mut doc["mechanisms"][2]["overhead_ns"];
+                overhead["samples"] = serde_json::json!([100.0, 110.0]);
             }),
         ),
         (
@@ -958,6 +963,8 @@ fn documented_schema() -> BTreeMap<String, BTreeMap<String, String>> {
         if let Some(heading) = line.strip_prefix("## ") {
             section = if heading.contains("Top level") {
                 "top"
+            } else if heading == "`context`" {
+                "context"
             } else if heading.contains("producers[]") {
                 "producer"
             } else if heading.contains("mechanisms[]") {
@@ -998,6 +1005,7 @@ fn check_type(
         "number" => assert!(value.is_number(), "{what}: not a number: {value}"),
         "boolean" => assert!(value.is_boolean(), "{what}: not a boolean: {value}"),
         "statistics" => check_object(value, &schema["statistics"], what, schema),
+        "context" => check_object(value, &schema["context"], what, schema),
         _ => {
             let item = ty
                 .strip_prefix("array of ")
@@ -1046,7 +1054,7 @@ fn check_schema(doc: &Value) {
     let schema = documented_schema();
     assert_eq!(
         schema.keys().collect::<Vec<_>>(),
-        ["mechanism", "producer", "statistics", "top"],
+        ["context", "mechanism", "producer", "statistics", "top"],
         "docs/json-schema.md sections"
     );
     check_object(doc, &schema["top"], "document", &schema);
@@ -1063,10 +1071,10 @@ fn fixture() -> Value {
         })
     };
     let mut doc = serde_json::json!({
-        "schema": "bpf-overhead-result", "schema_version": 1, "tool_version": "0.1.0",
+        "schema": "bpf-overhead-result", "schema_version": 2, "tool_version": "0.1.0",
         "timestamp": "2026-05-01T12:00:00Z", "kernel_release": "6.18.0",
         "cpu_model": "Test CPU", "cpu": 0, "emulated": null, "iterations": 100000,
-        "repeats": 3, "warmup_runs": 1, "order": "round-robin", "prog_stats": true,
+        "repeats": 3, "warmup_runs": 1, "order": "bracketed", "prog_stats": true,
         "batch": 100, "prog_work": 0, "producers": 1, "interrupted": null,
         "mechanisms": [
             {"name": "base", "base": "base", "trigger": "task_rename",
@@ -1074,13 +1082,15 @@ fn fixture() -> Value {
              "k_events_per_sec": stats(1000.0), "ns_per_event": 1000.0,
              "overhead_ns": null, "ratio_to_base": null, "hits": null,
              "prog_ns_per_event": null, "producers": null, "scaling": null,
-             "speed_ns": stats(1.5), "overhead_steps": null},
+             "speed_ns": stats(1.5), "overhead_steps": null,
+             "detectable_ns": null, "detectable": null},
             {"name": "kprobe", "base": "base", "trigger": "task_rename",
              "hook": "__set_task_comm", "events_per_run": 100000, "status": "skipped",
              "reason": "no kprobes",
              "k_events_per_sec": null, "ns_per_event": null, "overhead_ns": null,
              "ratio_to_base": null, "hits": null, "prog_ns_per_event": null,
-             "producers": null, "scaling": null, "speed_ns": null, "overhead_steps": null},
+             "producers": null, "scaling": null, "speed_ns": null, "overhead_steps": null,
+             "detectable_ns": null, "detectable": null},
             {"name": "raw_tp", "base": "base", "trigger": "task_rename",
              "hook": "task/task_rename", "events_per_run": 100000, "status": "ok", "reason": null,
              "k_events_per_sec": stats(900.0), "ns_per_event": 1111.1,
@@ -1088,11 +1098,17 @@ fn fixture() -> Value {
              "hits": [100000, 100000, 100000], "prog_ns_per_event": 20.0,
              "producers": [{"cpu": 0, "k_events_per_sec": stats(450.0),
                             "hits": [100000, 100000, 100000]}],
-             "scaling": stats(1.9), "speed_ns": stats(1.5), "overhead_steps": stats(74.1)}
+             "scaling": stats(1.9), "speed_ns": stats(1.5), "overhead_steps": stats(74.1),
+             "detectable_ns": 5.5, "detectable": 0.05}
         ]
     });
     // Apart: one more field in the literal exceeds json!'s recursion limit.
     doc["retaken_runs"] = 0.into();
+    doc["budget_secs"] = 0.0.into();
+    doc["context"] = serde_json::json!({
+        "cpu": 0, "secs": 1.5, "steal_pct": 0.0, "other_pct": 1.0,
+        "involuntary_switches": 3, "load_start": 0.5, "load_end": 0.6, "mhz": null
+    });
     doc
 }
 
@@ -1133,7 +1149,7 @@ fn json_output_matches_the_documented_schema() {
     check_schema(&doc);
 
     assert_eq!(doc["schema"], "bpf-overhead-result");
-    assert_eq!(doc["schema_version"], 1);
+    assert_eq!(doc["schema_version"], 2);
     assert_eq!(doc["iterations"], 2000);
     assert_eq!(doc["repeats"], 2);
     let mechanisms = doc["mechanisms"].as_array().unwrap();
@@ -1145,7 +1161,9 @@ fn json_output_matches_the_documented_schema() {
     for m in mechanisms {
         assert_eq!(m["status"], "ok", "{m}");
         let rate = &m["k_events_per_sec"];
-        assert_eq!(rate["samples"].as_array().unwrap().len(), 2);
+        // A base runs before and after its mechanism in each round.
+        let runs = if m["name"] == "base" { 4 } else { 2 };
+        assert_eq!(rate["samples"].as_array().unwrap().len(), runs, "{m}");
         let (min, median, max) = (
             rate["min"].as_f64().unwrap(),
             rate["median"].as_f64().unwrap(),
@@ -1176,7 +1194,7 @@ fn table_by_default_without_progress_when_piped() {
     let lines: Vec<&str> = out.stdout.lines().collect();
     assert!(lines[0].starts_with("bpf-overhead "), "{}", out.stdout);
     assert!(
-        lines[1].starts_with("2000 events per run; 2 timed runs"),
+        lines[1].starts_with("2000 events per run; up to 2 timed rounds"),
         "{}",
         out.stdout
     );
@@ -1326,7 +1344,7 @@ fn args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
 
 /// How many times a gate test may try: when the machine is busy enough
 /// that a run's own noise covers the difference under test, the gate says
-/// "noise" rather than pass or fail (by design), and a fresh pair of runs
+/// UNSURE rather than pass or fail (by design), and a fresh pair of runs
 /// is the answer. A gate that never gives the expected verdict still fails.
 const GATE_ATTEMPTS: usize = 3;
 
@@ -1381,7 +1399,44 @@ fn gate_passes_against_its_own_saved_result() {
     let (_, out) = gate_attempts("own.json", &[], |_| {}, |out| out.code == 0);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     assert!(
-        out.stdout.contains("gate: PASSED (1 mechanisms compared)"),
+        out.stdout.contains("gate: PASSED (1 mechanisms compared"),
+        "{}",
+        out.stdout
+    );
+}
+
+/// The saved result's rounds spread by ±50% around the same median: no
+/// run can see a change of the threshold against it.
+fn noisy(doc: &mut Value, name: &str) {
+    let m = doc["mechanisms"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|m| m["name"] == name)
+        .unwrap();
+    let median = m["overhead_ns"]["median"].as_f64().unwrap();
+    let samples: Vec<f64> = (0..m["overhead_ns"]["samples"].as_array().unwrap().len())
+        .map(|i| median * [1.0, 0.5, 1.5][i % 3])
+        .collect();
+    m["overhead_ns"] = serde_json::to_value(bpf_overhead::stats::Summary::of(&samples)).unwrap();
+}
+
+#[test]
+#[serial]
+fn gate_cannot_see_through_a_noisy_baseline_and_says_so() {
+    let (_, out) = gate_attempts(
+        "noisy.json",
+        &[],
+        |doc| noisy(doc, "raw_tp"),
+        |out| out.code == 3,
+    );
+    assert_eq!(out.code, 3, "{}{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("  UNSURE    raw_tp"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains(
+            "gate: INCONCLUSIVE: no regression seen, but 1 of 1 comparisons could not see a \
+             change of the threshold (raw_tp): rerun on a quieter machine, with a longer --budget"
+        ),
         "{}",
         out.stdout
     );
