@@ -50,10 +50,15 @@ enum Format {
 test_overhead selftest and bench tool do: pinned to one CPU, fire the trigger N times, count \
 the BPF program's hits, and compare the rate with the same trigger with nothing attached \
 (its base).\n\n\
-Each mechanism and its base get one untimed warm-up run, then --repeat timed runs. The timed \
-runs go round-robin over the selection (base, raw_tp, tp, base, raw_tp, tp, ...), so drift \
-in the machine's speed hits a mechanism and its base alike; a mechanism's overhead and \
-ratio are computed against the base run of the same round. The program's own run time \
+Each mechanism and its base get one untimed warm-up run, which also sizes its timed runs to \
+about 50 ms each (unless --iterations). Then come timed rounds: in each, every base runs \
+before and after each of its mechanisms (base, raw_tp, base, tp, base), and a mechanism's \
+overhead is its ns per event over the mean of the two base runs around it, so that drift in \
+the machine's speed cancels. The measuring CPU never idles between runs (an idle vCPU comes \
+back slow on a shared VM), and each timed run starts straight after an untimed lead-in of \
+the same events. After --repeat rounds, a mechanism goes on, within --budget, until its \
+overhead is known well enough to see a change of the threshold; the table's sees column \
+says how well it is known. The program's own run time \
 comes from one extra run with the kernel's BPF run-time stats on (BPF_ENABLE_STATS, which \
 goes off again when the run ends): the stats add two clock reads per program run, so that \
 run is never one of the timed ones.\n\n\
@@ -89,11 +94,13 @@ struct Cli {
           value_parser = parse_mechanism)]
     mechanisms: Vec<Mechanism>,
 
-    /// Events per timed run. A run that would take more than a day is
-    /// refused.
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_ITERATIONS,
-          allow_negative_numbers = true, value_parser = parse_at_least_one::<NonZeroU64>)]
-    iterations: NonZeroU64,
+    /// Events per timed run (a base's scaled as its trigger says). Without
+    /// it, each mechanism's events are scaled so that its timed runs last
+    /// about 50 ms, from its warm-up run (100000 under emulation). A run
+    /// that would take more than a day is refused.
+    #[arg(long, value_name = "N", allow_negative_numbers = true,
+          value_parser = parse_at_least_one::<NonZeroU64>)]
+    iterations: Option<NonZeroU64>,
 
     /// The least number of timed rounds (after one warm-up run). Then,
     /// within --budget, more rounds of each mechanism whose overhead is
@@ -372,7 +379,11 @@ fn run(cli: &Cli) -> Result<ExitCode, Failure> {
         )));
     }
     let mut plan = Plan {
-        iterations: cli.iterations,
+        iterations: cli.iterations.unwrap_or(DEFAULT_ITERATIONS),
+        run_time: match cli.iterations {
+            Some(_) => None,
+            None => pipeline::default_run_time(),
+        },
         repeats: cli.repeat,
         cpu: cli.cpu,
         stats_run: !cli.no_prog_stats,

@@ -43,6 +43,11 @@ use crate::measure::{
 };
 use crate::stats::Summary;
 
+/// Default length of a timed run (see [`Plan::run_time`]).
+pub const DEFAULT_RUN_TIME: Duration = Duration::from_millis(50);
+/// The fewest events a timed run scaled by [`Plan::run_time`] fires.
+const MIN_SCALED_EVENTS: u64 = 1000;
+
 /// Default time budget of the timed rounds (see [`Plan::budget`]).
 pub const DEFAULT_BUDGET: Duration = Duration::from_secs(45);
 /// [`DEFAULT_BUDGET`], or none under emulation, where nothing timed is
@@ -53,6 +58,22 @@ pub fn default_budget() -> Duration {
     } else {
         DEFAULT_BUDGET
     }
+}
+
+/// A mechanism is sure once it sees this share of the threshold. Not the
+/// whole threshold: the gate calls a comparison unchanged when the change's
+/// 90% interval (0.66 of what the runs can detect, each side) lies within
+/// the threshold, so two runs that each just see the threshold would come
+/// out UNSURE in about 4 A/A comparisons of 10; at 0.6, in about 1 of 100.
+/// It costs (1/0.6)^2 = 2.8 times the rounds.
+pub const SURE_SHARE: f64 = 0.6;
+
+/// [`DEFAULT_RUN_TIME`], or none under emulation: scaling needs the
+/// warm-up run's time per event, and there is no warm-up there.
+pub fn default_run_time() -> Option<Duration> {
+    crate::document::emulated()
+        .is_none()
+        .then_some(DEFAULT_RUN_TIME)
 }
 
 /// Rounds at most, whatever the budget.
@@ -105,6 +126,11 @@ pub struct Plan {
     pub mechanisms: Vec<Mechanism>,
     /// Events per mechanism run (a base scales it: [`Mechanism::events`]).
     pub iterations: NonZeroU64,
+    /// Instead, scale each mechanism's events so that its timed runs last
+    /// about this long, from its warm-up run: a slow mechanism (a uprobe
+    /// on `ret`, 10 µs an event) then costs no more time than a fast one,
+    /// and a fast one runs long enough to average out a hiccup.
+    pub run_time: Option<Duration>,
     /// Timed passes.
     pub repeats: NonZeroUsize,
     /// Run every mechanism once untimed first. Off under emulation, where
@@ -143,6 +169,7 @@ impl Plan {
         Self {
             mechanisms: expand(selection),
             iterations: DEFAULT_ITERATIONS,
+            run_time: default_run_time(),
             repeats: DEFAULT_REPEATS,
             warmup: !emulated,
             cpu: None,
@@ -171,6 +198,7 @@ impl Plan {
             },
             repeats: NonZeroUsize::MIN,
             budget: Duration::ZERO,
+            run_time: None,
             // As test_overhead: no warm-up. The lead-in before the timed
             // run warms the path, and the keeper keeps the CPU from idling.
             warmup: false,
@@ -183,6 +211,14 @@ impl Plan {
     pub fn stopped_by(&self) -> Option<i32> {
         let signal = self.stop?.load(Ordering::SeqCst);
         (signal != 0).then_some(signal as i32)
+    }
+
+    /// The options of `outcome`'s runs: its own iterations when scaled.
+    fn options_for(&self, outcome: &Outcome, bpf_stats: bool) -> Options {
+        Options {
+            iterations: outcome.iterations.unwrap_or(self.iterations),
+            ..self.options(bpf_stats)
+        }
     }
 
     fn options(&self, bpf_stats: bool) -> Options {
@@ -294,6 +330,8 @@ pub struct Outcome {
     pub after: Vec<Sample>,
     /// Timed runs kept at the start of the round in progress.
     kept: usize,
+    /// Its iterations per run, when scaled to [`Plan::run_time`].
+    iterations: Option<NonZeroU64>,
     /// With several producers: one producer alone, in the same rounds.
     pub single: Vec<Sample>,
     /// The program's own ns per event, from the stats run.
@@ -310,6 +348,7 @@ impl Outcome {
             before: Vec::new(),
             after: Vec::new(),
             kept: 0,
+            iterations: None,
             single: Vec::new(),
             prog_ns_per_event: None,
         }
@@ -340,10 +379,11 @@ impl Outcome {
         crate::stats::detectable_ns(&o, &o).map(|ns| ns / self.reference_ns())
     }
 
-    /// Measured precisely enough for `plan.precision`.
+    /// Measured precisely enough for `plan.precision`: it sees
+    /// [`SURE_SHARE`] of it.
     fn is_sure(&self, plan: &Plan) -> bool {
         self.detectable()
-            .is_some_and(|d| d <= plan.precision.of(self.mechanism.trigger()))
+            .is_some_and(|d| d <= SURE_SHARE * plan.precision.of(self.mechanism.trigger()))
     }
 
     fn is_ok(&self) -> bool {
@@ -498,11 +538,25 @@ fn warm_up(
         }
         step.what = format!("warm-up {}", outcome.mechanism);
         progress(step);
-        if let Err(err) = measure(outcome.mechanism, &opts) {
-            outcome.fail(err);
+        match measure(outcome.mechanism, &opts) {
+            Ok(sample) => {
+                outcome.iterations = plan.run_time.map(|t| scaled(outcome.mechanism, &sample, t))
+            }
+            Err(err) => outcome.fail(err),
         }
         step.done += 1;
     }
+}
+
+/// The iterations that make `m`'s runs last about `run_time`, from
+/// `sample`'s time per event: the faster of its lead-in and its timed
+/// events, since a preemption stretches one of them.
+fn scaled(m: Mechanism, sample: &Sample, run_time: Duration) -> NonZeroU64 {
+    let ns = sample.ns_per_event().min(sample.lead_in_ns_per_event);
+    let events = (run_time.as_nanos() as f64 / ns.max(0.01)) as u64;
+    let per_iteration = m.events(1).max(1);
+    NonZeroU64::new(events.max(MIN_SCALED_EVENTS).div_ceil(per_iteration))
+        .unwrap_or(NonZeroU64::MIN)
 }
 
 /// A base and the mechanisms compared to it, as ranges of the plan.
@@ -593,7 +647,7 @@ fn bracket(
             let Some(b) = before.clone() else { return true };
             step.what = format!("round {round} {}", outcomes[i].mechanism);
             progress(step);
-            let got = timed(plan, outcomes[i].mechanism);
+            let got = timed(plan, &outcomes[i]);
             step.done += 1;
             match got {
                 Ok((single, sample)) => {
@@ -613,7 +667,7 @@ fn bracket(
         }
         step.what = format!("round {round} {}", outcomes[base].mechanism);
         progress(step);
-        match timed(plan, outcomes[base].mechanism) {
+        match timed(plan, &outcomes[base]) {
             Ok((single, sample)) => {
                 if n > 0 {
                     outcomes[i].after.push(sample.clone());
@@ -633,17 +687,18 @@ fn bracket(
 
 /// One timed run of `m`, and with several producers first one producer
 /// alone (for the scaling).
-fn timed(plan: &Plan, m: Mechanism) -> Result<(Option<Sample>, Sample)> {
+fn timed(plan: &Plan, o: &Outcome) -> Result<(Option<Sample>, Sample)> {
+    let opts = plan.options_for(o, false);
     let single = (plan.producers.get() > 1)
         .then(|| {
             let one = Options {
                 producers: NonZeroUsize::MIN,
-                ..plan.options(false)
+                ..opts.clone()
             };
-            measure(m, &one)
+            measure(o.mechanism, &one)
         })
         .transpose()?;
-    Ok((single, measure(m, &plan.options(false))?))
+    Ok((single, measure(o.mechanism, &opts)?))
 }
 
 /// Step 3: the program's own run time, with BPF stats on for this run only.
@@ -653,7 +708,6 @@ fn stats_run(
     step: &mut Step,
     progress: &mut impl FnMut(&Step),
 ) {
-    let stats_opts = plan.options(true);
     let todo = |o: &Outcome| o.is_ok() && !o.mechanism.is_base();
     step.total = step.done + outcomes.iter().filter(|o| todo(o)).count() as u64;
     for outcome in outcomes.iter_mut().filter(|o| todo(o)) {
@@ -662,7 +716,7 @@ fn stats_run(
         }
         step.what = format!("BPF stats {}", outcome.mechanism);
         progress(step);
-        match measure(outcome.mechanism, &stats_opts) {
+        match measure(outcome.mechanism, &plan.options_for(outcome, true)) {
             Ok(sample) => outcome.prog_ns_per_event = sample.prog_ns_per_event(),
             // No BPF_ENABLE_STATS (before 5.8): no figures, not a
             // failure, and no point trying the other mechanisms.
@@ -960,6 +1014,7 @@ mod tests {
             cpu: 1,
             producers: Vec::new(),
             speed_ns: 2.0,
+            lead_in_ns_per_event: 1.0,
         }
     }
 

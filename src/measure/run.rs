@@ -130,6 +130,9 @@ pub struct Sample {
     /// reference work ([`speed::reference_ns`]), the mean of a reference
     /// just before and one just after the events, on the measuring CPU.
     pub speed_ns: f64,
+    /// ns per event of the untimed lead-in on the measuring thread: a
+    /// second look at the run's speed, for sizing later runs.
+    pub lead_in_ns_per_event: f64,
 }
 
 /// One producer's share of a [`Sample`].
@@ -356,7 +359,9 @@ impl Run<'_, '_> {
         let counting = self.loaded.is_some();
         // A lead-in, untimed, straight into the timed events: the caches
         // and the probe's path are warm when the clock starts.
-        self.armed.fire(lead_in(events.get()))?;
+        let lead = Instant::now();
+        let lead_events = self.armed.fire(lead_in(events.get()))?;
+        let lead_in_ns_per_event = lead.elapsed().as_nanos() as f64 / lead_events.max(1) as f64;
         if let Some(l) = self.loaded.as_mut() {
             // The lead-in counted, and attaching may have hit the probe
             // already (fmod_ret sees every write(2) of this thread,
@@ -433,6 +438,7 @@ impl Run<'_, '_> {
             cpu: self.cpu,
             producers,
             speed_ns,
+            lead_in_ns_per_event,
         })
     }
 
@@ -579,6 +585,7 @@ mod tests {
             cpu: 0,
             producers: Vec::new(),
             speed_ns: 1.0,
+            lead_in_ns_per_event: 1.0,
         };
         assert_eq!(s.k_events_per_sec(), 2710); // 100000 * 1e6 / 36.9e6
         assert!((s.ns_per_event() - 369.0).abs() < 1e-9);
