@@ -95,6 +95,7 @@ fn help_describes_every_option() {
         "--mechanism",
         "--iterations",
         "--repeat",
+        "--budget",
         "--cpu",
         "--list",
         "--format",
@@ -104,8 +105,9 @@ fn help_describes_every_option() {
         "--overwrite-baseline",
         "--no-prog-stats",
         "BPF_ENABLE_STATS",
-        "round-robin",
+        "before and after each of its mechanisms",
         "Exit status",
+        "3 no regression",
         "report",
     ] {
         assert!(
@@ -115,7 +117,7 @@ fn help_describes_every_option() {
         );
     }
     for default in [
-        "[default: 100000]",
+        "about 50 ms each",
         "[default: 7]",
         "Default: 6, and 15 on the comm trigger",
         "[default: table]",
@@ -1396,13 +1398,18 @@ fn gate_attempts(
 #[test]
 #[serial]
 fn gate_passes_against_its_own_saved_result() {
+    // On a machine busy enough, two runs cannot see a change of the
+    // threshold, and the gate says so (exit 3); it never fails them.
     let (_, out) = gate_attempts("own.json", &[], |_| {}, |out| out.code == 0);
-    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     assert!(
-        out.stdout.contains("gate: PASSED (1 mechanisms compared"),
-        "{}",
-        out.stdout
+        out.code == 0 && out.stdout.contains("gate: PASSED (1 mechanisms compared")
+            || out.code == 3 && out.stdout.contains("gate: INCONCLUSIVE"),
+        "exit {}: {}{}",
+        out.code,
+        out.stdout,
+        out.stderr
     );
+    assert!(!out.stdout.contains("REGRESSED"), "{}", out.stdout);
 }
 
 /// The saved result's rounds spread by ±50% around the same median: no

@@ -22,6 +22,7 @@ fn exact_per_producer(name: &str) {
     let plan = Plan {
         repeats: NonZeroUsize::new(2).unwrap(),
         budget: Duration::ZERO,
+        run_time: None,
         stats_run: false,
         producers: NonZeroUsize::new(2).unwrap(),
         ..Plan::new(&[m])
