@@ -55,7 +55,8 @@ pub struct Document {
     pub budget_secs: f64,
     /// Untimed runs per mechanism before the timed ones.
     pub warmup_runs: usize,
-    /// How runs were ordered: [`ORDER_ROUND_ROBIN`].
+    /// How runs were ordered: [`ORDER_BRACKETED`] ([`ORDER_ROUND_ROBIN`]
+    /// in version 1).
     pub order: String,
     /// Whether the extra run with BPF run-time stats was asked for.
     pub prog_stats: bool,

@@ -128,16 +128,17 @@ struct Cli {
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
 
-    /// Compare with an earlier result (a --save or --format json file) and
-    /// exit 1 if a mechanism's overhead regressed.
+    /// Compare with an earlier result (a --save or --format json file):
+    /// exit 1 if a mechanism's overhead regressed, 3 if the runs were too
+    /// noisy to tell.
     #[arg(long, value_name = "FILE")]
     baseline: Option<PathBuf>,
 
     /// With --baseline: a regression is an overhead over base (the
-    /// mechanism's own cost, at equal machine speed) higher by more than
-    /// this many percent, and beyond the noise of both runs (one-sided
-    /// Mann-Whitney, p <= 0.05). Default: 6, and 15 on the comm trigger,
-    /// whose runs drift further apart.
+    /// mechanism's own cost) higher by more than this many percent, and
+    /// beyond the noise of both runs (one-sided Mann-Whitney, p <= 0.05).
+    /// Also what the rounds aim to see. Default: 6, and 15 on the comm
+    /// trigger, whose overheads are a small part of a syscall.
     #[arg(long, value_name = "PERCENT", allow_negative_numbers = true,
           value_parser = parse_percent)]
     threshold: Option<f64>,
