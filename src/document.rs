@@ -75,9 +75,9 @@ pub struct Document {
     /// and is refused as a baseline.
     #[serde(default)]
     pub interrupted: Option<String>,
-    /// Timed runs measured again because the machine slowed down during
-    /// them or their group (a base and its mechanisms): a speed reference
-    /// more than 5% slower than the run's best. Absent from older results: 0.
+    /// Timed runs measured again, at once, because another task preempted
+    /// the measuring thread during them (version 1: because the speed
+    /// reference said the machine had slowed down). Absent: 0.
     #[serde(default)]
     pub retaken_runs: u64,
     /// What else the machine did on the measuring CPU during the run.

@@ -76,6 +76,10 @@ pub fn default_run_time() -> Option<Duration> {
         .then_some(DEFAULT_RUN_TIME)
 }
 
+/// Times a timed run is measured again when another task preempted the
+/// measuring thread during it (see [`Sample::preempted`]).
+pub const MAX_RETAKES: u32 = 2;
+
 /// Rounds at most, whatever the budget.
 pub const MAX_ROUNDS: usize = 100;
 
@@ -302,8 +306,11 @@ pub struct Step {
     pub done: u64,
     /// Runs expected in all (shrinks once skipped mechanisms are known).
     pub total: u64,
-    /// What runs next: `warm-up raw_tp`, `repeat 2/5 raw_tp`...
+    /// What runs next: `warm-up raw_tp`, `round 2 raw_tp`...
     pub what: String,
+    /// Timed runs measured again so far, because another task preempted
+    /// the measuring thread during them.
+    pub retaken: u64,
 }
 
 /// What a [`run`] came to.
@@ -312,6 +319,9 @@ pub struct Runs {
     pub outcomes: Vec<Outcome>,
     /// Timed rounds run (the most any mechanism had).
     pub rounds: usize,
+    /// Timed runs measured again because another task preempted the
+    /// measuring thread during them.
+    pub retaken_runs: u64,
     /// What else the machine did on the measuring CPU meanwhile.
     pub context: Option<context::Context>,
 }
@@ -501,6 +511,7 @@ fn run_here(plan: &Plan, mut progress: impl FnMut(&Step)) -> Runs {
         done: 0,
         total: 0,
         what: String::new(),
+        retaken: 0,
     };
     if plan.warmup {
         warm_up(plan, &mut outcomes, &mut step, &mut progress);
@@ -519,6 +530,7 @@ fn run_here(plan: &Plan, mut progress: impl FnMut(&Step)) -> Runs {
     Runs {
         outcomes,
         rounds,
+        retaken_runs: step.retaken,
         context: context_before.and_then(|before| context::since(&before)),
     }
 }
@@ -647,7 +659,7 @@ fn bracket(
             let Some(b) = before.clone() else { return true };
             step.what = format!("round {round} {}", outcomes[i].mechanism);
             progress(step);
-            let got = timed(plan, &outcomes[i]);
+            let got = timed(plan, &outcomes[i], &mut step.retaken);
             step.done += 1;
             match got {
                 Ok((single, sample)) => {
@@ -667,7 +679,7 @@ fn bracket(
         }
         step.what = format!("round {round} {}", outcomes[base].mechanism);
         progress(step);
-        match timed(plan, &outcomes[base]) {
+        match timed(plan, &outcomes[base], &mut step.retaken) {
             Ok((single, sample)) => {
                 if n > 0 {
                     outcomes[i].after.push(sample.clone());
@@ -687,7 +699,7 @@ fn bracket(
 
 /// One timed run of `m`, and with several producers first one producer
 /// alone (for the scaling).
-fn timed(plan: &Plan, o: &Outcome) -> Result<(Option<Sample>, Sample)> {
+fn timed(plan: &Plan, o: &Outcome, retaken: &mut u64) -> Result<(Option<Sample>, Sample)> {
     let opts = plan.options_for(o, false);
     let single = (plan.producers.get() > 1)
         .then(|| {
@@ -698,7 +710,17 @@ fn timed(plan: &Plan, o: &Outcome) -> Result<(Option<Sample>, Sample)> {
             measure(o.mechanism, &one)
         })
         .transpose()?;
-    Ok((single, measure(o.mechanism, &opts)?))
+    // A run during which another task took the CPU timed that task too:
+    // measured again at once (no pause: the CPU stays busy), a few times.
+    let mut sample = measure(o.mechanism, &opts)?;
+    for _ in 0..MAX_RETAKES {
+        if sample.preempted == 0 || plan.stopped_by().is_some() {
+            break;
+        }
+        *retaken += 1;
+        sample = measure(o.mechanism, &opts)?;
+    }
+    Ok((single, sample))
 }
 
 /// Step 3: the program's own run time, with BPF stats on for this run only.
@@ -817,7 +839,7 @@ pub fn document(plan: &Plan, runs: &Runs, host: Host) -> Document {
         prog_work: plan.prog_work.get(),
         producers: plan.producers.get(),
         interrupted: plan.stopped_by().map(signal_name),
-        retaken_runs: 0,
+        retaken_runs: runs.retaken_runs,
         context: runs.context.clone(),
         mechanisms,
     }
@@ -1000,6 +1022,7 @@ mod tests {
         Runs {
             outcomes: outcomes.to_vec(),
             rounds: outcomes.iter().map(|o| o.samples.len()).max().unwrap_or(0),
+            retaken_runs: 0,
             context: None,
         }
     }
@@ -1015,6 +1038,7 @@ mod tests {
             producers: Vec::new(),
             speed_ns: 2.0,
             lead_in_ns_per_event: 1.0,
+            preempted: 0,
         }
     }
 

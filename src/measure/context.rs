@@ -115,6 +115,11 @@ fn clock_ticks_per_sec() -> f64 {
     }
 }
 
+/// Involuntary context switches of the calling thread so far.
+pub fn involuntary_switches() -> u64 {
+    rusage(libc::RUSAGE_THREAD).1
+}
+
 /// (CPU time in ns, involuntary context switches) of `who`.
 fn rusage(who: libc::c_int) -> (u64, u64) {
     let mut ru = std::mem::MaybeUninit::<libc::rusage>::zeroed();

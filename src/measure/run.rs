@@ -15,6 +15,7 @@ use nix::unistd::{gettid, Pid};
 
 use super::caps;
 use super::catalogue::Mechanism;
+use super::context;
 use super::error::{Error, Result};
 use super::keeper;
 use super::load::{self, Loaded, Settings};
@@ -133,6 +134,10 @@ pub struct Sample {
     /// ns per event of the untimed lead-in on the measuring thread: a
     /// second look at the run's speed, for sizing later runs.
     pub lead_in_ns_per_event: f64,
+    /// Times another task took the CPU from the measuring thread during
+    /// the timed events (involuntary context switches): its time is in
+    /// `elapsed`.
+    pub preempted: u64,
 }
 
 /// One producer's share of a [`Sample`].
@@ -374,11 +379,13 @@ impl Run<'_, '_> {
         }
         let speed_before = speed::reference_ns();
         let before = self.loaded.as_ref().and_then(|l| l.prog_stats());
-        let (fired, elapsed) = keeper::timed(|| {
+        let (fired, elapsed, preempted) = keeper::timed(|| {
             start.wait();
+            let switches = context::involuntary_switches();
             let begin = Instant::now();
             let fired = self.armed.fire(events.get());
-            (fired, begin.elapsed())
+            let elapsed = begin.elapsed();
+            (fired, elapsed, context::involuntary_switches() - switches)
         });
         let fired = fired?;
         let mut all = vec![Fired {
@@ -439,6 +446,7 @@ impl Run<'_, '_> {
             producers,
             speed_ns,
             lead_in_ns_per_event,
+            preempted,
         })
     }
 
@@ -586,6 +594,7 @@ mod tests {
             producers: Vec::new(),
             speed_ns: 1.0,
             lead_in_ns_per_event: 1.0,
+            preempted: 0,
         };
         assert_eq!(s.k_events_per_sec(), 2710); // 100000 * 1e6 / 36.9e6
         assert!((s.ns_per_event() - 369.0).abs() < 1e-9);
