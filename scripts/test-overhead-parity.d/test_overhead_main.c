@@ -87,8 +87,8 @@ int main(int argc, char **argv)
 			tp_obj = NULL;
 			goto cleanup;
 		}
-		tp_prog = bpf_object__find_program_by_name(tp_obj, "prog_tp");
-		if (CHECK(!tp_prog, "find_probe", "prog 'prog_tp' not found\n"))
+		tp_prog = bpf_object__find_program_by_name(tp_obj, "prog3_tp");
+		if (CHECK(!tp_prog, "find_probe", "prog 'prog3_tp' not found\n"))
 			goto cleanup;
 	}
 	err = bpf_object__load(obj);

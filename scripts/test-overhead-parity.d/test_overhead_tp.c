@@ -11,7 +11,7 @@
 #include <bpf/bpf_helpers.h>
 
 SEC("tp/task/task_rename")
-int prog_tp(struct trace_event_raw_task_rename *ctx)
+int prog3_tp(struct trace_event_raw_task_rename *ctx)
 {
 	return !ctx->pid;
 }
