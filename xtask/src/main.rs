@@ -10,6 +10,7 @@ mod ci;
 mod cpio;
 mod debian;
 mod image;
+mod lint;
 mod modules;
 mod out;
 mod summary;

@@ -66,7 +66,6 @@ impl Summary {
         Ok(())
     }
 
-    #[cfg_attr(not(test), allow(dead_code))] // read by `cargo xtask ci`, next
     pub fn load(dir: &Path) -> Result<Summary> {
         let path = dir.join(FILE);
         let text =

@@ -49,14 +49,14 @@ fn check_signal() -> Result<()> {
 }
 
 /// The repository root: xtask's parent directory.
-fn repo_root() -> PathBuf {
+pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("xtask lives in the repository")
         .to_path_buf()
 }
 
-fn cache_dir() -> Result<PathBuf> {
+pub fn cache_dir() -> Result<PathBuf> {
     if let Some(c) = env::var_os("BPF_OVERHEAD_CACHE").filter(|c| !c.is_empty()) {
         return Ok(PathBuf::from(c));
     }
