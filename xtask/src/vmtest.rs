@@ -207,74 +207,88 @@ fn debian_kernel(kernel: &str, cache: &Path, force_bz: bool) -> Result<Kernel> {
     let rel = chosen?;
     let kdir = kernels.join(&rel.name);
     let _klock = lock(&kernels.join(format!("{}.lock", rel.name)))?;
-    let mut downloaded = 0;
-    if !kdir.exists() {
-        remove_stale_unpacks(&kernels);
-        // Everything happens in a temporary directory, renamed into place once
-        // whole and checked: an interrupted run leaves nothing to trust.
-        let tmp = tempfile::Builder::new()
-            .prefix(".unpack-")
-            .tempdir_in(&kernels)
-            .with_context(|| format!("creating a directory in {}", kernels.display()))?;
-        say!("fetching {}", rel.packages.join(" "));
-        let t = Instant::now();
-        let (debs, size) = apt.download(&rel.packages)?;
+    let downloaded = if kdir.exists() {
         drop(apt_lock);
-        downloaded = size;
-        check_signal()?;
-        if size > 0 {
-            say!(
-                "fetched {} MB in {}",
-                size / 1_000_000,
-                vm::secs(t.elapsed())
-            );
-        }
-        let t = Instant::now();
-        let root = tmp.path().join("root");
-        let unpacked = (|| -> Result<()> {
-            for deb in &debs {
-                debian::unpack(deb, &root)?;
-            }
-            let bz = find_bzimage(&root, &rel.name).with_context(|| {
-                format!(
-                    "{} holds no boot/vmlinuz-{} nor usr/lib/modules/{}/vmlinuz",
-                    rel.packages[0], rel.name, rel.name
-                )
-            })?;
-            ensure!(
-                !modules::trees(&root).is_empty(),
-                "{} holds no lib/modules or usr/lib/modules",
-                rel.packages.join(" ")
-            );
-            check_signal()?;
-            prepare_bzimage(&bz, tmp.path(), false)?;
-            Ok(())
-        })();
-        if let Err(e) = unpacked {
-            // Kept for the next run after an interruption; after a failure the
-            // next run downloads them again.
-            if vm::signalled().is_none() {
-                for deb in &debs {
-                    let _ = fs::remove_file(deb);
-                }
-            }
-            return Err(e);
-        }
-        let tmp = tmp.keep();
-        fs::rename(&tmp, &kdir).with_context(|| format!("moving into {}", kdir.display()))?;
-        for deb in &debs {
-            let _ = fs::remove_file(deb);
-        }
-        say!(
-            "unpacked and checked in {} into {}",
-            vm::secs(t.elapsed()),
-            kdir.display()
-        );
-    }
+        0
+    } else {
+        fetch_release(&apt, apt_lock, &rel, &kernels, &kdir)?
+    };
     drop(_klock);
     let mut k = cached_kernel(&kernels, &rel.name, force_bz)?;
     k.downloaded = downloaded;
     Ok(k)
+}
+
+/// Downloads, unpacks and checks `rel` into `kdir`; the bytes downloaded.
+/// apt's lock is held until the download is done.
+fn fetch_release(
+    apt: &Apt,
+    apt_lock: File,
+    rel: &debian::Release,
+    kernels: &Path,
+    kdir: &Path,
+) -> Result<u64> {
+    remove_stale_unpacks(kernels);
+    // Everything happens in a temporary directory, renamed into place once
+    // whole and checked: an interrupted run leaves nothing to trust.
+    let tmp = tempfile::Builder::new()
+        .prefix(".unpack-")
+        .tempdir_in(kernels)
+        .with_context(|| format!("creating a directory in {}", kernels.display()))?;
+    say!("fetching {}", rel.packages.join(" "));
+    let t = Instant::now();
+    let (debs, size) = apt.download(&rel.packages)?;
+    drop(apt_lock);
+    check_signal()?;
+    if size > 0 {
+        say!(
+            "fetched {} MB in {}",
+            size / 1_000_000,
+            vm::secs(t.elapsed())
+        );
+    }
+    let t = Instant::now();
+    let root = tmp.path().join("root");
+    let unpacked = (|| -> Result<()> {
+        for deb in &debs {
+            debian::unpack(deb, &root)?;
+        }
+        let bz = find_bzimage(&root, &rel.name).with_context(|| {
+            format!(
+                "{} holds no boot/vmlinuz-{} nor usr/lib/modules/{}/vmlinuz",
+                rel.packages[0], rel.name, rel.name
+            )
+        })?;
+        ensure!(
+            !modules::trees(&root).is_empty(),
+            "{} holds no lib/modules or usr/lib/modules",
+            rel.packages.join(" ")
+        );
+        check_signal()?;
+        prepare_bzimage(&bz, tmp.path(), false)?;
+        Ok(())
+    })();
+    if let Err(e) = unpacked {
+        // Kept for the next run after an interruption; after a failure the
+        // next run downloads them again.
+        if vm::signalled().is_none() {
+            for deb in &debs {
+                let _ = fs::remove_file(deb);
+            }
+        }
+        return Err(e);
+    }
+    let tmp = tmp.keep();
+    fs::rename(&tmp, kdir).with_context(|| format!("moving into {}", kdir.display()))?;
+    for deb in &debs {
+        let _ = fs::remove_file(deb);
+    }
+    say!(
+        "unpacked and checked in {} into {}",
+        vm::secs(t.elapsed()),
+        kdir.display()
+    );
+    Ok(size)
 }
 
 /// A kernel unpacked and checked into `kernels/<release>` earlier.
@@ -742,56 +756,62 @@ fn job_script(
                 .join(" ");
             s.push('\n');
         }
-        Job::Tests(targs) => {
-            s += "rc=0\n";
-            let shown = |e: &String| {
-                Path::new(e)
-                    .strip_prefix(repo)
-                    .map(|p| p.display().to_string())
-                    .unwrap_or_else(|_| e.clone())
-            };
-            // Each step's exit status and times, for vmtest.json.
-            let step = |name: &str| {
-                format!(
-                    "printf '%s\\t%s\\t%s\\t%s\\n' {} $r $t $EPOCHREALTIME >>{}/{}\n",
-                    sh_quote(name),
-                    vm::GUEST_OUT,
-                    summary::STEPS_FILE
-                )
-            };
-            for e in exes {
-                let line = format!("vmtest: running {} {}", shown(e), targs.join(" "));
-                s += &format!("echo {}\n", sh_quote(line.trim_end()));
-                s += "t=$EPOCHREALTIME\n";
-                s += &sh_quote(e);
-                for t in targs {
-                    s += " ";
-                    s += &sh_quote(t);
-                }
-                s += "\nr=$?; [ $rc -ne 0 ] || rc=$r\n";
-                s += &step(&test_name(e));
-            }
-            if let Some(b) = bench {
-                let words: Vec<String> = std::iter::once(&b.exe)
-                    .chain(&b.args)
-                    .map(|w| sh_quote(w))
-                    .collect();
-                let line = format!("vmtest: running {} {}", shown(&b.exe), b.args.join(" "));
-                s += &format!("echo {}\n", sh_quote(&line));
-                // stderr piped: no progress bar on the serial console; its
-                // output (and a gate's verdict) kept in command.log.
-                s += &format!(
-                    "t=$EPOCHREALTIME; s=$SECONDS\n{} 2>&1 | tee {}/command.log\n",
-                    words.join(" "),
-                    vm::GUEST_OUT
-                );
-                s += "r=${PIPESTATUS[0]}; [ $rc -ne 0 ] || rc=$r\n";
-                s += &step("bpf-overhead");
-                s += "echo \"vmtest: bpf-overhead exit $r in $((SECONDS - s))s\"\n";
-            }
-            s += "exit $rc\n";
-        }
+        Job::Tests(targs) => s += &tests_script(repo, targs, exes, bench),
     }
+    s
+}
+
+/// Default mode: each test executable, then the command; exit status = the
+/// first failing one's.
+fn tests_script(repo: &Path, targs: &[String], exes: &[String], bench: Option<&Bench>) -> String {
+    let mut s = String::new();
+    s += "rc=0\n";
+    let shown = |e: &String| {
+        Path::new(e)
+            .strip_prefix(repo)
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|_| e.clone())
+    };
+    // Each step's exit status and times, for vmtest.json.
+    let step = |name: &str| {
+        format!(
+            "printf '%s\\t%s\\t%s\\t%s\\n' {} $r $t $EPOCHREALTIME >>{}/{}\n",
+            sh_quote(name),
+            vm::GUEST_OUT,
+            summary::STEPS_FILE
+        )
+    };
+    for e in exes {
+        let line = format!("vmtest: running {} {}", shown(e), targs.join(" "));
+        s += &format!("echo {}\n", sh_quote(line.trim_end()));
+        s += "t=$EPOCHREALTIME\n";
+        s += &sh_quote(e);
+        for t in targs {
+            s += " ";
+            s += &sh_quote(t);
+        }
+        s += "\nr=$?; [ $rc -ne 0 ] || rc=$r\n";
+        s += &step(&test_name(e));
+    }
+    if let Some(b) = bench {
+        let words: Vec<String> = std::iter::once(&b.exe)
+            .chain(&b.args)
+            .map(|w| sh_quote(w))
+            .collect();
+        let line = format!("vmtest: running {} {}", shown(&b.exe), b.args.join(" "));
+        s += &format!("echo {}\n", sh_quote(&line));
+        // stderr piped: no progress bar on the serial console; its
+        // output (and a gate's verdict) kept in command.log.
+        s += &format!(
+            "t=$EPOCHREALTIME; s=$SECONDS\n{} 2>&1 | tee {}/command.log\n",
+            words.join(" "),
+            vm::GUEST_OUT
+        );
+        s += "r=${PIPESTATUS[0]}; [ $rc -ne 0 ] || rc=$r\n";
+        s += &step("bpf-overhead");
+        s += "echo \"vmtest: bpf-overhead exit $r in $((SECONDS - s))s\"\n";
+    }
+    s += "exit $rc\n";
     s
 }
 
@@ -809,20 +829,7 @@ fn run(a: &Args) -> Result<i32> {
     check_signal()?;
     let initrd = initramfs(&k)?;
     let accel = choose_accel(a.accel);
-
-    // The job directory must be visible in the guest under the same path (the
-    // host root is its root) and fit on the kernel command line.
-    let base = env::temp_dir();
-    let base = if base.to_string_lossy().contains(char::is_whitespace) {
-        PathBuf::from("/tmp")
-    } else {
-        base
-    };
-    let rundir = tempfile::Builder::new()
-        .prefix("vmtest.")
-        .tempdir_in(&base)?;
-    let rundir_path = rundir.path().canonicalize()?;
-
+    let (rundir, rundir_path) = job_dir()?;
     let out = Out::open(&out::dir(
         a.out.as_deref(),
         env::var("CARGO_TARGET_DIR").ok().as_deref(),
@@ -838,7 +845,6 @@ fn run(a: &Args) -> Result<i32> {
     let script = prepare_job(a, &repo, &k, accel)?;
     let build = t.elapsed();
     fs::write(rundir_path.join("job.sh"), script)?;
-
     let vm = Vm {
         accel,
         smp: a.smp,
@@ -849,23 +855,7 @@ fn run(a: &Args) -> Result<i32> {
         rundir: &rundir_path,
         out: Some(out.staging.path()),
     };
-    say!(
-        "booting {} ({}) accel={} timeout={}s",
-        k.release,
-        k.boot.file_name().unwrap_or_default().to_string_lossy(),
-        accel_name(accel),
-        a.timeout
-    );
-    let timeouts = Timeouts {
-        total: Duration::from_secs(a.timeout),
-        alive: Duration::from_secs(a.alive_timeout),
-        boot: Duration::from_secs(a.boot_timeout),
-    };
-    let o = vm::run(&vm, a.verbose, &timeouts)?;
-    if let Some(log) = &a.log {
-        vm::write_log(Path::new(log), &o.log)?;
-    }
-    let status = fs::read_to_string(vm.status_path()).ok();
+    let (o, status) = boot(a, &k, &vm)?;
     drop(rundir);
     let (rc, why) = judge(a, &o, status.as_deref());
     let (rc, dir) = finish_out(out, rc);
@@ -905,6 +895,44 @@ fn run(a: &Args) -> Result<i32> {
         vm::secs(o.finished - o.started)
     );
     Ok(rc)
+}
+
+/// The job directory: visible in the guest under the same path (the host
+/// root is its root), and short enough for the kernel command line.
+fn job_dir() -> Result<(tempfile::TempDir, PathBuf)> {
+    let base = env::temp_dir();
+    let base = if base.to_string_lossy().contains(char::is_whitespace) {
+        PathBuf::from("/tmp")
+    } else {
+        base
+    };
+    let dir = tempfile::Builder::new()
+        .prefix("vmtest.")
+        .tempdir_in(&base)?;
+    let path = dir.path().canonicalize()?;
+    Ok((dir, path))
+}
+
+/// Boots the VM and waits for it; its outcome and the guest's exit status.
+fn boot(a: &Args, k: &Kernel, vm: &Vm) -> Result<(vm::Outcome, Option<String>)> {
+    say!(
+        "booting {} ({}) accel={} timeout={}s",
+        k.release,
+        k.boot.file_name().unwrap_or_default().to_string_lossy(),
+        accel_name(vm.accel),
+        a.timeout
+    );
+    let timeouts = Timeouts {
+        total: Duration::from_secs(a.timeout),
+        alive: Duration::from_secs(a.alive_timeout),
+        boot: Duration::from_secs(a.boot_timeout),
+    };
+    let o = vm::run(vm, a.verbose, &timeouts)?;
+    if let Some(log) = &a.log {
+        vm::write_log(Path::new(log), &o.log)?;
+    }
+    let status = fs::read_to_string(vm.status_path()).ok();
+    Ok((o, status))
 }
 
 fn accel_name(a: Accel) -> &'static str {
