@@ -1,45 +1,45 @@
-//! The regression gate's false alarms and power, measured with real runs
-//! on this machine (root needed):
+//! The measurement's steadiness and the regression gate's false alarms
+//! and power, measured with real runs on this machine (root needed):
 //!
-//!     sudo -E env "PATH=$PATH" cargo run --release --example gate_power [-- --pairs N]
+//!     sudo -E env "PATH=$PATH" cargo run --release --example gate_power [-- --pairs N] [--only SECTION]
 //!
-//! 1. **A/A**: `pairs` pairs of default runs of the same kernel (7 rounds
-//!    each), the second run of the last half with a CPU hog spinning on
-//!    another CPU. Every REGRESSED is a false alarm. Then every ordered
-//!    pair of those 2 x `pairs` runs, as baseline and candidate: many more
-//!    comparisons from the same runs. Both at equal machine speed (the
-//!    gate's rule) and in ns as measured (the gate without the speed
-//!    reference), to show what the reference buys.
-//! 2. **A/B**: the same mechanism made slower by real kernel work: the
-//!    candidate run's program does `--prog-work k` extra steps, with k
-//!    chosen to add about 10% of the mechanism's own cost (its ns over
-//!    base) from the ns a step costs (measured on raw_tp-loop, the same
-//!    work in every program). What k really adds is measured apart, over
-//!    interleaved runs.
-//!    Every pair the gate does not call REGRESSED is a miss. For
-//!    raw_tp-loop and tp-loop (kernel loop) and uprobe-nop (call).
-//! 3. **The comm trigger**: the same for raw_tp over a comm write, at 10%,
-//!    25%, 50% and 100% of its own cost: the smallest change it catches.
-//! 4. The spread of each mechanism over 7 rounds of one run (CV).
+//! Sections (`--only`, else all, in this order):
 //!
-//! Prints markdown tables; the README's come from here. It uses the same
-//! pipeline and gate as the command.
+//! - `noise`: the machine's own noise, next to the tool's. A continuous
+//!   loop of 100000 comm writes a round on the measuring CPU, 20 rounds,
+//!   then the same with a 100 ms sleep before each round (what an idle
+//!   vCPU does to the next run), then the rounds of the tool's own `base`
+//!   in a default run: the CV (stddev / mean) of each. The tool's rounds
+//!   should be as steady as the continuous loop.
+//! - `aa`: A/A, `pairs` pairs of default runs of the same kernel, the
+//!   second run of the last half with a CPU hog spinning on the other CPU;
+//!   then every ordered pair of those runs as baseline and candidate. Each
+//!   REGRESSED is a false alarm; UNSURE is the gate saying it could not
+//!   see. Also the A/A spread of the median overhead between runs, in ns
+//!   and in speed-reference steps (what the speed reference buys, if
+//!   anything).
+//! - `ab`: A/B, the candidate's program does `--prog-work k` extra steps,
+//!   k chosen to add 10% of the mechanism's own cost. Every ok (unchanged)
+//!   is a miss; UNSURE is allowed.
+//! - `cv`: the CV of the overhead over the rounds of one default run.
+//!
+//! Prints markdown tables; docs/gate-power.md comes from here. It uses the
+//! same pipeline and gate as the command, with the default plan.
 
-use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use bpf_overhead::document::{Document, Host};
 use bpf_overhead::gate::{self, Threshold, Verdict};
-
-/// What `--only` can pick: A/A, A/B, the comm trigger, the spread.
-const SECTIONS: [&str; 4] = ["aa", "ab", "comm", "cv"];
-
-/// Thresholds the same pairs are judged at, to show the trade-off.
-const THRESHOLDS: [f64; 5] = [0.05, 0.06, 0.075, 0.10, 0.15];
-use bpf_overhead::measure::{online_cpus, ProgWork};
+use bpf_overhead::measure::{online_cpus, CpuPin, ProgWork};
 use bpf_overhead::pipeline::{self, Plan};
+use bpf_overhead::stats::{mean, median, stddev};
 use bpf_overhead::Mechanism;
+
+const SECTIONS: [&str; 4] = ["noise", "aa", "ab", "cv"];
+const AA: [&str; 4] = ["raw_tp-loop", "tp-loop", "uprobe-nop", "raw_tp"];
+const AB: [&str; 3] = ["raw_tp-loop", "tp-loop", "uprobe-nop"];
 
 fn plan(names: &[&str], prog_work: u32) -> Plan {
     let selection: Vec<Mechanism> = names.iter().map(|n| n.parse().unwrap()).collect();
@@ -51,24 +51,23 @@ fn plan(names: &[&str], prog_work: u32) -> Plan {
 }
 
 fn run(names: &[&str], prog_work: u32) -> Document {
-    // A run whose mechanism failed (a disturbed exact count, say) is
-    // retried, twice at most, and its reason shown.
-    for attempt in 1..=3 {
-        let doc =
-            pipeline::execute(&plan(names, prog_work), Host::current, |_| {}).unwrap_or_else(|e| {
-                eprintln!("gate_power: {e}");
-                std::process::exit(1)
-            });
-        match doc.mechanisms.iter().find(|m| !m.is_ok()) {
-            None => return doc,
-            Some(m) if attempt < 3 => eprintln!("gate_power: retrying: {}: {:?}", m.name, m.reason),
-            Some(m) => {
-                eprintln!("gate_power: {}: {:?}", m.name, m.reason);
-                std::process::exit(1)
-            }
-        }
+    let t = Instant::now();
+    let doc =
+        pipeline::execute(&plan(names, prog_work), Host::current, |_| {}).unwrap_or_else(|e| {
+            eprintln!("gate_power: {e}");
+            std::process::exit(1)
+        });
+    if let Some(m) = doc.mechanisms.iter().find(|m| !m.is_ok()) {
+        eprintln!("gate_power: {}: {:?}", m.name, m.reason);
+        std::process::exit(1)
     }
-    unreachable!()
+    eprintln!(
+        "gate_power: run of {} (--prog-work {prog_work}): {} rounds in {:.1} s",
+        names.join(","),
+        doc.repeats,
+        t.elapsed().as_secs_f64()
+    );
+    doc
 }
 
 fn overhead(doc: &Document, name: &str) -> f64 {
@@ -76,6 +75,16 @@ fn overhead(doc: &Document, name: &str) -> f64 {
         .and_then(|m| m.overhead_ns.as_ref())
         .unwrap_or_else(|| panic!("{name} was not measured: is it supported here?"))
         .median
+}
+
+fn steps(doc: &Document, name: &str) -> f64 {
+    doc.mechanism(name)
+        .and_then(|m| m.overhead_steps.as_ref())
+        .map_or(f64::NAN, |s| s.median)
+}
+
+fn cv(values: &[f64]) -> f64 {
+    100.0 * stddev(values) / mean(values).abs()
 }
 
 /// A busy loop on a CPU other than the measuring one, while it lives.
@@ -94,9 +103,7 @@ impl Hog {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let thread = std::thread::spawn(move || {
-            let mut set = nix::sched::CpuSet::new();
-            set.set(cpu).unwrap();
-            nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set).unwrap();
+            let _pin = CpuPin::new(Some(cpu)).unwrap();
             let mut x = 0u64;
             while !flag.load(Ordering::Relaxed) {
                 x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
@@ -118,72 +125,163 @@ impl Drop for Hog {
     }
 }
 
-/// `doc` as an older bpf-overhead wrote it: no speed reference, so the
-/// gate compares ns as measured.
-fn without_speed(doc: &Document) -> Document {
-    let mut doc = doc.clone();
-    for m in &mut doc.mechanisms {
-        m.speed_ns = None;
-        m.overhead_steps = None;
-    }
-    doc
+/// Verdict counts: [regressed, unsure, ok, improved].
+fn tally(counts: &mut [usize; 4], v: Verdict) {
+    let i = match v {
+        Verdict::Regressed | Verdict::Missing => 0,
+        Verdict::Inconclusive => 1,
+        Verdict::Improved => 3,
+        _ => 2,
+    };
+    counts[i] += 1;
 }
 
-/// Table headings for THRESHOLDS: `5% | 6% | ...`, the first prefixed.
-fn columns(first: &str) -> String {
-    THRESHOLDS
-        .iter()
-        .enumerate()
-        .map(|(i, t)| format!("{}{}%", if i == 0 { first } else { "" }, t * 100.0))
-        .collect::<Vec<_>>()
-        .join(" | ")
+fn verdict(a: &Document, b: &Document, name: &str) -> (Verdict, f64, f64) {
+    let report = gate::compare(a, b, Threshold::ByTrigger);
+    let c = report.find(name).expect("compared");
+    (
+        c.verdict,
+        c.change.unwrap_or(f64::NAN),
+        c.detectable.unwrap_or(f64::INFINITY),
+    )
 }
 
-/// Counts per threshold, `n` or `n/of`.
-fn cells(counts: &[usize], of: Option<usize>) -> String {
-    counts
-        .iter()
-        .map(|c| of.map_or(c.to_string(), |of| format!("{c}/{of}")))
-        .collect::<Vec<_>>()
-        .join(" | ")
-}
-
-/// The gate's verdicts for `name` at each of THRESHOLDS, and the change.
-fn verdicts(baseline: &Document, current: &Document, name: &str) -> ([Verdict; 5], f64) {
-    let mut change = f64::NAN;
-    let v = THRESHOLDS.map(|t| {
-        let report = gate::compare(baseline, current, Threshold::Fixed(t));
-        let c = report.find(name).expect("compared");
-        change = c.change.unwrap_or(f64::NAN);
-        c.verdict
-    });
-    (v, change)
-}
-
-/// The overhead in speed-reference steps (what the gate compares).
-fn steps(doc: &Document, name: &str) -> f64 {
-    doc.mechanism(name)
-        .and_then(|m| m.overhead_steps.as_ref())
-        .unwrap_or_else(|| panic!("{name} was not measured: is it supported here?"))
-        .median
-}
-
-/// What `--prog-work k` adds to `name`, as a share of its own cost: the
-/// median of `n` interleaved pairs of runs.
-fn added_share(name: &str, k: u32, n: usize) -> f64 {
-    let shares: Vec<f64> = (0..n)
+/// Rates of `rounds` rounds of 100000 comm writes on CPU 0, with `pause`
+/// before each: the machine's own noise, measured as test_overhead does.
+fn comm_loop(rounds: usize, pause: Duration) -> Vec<f64> {
+    use std::io::Write;
+    let _pin = CpuPin::new(Some(0)).unwrap();
+    let mut comm = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/proc/thread-self/comm")
+        .unwrap();
+    (0..rounds)
         .map(|_| {
-            let plain = steps(&run(&[name], 0), name);
-            let heavy = steps(&run(&[name], k), name);
-            heavy / plain - 1.0
+            std::thread::sleep(pause);
+            let t = Instant::now();
+            for _ in 0..100_000 {
+                comm.write_all(b"test").unwrap();
+            }
+            100_000.0 / t.elapsed().as_secs_f64() / 1e3
         })
-        .collect();
-    bpf_overhead::stats::median(&shares)
+        .collect()
 }
 
-/// ns that one --prog-work step adds, the same in every program: the
-/// slope from a heavy setting (+400 steps, several times raw_tp-loop's own
-/// cost) over 3 interleaved pairs, on the steadiest mechanism.
+fn noise() {
+    // A thread of its own, as the tool's measuring thread, so that the
+    // name written is a thread's and the file table is not shared.
+    let (steady, paused) = std::thread::spawn(|| {
+        nix::sched::unshare(nix::sched::CloneFlags::CLONE_FILES).unwrap();
+        (
+            comm_loop(20, Duration::ZERO),
+            comm_loop(20, Duration::from_millis(100)),
+        )
+    })
+    .join()
+    .unwrap();
+    let doc = run(&AA, 0);
+    let base = doc.mechanism("base").unwrap();
+    let tool = &base.k_events_per_sec.as_ref().unwrap().samples;
+    println!("\nThe machine's noise: 100000 comm writes a round on CPU 0\n");
+    println!("| what | rounds | median K/s | min–max K/s | CV |");
+    println!("|---|---|---|---|---|");
+    for (what, v) in [
+        ("continuous loop", &steady),
+        ("100 ms sleep before each round", &paused),
+        ("the tool's base runs (default run)", tool),
+    ] {
+        let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = v.iter().copied().fold(0.0, f64::max);
+        println!(
+            "| {what} | {} | {:.0} | {lo:.0}–{hi:.0} | {:.1}% |",
+            v.len(),
+            median(v),
+            cv(v)
+        );
+    }
+    if let Some(c) = &doc.context {
+        println!(
+            "\nDuring the default run: {:.1}% of CPU {} stolen, {:.1}% other work, {} involuntary switches.",
+            c.steal_pct, c.cpu, c.other_pct, c.involuntary_switches
+        );
+    }
+}
+
+fn aa(pairs: usize) {
+    let mut quiet = vec![[0usize; 4]; AA.len()];
+    let mut hogged = vec![[0usize; 4]; AA.len()];
+    let mut runs = Vec::new();
+    for pair in 0..pairs {
+        let hog = pair >= pairs / 2;
+        let a = run(&AA, 0);
+        let b = {
+            let _hog = hog.then(Hog::start);
+            run(&AA, 0)
+        };
+        for (i, name) in AA.iter().enumerate() {
+            let (v, change, sees) = verdict(&a, &b, name);
+            eprintln!(
+                "gate_power: A/A {name}{}: {} {:+.1}%, sees ±{:.1}%",
+                if hog { " (hog)" } else { "" },
+                v.label(),
+                100.0 * change,
+                100.0 * sees
+            );
+            tally(if hog { &mut hogged[i] } else { &mut quiet[i] }, v);
+        }
+        runs.push(a);
+        runs.push(b);
+    }
+    let half = pairs / 2;
+    println!("\nA/A: {pairs} pairs of default runs of the same kernel ({half} quiet, {} with a CPU hog on the other CPU)\n", pairs - half);
+    println!("| mechanism | REGRESSED (false alarm) | UNSURE | ok | improved |");
+    println!("|---|---|---|---|---|");
+    for (i, name) in AA.iter().enumerate() {
+        let (q, h) = (quiet[i], hogged[i]);
+        let cell = |k: usize| format!("{} · {}", q[k], h[k]);
+        println!(
+            "| {name} | {} | {} | {} | {} |",
+            cell(0),
+            cell(1),
+            cell(2),
+            cell(3)
+        );
+    }
+    let n = runs.len();
+    println!(
+        "\nA/A over every ordered pair of those {n} runs ({} comparisons a mechanism), and the spread of the median overhead between runs\n",
+        n * (n - 1)
+    );
+    println!("| mechanism | REGRESSED | UNSURE | ok | improved | largest change | CV between runs, ns | CV between runs, speed steps |");
+    println!("|---|---|---|---|---|---|---|---|");
+    for name in AA {
+        let mut counts = [0usize; 4];
+        let mut worst = 0f64;
+        for (i, a) in runs.iter().enumerate() {
+            for (j, b) in runs.iter().enumerate() {
+                if i != j {
+                    let (v, change, _) = verdict(a, b, name);
+                    tally(&mut counts, v);
+                    worst = worst.max(change.abs() * 100.0);
+                }
+            }
+        }
+        let ns: Vec<f64> = runs.iter().map(|d| overhead(d, name)).collect();
+        let st: Vec<f64> = runs.iter().map(|d| steps(d, name)).collect();
+        println!(
+            "| {name} | {} | {} | {} | {} | ±{worst:.1}% | {:.1}% | {:.1}% |",
+            counts[0],
+            counts[1],
+            counts[2],
+            counts[3],
+            cv(&ns),
+            cv(&st)
+        );
+    }
+}
+
+/// ns that one --prog-work step adds: the slope from +400 steps on
+/// raw_tp-loop over 3 interleaved pairs.
 fn ns_per_step() -> f64 {
     let (name, big) = ("raw_tp-loop", 400);
     let slopes: Vec<f64> = (0..3)
@@ -193,61 +291,78 @@ fn ns_per_step() -> f64 {
             (heavy - plain) / f64::from(big)
         })
         .collect();
-    bpf_overhead::stats::median(&slopes)
+    median(&slopes)
 }
 
-/// `name`'s own cost in ns: the median of 3 runs.
-fn own_cost(name: &str) -> f64 {
-    let runs: Vec<f64> = (0..3).map(|_| overhead(&run(&[name], 0), name)).collect();
-    bpf_overhead::stats::median(&runs)
-}
-
-/// A/B at `share` of `name`'s own cost (`own` ns; `step` ns a work step):
-/// detections out of `pairs` at each of THRESHOLDS, the work steps used,
-/// what they add (measured apart, over 5 more pairs) and the median change
-/// the gate saw.
-fn ab(
-    name: &str,
-    own: f64,
-    step: f64,
-    share: f64,
-    pairs: usize,
-    correct: bool,
-) -> ([usize; 5], u32, f64, f64) {
-    // The first step also pays for the branch and the store around the
-    // loop: check what k adds, and correct k by the difference once (not
-    // on the comm trigger, whose noise would decide the correction).
-    let mut k = ((share * own / step).round() as u32).clamp(1, 10_000);
-    if correct {
-        let got = added_share(name, k, 3);
-        k = ((f64::from(k) + (share - got) * own / step).round() as u32).clamp(1, 10_000);
-    }
-    let mut detected = [0; 5];
-    let mut changes = Vec::new();
-    for _ in 0..pairs {
-        let a = run(&[name], 0);
-        let b = run(&[name], k);
-        let (v, change) = verdicts(&a, &b, name);
-        for (d, v) in detected.iter_mut().zip(v) {
-            *d += usize::from(v == Verdict::Regressed);
-        }
-        let p = gate::compare(&a, &b, Threshold::ByTrigger)
-            .find(name)
-            .and_then(|c| c.p_value);
-        eprintln!(
-            "gate_power: A/B {name} --prog-work {k}: {:+.1}%, p={p:.3?}, retaken {}+{}",
-            100.0 * change,
-            a.retaken_runs,
-            b.retaken_runs
+fn ab(pairs: usize) {
+    let step = ns_per_step();
+    println!("\nA/B: the mechanism made 10% costlier by --prog-work (real work in its program)\n");
+    println!("One --prog-work step: {step:.2} ns (raw_tp-loop, +400 steps, 3 pairs).\n");
+    println!("| mechanism | own cost | --prog-work | change the gate saw (median) | REGRESSED | UNSURE | ok (missed) |");
+    println!("|---|---|---|---|---|---|---|");
+    for name in AB {
+        let own = median(
+            &(0..3)
+                .map(|_| overhead(&run(&[name], 0), name))
+                .collect::<Vec<_>>(),
         );
-        changes.push(change);
+        let k = ((0.10 * own / step).round() as u32).clamp(1, 10_000);
+        let mut counts = [0usize; 4];
+        let mut changes = Vec::new();
+        for _ in 0..pairs {
+            let a = run(&[name], 0);
+            let b = run(&[name], k);
+            let (v, change, sees) = verdict(&a, &b, name);
+            eprintln!(
+                "gate_power: A/B {name} --prog-work {k}: {} {:+.1}%, sees ±{:.1}%",
+                v.label(),
+                100.0 * change,
+                100.0 * sees
+            );
+            tally(&mut counts, v);
+            changes.push(change);
+        }
+        println!(
+            "| {name} | {own:.1} ns | {k} | {:+.1}% | {}/{pairs} | {}/{pairs} | {}/{pairs} |",
+            100.0 * median(&changes),
+            counts[0],
+            counts[1],
+            counts[2] + counts[3]
+        );
     }
-    (
-        detected,
-        k,
-        100.0 * added_share(name, k, 5),
-        100.0 * bpf_overhead::stats::median(&changes),
-    )
+}
+
+fn spread() {
+    let names = [
+        "raw_tp",
+        "tp",
+        "tp_btf",
+        "uprobe-nop",
+        "uretprobe-nop",
+        "raw_tp-loop",
+        "tp-loop",
+        "tp_btf-loop",
+    ];
+    let doc = run(&names, 0);
+    println!("\nSpread over the rounds of one default run (CV: sample stddev / mean)\n");
+    println!(
+        "| mechanism | rounds | K events/s | CV of rate | ns over base | CV of overhead | sees |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    for m in doc.mechanisms.iter().filter(|m| m.is_ok() && !m.is_base()) {
+        let rate = m.k_events_per_sec.as_ref().unwrap();
+        let o = m.overhead_ns.as_ref().unwrap();
+        println!(
+            "| {} | {} | {:.0} | {:.1}% | {:+.1} | {:.1}% | ±{:.1}% |",
+            m.name,
+            rate.samples.len(),
+            rate.median,
+            100.0 * rate.relative_stddev(),
+            o.median,
+            100.0 * o.relative_stddev(),
+            100.0 * m.detectable.unwrap_or(f64::NAN)
+        );
+    }
 }
 
 fn main() {
@@ -261,7 +376,7 @@ fn main() {
             }
             ("--only", Some(s)) if SECTIONS.contains(&s.as_str()) => only = Some(s),
             _ => {
-                eprintln!("usage: gate_power [--pairs N] [--only aa|ab|comm|cv]  (N >= 1)");
+                eprintln!("usage: gate_power [--pairs N] [--only noise|aa|ab|cv]  (N >= 1)");
                 std::process::exit(2);
             }
         }
@@ -269,167 +384,28 @@ fn main() {
     let want = |section: &str| only.as_deref().is_none_or(|o| o == section);
     let host = Host::current();
     println!(
-        "gate_power: kernel {}, {}, default threshold {}, {} pairs, {} rounds a run\n",
+        "gate_power: kernel {}, {}, threshold {}, {pairs} pairs, default plan (at least {} rounds, budget {} s)",
         host.kernel_release,
         host.cpu_model,
         Threshold::ByTrigger.describe(),
-        pairs,
-        pipeline::DEFAULT_REPEATS
+        pipeline::DEFAULT_REPEATS,
+        pipeline::DEFAULT_BUDGET.as_secs()
     );
-
+    let started = Instant::now();
+    if want("noise") {
+        noise();
+    }
     if want("aa") {
-        // 1. A/A.
-        let aa = ["raw_tp-loop", "tp-loop", "uprobe-nop", "raw_tp"];
-        // [threshold][quiet, hog]
-        let mut alarms = vec![[[0usize; 2]; 5]; aa.len()];
-        let mut worst = vec![0f64; aa.len()];
-        let mut all_runs = Vec::new();
-        for pair in 0..pairs {
-            let hog = pair >= pairs / 2;
-            let a = run(&aa, 0);
-            let b = {
-                let _hog = hog.then(Hog::start);
-                run(&aa, 0)
-            };
-            for (i, name) in aa.iter().enumerate() {
-                let (v, change) = verdicts(&a, &b, name);
-                for (t, v) in v.iter().enumerate() {
-                    alarms[i][t][usize::from(hog)] += usize::from(v.is_regression());
-                }
-                worst[i] = worst[i].max(change * 100.0);
-            }
-            all_runs.push(a);
-            all_runs.push(b);
-        }
-        let retaken: u64 = all_runs.iter().map(|d| d.retaken_runs).sum();
-        println!("A/A: false alarms (REGRESSED) in {pairs} pairs of runs of the same kernel\n");
-        println!("(quiet / with a CPU hog on another CPU, at each threshold)\n");
-        println!("| mechanism | {} | largest change seen |", columns(""));
-        println!("|---|{}---|", "---|".repeat(THRESHOLDS.len()));
-        let half = pairs / 2;
-        for (i, name) in aa.iter().enumerate() {
-            let cells: Vec<String> = alarms[i]
-                .iter()
-                .map(|a| format!("{}/{} · {}/{}", a[0], half, a[1], pairs - half))
-                .collect();
-            println!("| {name} | {} | {:+.1}% |", cells.join(" | "), worst[i]);
-        }
-        println!(
-        "\nTimed runs measured again because the machine slowed down: {retaken}, in {} default runs.",
-        all_runs.len()
-    );
-
-        let n = all_runs.len();
-        println!(
-        "\nA/A over every ordered pair of those {n} runs ({} comparisons a mechanism): false alarms\n",
-        n * (n - 1)
-    );
-        println!(
-            "| mechanism | compared | {} | largest change seen |",
-            columns("")
-        );
-        println!("|---|---|{}---|", "---|".repeat(THRESHOLDS.len()));
-        let raw: Vec<Document> = all_runs.iter().map(without_speed).collect();
-        for name in aa {
-            for (how, runs) in [("at equal speed", &all_runs), ("ns as measured", &raw)] {
-                let mut fa = [0usize; 5];
-                let mut worst = f64::MIN;
-                for (i, a) in runs.iter().enumerate() {
-                    for (j, b) in runs.iter().enumerate() {
-                        if i == j {
-                            continue;
-                        }
-                        let (v, change) = verdicts(a, b, name);
-                        for (f, v) in fa.iter_mut().zip(v) {
-                            *f += usize::from(v.is_regression());
-                        }
-                        worst = worst.max(change * 100.0);
-                    }
-                }
-                println!("| {name} | {how} | {} | {worst:+.1}% |", cells(&fa, None));
-            }
-        }
+        aa(pairs);
     }
-    let step = if want("ab") || want("comm") {
-        ns_per_step()
-    } else {
-        0.0
-    };
     if want("ab") {
-        // 2. A/B at 10% of the own cost.
-        println!(
-            "\nA/B: the mechanism made 10% costlier by --prog-work (real work in its program)\n"
-        );
-        println!("One --prog-work step: {step:.2} ns (raw_tp-loop, +400 steps, 3 pairs).\n");
-        println!(
-        "| mechanism | own cost | --prog-work | added (measured apart) | change the gate saw (median) | {} |",
-        columns("detected at ")
-    );
-        println!("|---|---|---|---|---|{}", "---|".repeat(THRESHOLDS.len()));
-        for name in ["raw_tp-loop", "tp-loop", "uprobe-nop"] {
-            let own = own_cost(name);
-            let (hit, k, added, seen) = ab(name, own, step, 0.10, pairs, true);
-            println!(
-                "| {name} | {own:.1} ns | {k} | +{added:.1}% | {seen:+.1}% | {} |",
-                cells(&hit, Some(pairs))
-            );
-        }
-    }
-    if want("comm") {
-        // 3. The comm trigger's detection limit.
-        let own = own_cost("raw_tp");
-        println!(
-        "\nThe comm trigger: raw_tp over a comm write made costlier by a share of its own cost ({own:.1} ns)\n"
-    );
-        println!(
-        "| added (k steps) | --prog-work k | measured apart | change the gate saw (median) | {} |",
-        columns("detected at ")
-    );
-        println!("|---|---|---|---|{}", "---|".repeat(THRESHOLDS.len()));
-        for share in [0.10, 0.25, 0.50, 1.00] {
-            let (hit, k, added, seen) = ab("raw_tp", own, step, share, pairs, false);
-            println!(
-                "| +{:.0}% | {k} | {added:+.0}% | {seen:+.1}% | {} |",
-                100.0 * f64::from(k) * step / own,
-                cells(&hit, Some(pairs))
-            );
-        }
+        ab(pairs);
     }
     if want("cv") {
-        // 4. CV over 7 rounds.
-        let names: Vec<&str> = ["raw_tp", "tp", "tp_btf", "uprobe-nop", "uretprobe-nop"]
-            .into_iter()
-            .chain(["raw_tp-loop", "tp-loop", "tp_btf-loop"])
-            .collect();
-        let doc = pipeline::execute(
-            &Plan {
-                repeats: NonZeroUsize::new(7).unwrap(),
-                ..plan(&names, 0)
-            },
-            Host::current,
-            |_| {},
-        )
-        .unwrap();
-        println!("\nSpread over 7 rounds of one run (CV: sample stddev / mean)\n");
-        println!("| mechanism | K events/s | CV of rate | ns over base | CV of overhead | CV at equal speed |");
-        println!("|---|---|---|---|---|---|");
-        for m in doc.mechanisms.iter().filter(|m| m.is_ok()) {
-            let rate = m.k_events_per_sec.as_ref().unwrap();
-            let ovh = m.overhead_ns.as_ref();
-            let cv = |s: Option<&bpf_overhead::stats::Summary>| {
-                s.map_or("".into(), |o| {
-                    format!("{:.1}%", 100.0 * o.relative_stddev())
-                })
-            };
-            println!(
-                "| {} | {:.0} | {:.1}% | {} | {} | {} |",
-                m.name,
-                rate.median,
-                100.0 * rate.relative_stddev(),
-                ovh.map_or("(base)".into(), |o| format!("{:+.1}", o.median)),
-                cv(ovh),
-                cv(m.overhead_steps.as_ref()),
-            );
-        }
+        spread();
     }
+    println!(
+        "\n(gate_power took {:.0} s)",
+        started.elapsed().as_secs_f64()
+    );
 }

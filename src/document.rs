@@ -16,10 +16,16 @@ use crate::stats::Summary;
 /// Value of the document's `schema` field.
 pub const SCHEMA: &str = "bpf-overhead-result";
 /// Value of the document's `schema_version` field.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
+/// Older versions this one reads: version 1 had no `context`, no
+/// `detectable` and exactly `repeats` runs of everything.
+pub const READS_VERSIONS: [u32; 2] = [1, 2];
 
 /// How the runs of different mechanisms were ordered (the `order` field).
 pub const ORDER_ROUND_ROBIN: &str = "round-robin";
+/// Rounds in which each base runs before and after each of its mechanisms
+/// (the `order` of version 2).
+pub const ORDER_BRACKETED: &str = "bracketed";
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Document {
@@ -41,11 +47,16 @@ pub struct Document {
     pub emulated: Option<String>,
     /// Events per run.
     pub iterations: u64,
-    /// Timed runs per mechanism.
+    /// Timed rounds: the most any mechanism had (version 1: exactly this
+    /// many runs of each).
     pub repeats: usize,
+    /// The time budget for rounds beyond the least number, in s (0: none).
+    #[serde(default)]
+    pub budget_secs: f64,
     /// Untimed runs per mechanism before the timed ones.
     pub warmup_runs: usize,
-    /// How runs were ordered: [`ORDER_ROUND_ROBIN`].
+    /// How runs were ordered: [`ORDER_BRACKETED`] ([`ORDER_ROUND_ROBIN`]
+    /// in version 1).
     pub order: String,
     /// Whether the extra run with BPF run-time stats was asked for.
     pub prog_stats: bool,
@@ -64,11 +75,15 @@ pub struct Document {
     /// and is refused as a baseline.
     #[serde(default)]
     pub interrupted: Option<String>,
-    /// Timed runs measured again because the machine slowed down during
-    /// them or their group (a base and its mechanisms): a speed reference
-    /// more than 5% slower than the run's best. Absent from older results: 0.
+    /// Timed runs measured again, at once, because another task preempted
+    /// the measuring thread during them (version 1: because the speed
+    /// reference said the machine had slowed down). Absent: 0.
     #[serde(default)]
     pub retaken_runs: u64,
+    /// What else the machine did on the measuring CPU during the run.
+    /// Null where /proc could not tell, and in version 1.
+    #[serde(default)]
+    pub context: Option<crate::measure::context::Context>,
     /// Seconds the run waited before it started for its CPU, which another
     /// measuring run held (a per-CPU lock: two runs on one CPU would both
     /// be wrong). Absent from older results: 0.
@@ -145,6 +160,16 @@ pub struct MechanismResult {
     /// compares. Null where `overhead_ns` is, and in older results.
     #[serde(default)]
     pub overhead_steps: Option<Summary>,
+    /// The smallest change of `overhead_ns`'s median that this run could
+    /// tell from noise against a baseline as noisy as itself (a one-sided
+    /// rank test at p = 0.05, 4 times in 5), in ns per event. Null for a
+    /// base, with one round, and in version 1.
+    #[serde(default)]
+    pub detectable_ns: Option<f64>,
+    /// `detectable_ns` as a share of the mechanism's own cost: its median
+    /// overhead, or 5% of its base's time if that is more.
+    #[serde(default)]
+    pub detectable: Option<f64>,
 }
 
 /// One producer of a multi-producer run.
@@ -222,7 +247,7 @@ impl Document {
             }
         }
         match value.get("schema_version").and_then(|v| v.as_u64()) {
-            Some(v) if v == u64::from(SCHEMA_VERSION) => {}
+            Some(v) if READS_VERSIONS.iter().any(|&r| u64::from(r) == v) => {}
             Some(v) => {
                 return Err(format!(
                     "schema version {v}, but this bpf-overhead reads version {SCHEMA_VERSION}: \
@@ -283,9 +308,14 @@ impl Document {
                     m.base
                 ));
             }
-            // An interrupted run keeps fewer rounds than it planned.
+            // Version 1: one run per repeat (fewer when interrupted).
+            // Version 2: a mechanism sure early stops at fewer rounds,
+            // and a base runs around each of its mechanisms.
+            let own = m.k_events_per_sec.as_ref().map_or(0, |k| k.samples.len());
             let rounds = |n: usize| {
-                if self.interrupted.is_some() {
+                if self.schema_version >= 2 {
+                    n == own && (m.is_base() || n <= self.repeats)
+                } else if self.interrupted.is_some() {
                     n <= self.repeats
                 } else {
                     n == self.repeats
@@ -636,7 +666,7 @@ pub(crate) mod tests {
             reason: None,
             k_events_per_sec: Summary::of(rate),
             ns_per_event: Some(1e6 / crate::stats::median(rate)),
-            overhead_ns: ratio.map(|_| Summary::of(&[100.0, 110.0, 90.0]).unwrap()),
+            overhead_ns: ratio.map(|_| Summary::of(&[100.0, 101.0, 99.0]).unwrap()),
             ratio_to_base: ratio.and_then(Summary::of),
             hits: ratio.map(|_| vec![100_000; 3]),
             prog_ns_per_event: ratio.map(|_| 20.5),
@@ -644,6 +674,8 @@ pub(crate) mod tests {
             scaling: None,
             speed_ns: Summary::of(&[2.0, 2.0, 2.0]),
             overhead_steps: ratio.map(|_| Summary::of(&[50.0, 55.0, 45.0]).unwrap()),
+            detectable_ns: ratio.map(|_| 25.0),
+            detectable: ratio.map(|_| 0.25),
         };
         Document {
             schema: SCHEMA.into(),
@@ -656,14 +688,16 @@ pub(crate) mod tests {
             emulated: None,
             iterations: 100_000,
             repeats: 3,
+            budget_secs: 0.0,
             warmup_runs: 1,
-            order: ORDER_ROUND_ROBIN.into(),
+            order: ORDER_BRACKETED.into(),
             prog_stats: true,
             batch: 100,
             prog_work: 0,
             producers: 1,
             interrupted: None,
             retaken_runs: 0,
+            context: None,
             cpu_wait_s: 0.0,
             mechanisms: vec![
                 ok("base", "base", &[1000.0, 1100.0, 1050.0], None),
@@ -685,6 +719,8 @@ pub(crate) mod tests {
                     scaling: None,
                     speed_ns: None,
                     overhead_steps: None,
+                    detectable_ns: None,
+                    detectable: None,
                 },
                 ok(
                     "raw_tp",
@@ -727,9 +763,12 @@ pub(crate) mod tests {
     #[test]
     fn refuses_other_schema_versions() {
         let mut value: serde_json::Value = serde_json::from_str(&document().to_json()).unwrap();
-        value["schema_version"] = 2.into();
+        value["schema_version"] = 3.into();
         let err = Document::from_json(&value.to_string()).unwrap_err();
-        assert!(err.contains("schema version 2"), "{err}");
+        assert!(err.contains("schema version 3"), "{err}");
+        // Version 1, from before the bracketed rounds, still reads.
+        value["schema_version"] = 1.into();
+        Document::from_json(&value.to_string()).unwrap();
     }
 
     #[test]
@@ -800,6 +839,14 @@ pub(crate) mod tests {
         });
         assert!(
             err.contains("ratio_to_base.samples has 2 values, not one per repeat"),
+            "{err}"
+        );
+        // A mechanism has at most one run per round.
+        let err = invalid("raw_tp", |m| {
+            m.k_events_per_sec = Summary::of(&[900.0; 4]);
+        });
+        assert!(
+            err.contains("k_events_per_sec.samples has 4 values"),
             "{err}"
         );
         let err = invalid("raw_tp", |m| m.hits = Some(vec![100_000, 99_999, 100_000]));

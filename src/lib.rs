@@ -6,7 +6,7 @@
 //!
 //! 1. [`mod@measure`], the core: the catalogue of mechanisms, the triggers,
 //!    loading and attaching, one timed run, the environment checks;
-//! 2. [`pipeline`]: a validated plan, run as warm-up and round-robin
+//! 2. [`pipeline`]: a validated plan, run as a warm-up and bracketed
 //!    rounds, turned into a result [`document`] (with [`stats`]);
 //! 3. [`render`] (pure functions of a document), [`gate`] (a document
 //!    against a baseline document), [`expect`] (strict mode and a kernel's

@@ -10,6 +10,7 @@ use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicUsize};
+use std::time::Duration;
 
 use signal_hook::consts::{SIGINT, SIGTERM};
 
@@ -21,7 +22,7 @@ use bpf_overhead::gate::{self, Threshold};
 use bpf_overhead::measure::{
     cpulock, Batch, CpuPin, ProgWork, DEFAULT_ITERATIONS, MAX_BATCH, MAX_PROG_WORK,
 };
-use bpf_overhead::pipeline::{self, Plan, DEFAULT_REPEATS};
+use bpf_overhead::pipeline::{self, Plan, Precision, DEFAULT_REPEATS};
 use bpf_overhead::report::{self, Matrix};
 use bpf_overhead::{render, Error, Mechanism};
 
@@ -49,10 +50,15 @@ enum Format {
 test_overhead selftest and bench tool do: pinned to one CPU, fire the trigger N times, count \
 the BPF program's hits, and compare the rate with the same trigger with nothing attached \
 (its base).\n\n\
-Each mechanism and its base get one untimed warm-up run, then --repeat timed runs. The timed \
-runs go round-robin over the selection (base, raw_tp, tp, base, raw_tp, tp, ...), so drift \
-in the machine's speed hits a mechanism and its base alike; a mechanism's overhead and \
-ratio are computed against the base run of the same round. The program's own run time \
+Each mechanism and its base get one untimed warm-up run, which also sizes its timed runs to \
+about 50 ms each (unless --iterations). Then come timed rounds: in each, every base runs \
+before and after each of its mechanisms (base, raw_tp, base, tp, base), and a mechanism's \
+overhead is its ns per event over the mean of the two base runs around it, so that drift in \
+the machine's speed cancels. The measuring CPU never idles between runs (an idle vCPU comes \
+back slow on a shared VM), and each timed run starts straight after an untimed lead-in of \
+the same events. After --repeat rounds, a mechanism goes on, within --budget, until its \
+overhead is known well enough to see a change of the threshold; the table's sees column \
+says how well it is known. The program's own run time \
 comes from one extra run with the kernel's BPF run-time stats on (BPF_ENABLE_STATS, which \
 goes off again when the run ends): the stats add two clock reads per program run, so that \
 run is never one of the timed ones.\n\n\
@@ -64,7 +70,10 @@ what was measured, marked interrupted.",
 mechanism failed, the gate found a regression, the run could not start (not root, a \
 capability missing) or its output could not be written; 2 bad input (unknown mechanism, \
 --iterations 0 or more than a day's worth, CPU out of range, an unreadable, special, corrupt \
-or incompatible baseline, a --save that cannot be written or is the baseline); 4, with --format ktap only, every \
+or incompatible baseline, a --save that cannot be written or is the baseline); 3 no regression, \
+but the gate could not decide every comparison: the runs were too noisy to see a change of the \
+threshold (UNSURE lines; try a quieter machine, a longer --budget, or the kernel-loop trigger); \
+4, with --format ktap only, every \
 selected mechanism was skipped (kselftest's KSFT_SKIP); 75 with --no-wait, another measuring \
 run holds the CPU (one line on stderr says which; without --no-wait the run waits for it, \
 saying so on stderr); 130, 143 interrupted by SIGINT, \
@@ -87,16 +96,25 @@ struct Cli {
           value_parser = parse_mechanism)]
     mechanisms: Vec<Mechanism>,
 
-    /// Events per timed run. A run that would take more than a day is
-    /// refused.
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_ITERATIONS,
-          allow_negative_numbers = true, value_parser = parse_at_least_one::<NonZeroU64>)]
-    iterations: NonZeroU64,
+    /// Events per timed run (a base's scaled as its trigger says). Without
+    /// it, each mechanism's events are scaled so that its timed runs last
+    /// about 50 ms, from its warm-up run (100000 under emulation). A run
+    /// that would take more than a day is refused.
+    #[arg(long, value_name = "N", allow_negative_numbers = true,
+          value_parser = parse_at_least_one::<NonZeroU64>)]
+    iterations: Option<NonZeroU64>,
 
-    /// Timed runs per mechanism (after one warm-up run).
+    /// The least number of timed rounds (after one warm-up run). Then,
+    /// within --budget, more rounds of each mechanism whose overhead is
+    /// not yet known well enough to see a change of the threshold.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_REPEATS,
           allow_negative_numbers = true, value_parser = parse_at_least_one::<NonZeroUsize>)]
     repeat: NonZeroUsize,
+
+    /// Seconds of timed rounds after which no round beyond --repeat
+    /// starts; 0: exactly --repeat rounds [default: 45, 0 under emulation].
+    #[arg(long, value_name = "SECS", value_parser = parse_secs)]
+    budget: Option<Duration>,
 
     /// CPU to pin every run to [default: 0, or the first CPU this process
     /// may use].
@@ -112,16 +130,17 @@ struct Cli {
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
 
-    /// Compare with an earlier result (a --save or --format json file) and
-    /// exit 1 if a mechanism's overhead regressed.
+    /// Compare with an earlier result (a --save or --format json file):
+    /// exit 1 if a mechanism's overhead regressed, 3 if the runs were too
+    /// noisy to tell.
     #[arg(long, value_name = "FILE")]
     baseline: Option<PathBuf>,
 
     /// With --baseline: a regression is an overhead over base (the
-    /// mechanism's own cost, at equal machine speed) higher by more than
-    /// this many percent, and beyond the noise of both runs (one-sided
-    /// Mann-Whitney, p <= 0.05). Default: 6, and 15 on the comm trigger,
-    /// whose runs drift further apart.
+    /// mechanism's own cost) higher by more than this many percent, and
+    /// beyond the noise of both runs (one-sided Mann-Whitney, p <= 0.05).
+    /// Also what the rounds aim to see. Default: 6, and 15 on the comm
+    /// trigger, whose overheads are a small part of a syscall.
     #[arg(long, value_name = "PERCENT", allow_negative_numbers = true,
           value_parser = parse_percent)]
     threshold: Option<f64>,
@@ -142,16 +161,16 @@ struct Cli {
 
     /// Kernel-loop trigger (`*-loop` mechanisms): loop iterations per
     /// BPF_PROG_TEST_RUN of the driver, 1 to 1000.
-    #[arg(long, value_name = "N", default_value_t = Batch::default().get(),
+    #[arg(long, value_name = "N", default_value_t = Batch::default(),
           allow_negative_numbers = true, value_parser = parse_batch)]
-    batch: u32,
+    batch: Batch,
 
     /// Steps of extra work every program does per hit (a dependent add
     /// each, about a CPU cycle), 0 to 10000: what a mechanism costs next to
     /// a program that does something.
-    #[arg(long, value_name = "N", default_value_t = 0, allow_negative_numbers = true,
-          value_parser = parse_prog_work)]
-    prog_work: u32,
+    #[arg(long, value_name = "N", default_value_t = ProgWork::default(),
+          allow_negative_numbers = true, value_parser = parse_prog_work)]
+    prog_work: ProgWork,
 
     /// When another measuring run (this command's or the test suite's)
     /// holds a CPU this run needs, fail at once (exit 75) instead of
@@ -212,6 +231,18 @@ where
     s.parse().map_err(|e| format!("{e}"))
 }
 
+fn parse_secs(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    match s.parse::<f64>() {
+        Ok(v) if (0.0..=86_400.0).contains(&v) => Ok(Duration::from_secs_f64(v)),
+        _ => Err(format!("{s} is not a number of seconds from 0 to 86400")),
+    }
+}
+
+fn budget(cli: &Cli) -> Duration {
+    cli.budget.unwrap_or_else(pipeline::default_budget)
+}
+
 fn parse_cpu(s: &str) -> Result<usize, String> {
     let s = s.trim();
     if s.parse::<i128>().is_ok_and(|v| v < 0) {
@@ -221,21 +252,19 @@ fn parse_cpu(s: &str) -> Result<usize, String> {
         .map_err(|e| format!("{e}: a CPU number (0, 1, ...) is expected"))
 }
 
-fn parse_batch(s: &str) -> Result<u32, String> {
+fn parse_batch(s: &str) -> Result<Batch, String> {
     s.trim()
         .parse::<u32>()
         .ok()
         .and_then(Batch::new)
-        .map(Batch::get)
         .ok_or_else(|| format!("must be a whole number from 1 to {MAX_BATCH}"))
 }
 
-fn parse_prog_work(s: &str) -> Result<u32, String> {
+fn parse_prog_work(s: &str) -> Result<ProgWork, String> {
     s.trim()
         .parse::<u32>()
         .ok()
         .and_then(ProgWork::new)
-        .map(ProgWork::get)
         .ok_or_else(|| format!("must be a whole number from 0 to {MAX_PROG_WORK}"))
 }
 
@@ -359,12 +388,24 @@ fn run(cli: &Cli) -> Result<ExitCode, Failure> {
         )));
     }
     let mut plan = Plan {
-        iterations: cli.iterations,
+        iterations: cli.iterations.unwrap_or(DEFAULT_ITERATIONS),
+        run_time: match cli.iterations {
+            Some(_) => None,
+            None => pipeline::default_run_time(),
+        },
         repeats: cli.repeat,
         cpu: cli.cpu,
         stats_run: !cli.no_prog_stats,
-        batch: Batch::new(cli.batch).expect("checked by parse_batch"),
-        prog_work: ProgWork::new(cli.prog_work).expect("checked by parse_prog_work"),
+        batch: cli.batch,
+        prog_work: cli.prog_work,
+        budget: budget(cli),
+        precision: match cli.threshold {
+            Some(t) => Precision {
+                comm: t / 100.0,
+                other: t / 100.0,
+            },
+            None => Precision::DEFAULT,
+        },
         producers: cli.producers,
         ..Plan::new(&cli.mechanisms)
     };
@@ -532,8 +573,11 @@ fn run(cli: &Cli) -> Result<ExitCode, Failure> {
         note(&format!("failed: {}", failed.join(", ")));
     }
     let regressed = report.as_ref().is_some_and(|r| !r.passed());
+    let unsure = report.as_ref().is_some_and(|r| !r.conclusive_pass());
     Ok(if !failed.is_empty() || regressed {
         ExitCode::from(1)
+    } else if unsure {
+        ExitCode::from(INCONCLUSIVE)
     } else if cli.format == Format::Ktap && doc.all_skipped() {
         // kselftest's runner shows exit 4 as a skipped test, not a pass.
         ExitCode::from(KSFT_SKIP)
@@ -635,6 +679,10 @@ fn save_target(path: &Path, baseline: Option<&Path>, overwrite: bool) -> Result<
         })?;
     Ok(target)
 }
+
+/// Exit status when the gate found no regression but could not decide
+/// every comparison (see --help).
+const INCONCLUSIVE: u8 = 3;
 
 /// kselftest's exit status for "skipped" (tools/testing/selftests/kselftest.h).
 const KSFT_SKIP: u8 = 4;

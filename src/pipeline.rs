@@ -7,18 +7,16 @@
 //!
 //! 1. a warm-up pass: one untimed run of every mechanism, which is also
 //!    where the ones this kernel cannot run are found (and skipped);
-//! 2. `repeats` timed passes, each going once round-robin over the whole
-//!    plan in catalogue order (each base just before the mechanisms
-//!    compared to it), so that drift in the machine's speed — frequency,
-//!    other load, cache state — hits a mechanism and its base alike. A
-//!    mechanism's figures against its base are paired per pass: repeat *r*
-//!    of `raw_tp` against repeat *r* of `base`;
-//!    Every run also times a fixed piece of user-space work, the speed
-//!    reference (src/measure/speed.rs). When the machine slowed down during
-//!    a base's run or one of its mechanisms' (a reference more than
-//!    [`STEADY_TOLERANCE`] above the best seen), that base and its
-//!    mechanisms are measured again in the same round, up to
-//!    [`MAX_RETAKES`] times;
+//! 2. timed rounds. In each, every base runs before and after each of its
+//!    mechanisms (base, raw_tp, base, tp, base), and a mechanism's run is
+//!    paired with the mean of the two base runs around it: drift in the
+//!    machine's speed that is steady over those few tens of ms cancels.
+//!    At least `repeats` rounds; then, within `budget`, more rounds of
+//!    each mechanism whose overhead is not yet known well enough to see a
+//!    change of `precision` (`Outcome::is_sure`). The CPU never idles
+//!    between runs ([`Keeper`]: a vCPU that idles comes back slow), and
+//!    every timed run starts straight after an untimed lead-in of the
+//!    same events;
 //! 3. optionally, one more run of every non-base mechanism with the
 //!    kernel's BPF run-time stats enabled, for the program's own ns per
 //!    event. It is kept out of the timed passes because the stats add two
@@ -30,34 +28,96 @@
 
 use std::num::{NonZeroU64, NonZeroUsize};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::document::SCHEMA_VERSION;
 use crate::document::{
-    Document, Host, MechanismResult, ProducerResult, Status, ORDER_ROUND_ROBIN, SCHEMA,
+    Document, Host, MechanismResult, ProducerResult, Status, ORDER_BRACKETED, SCHEMA,
 };
+use crate::measure::keeper::Keeper;
 use crate::measure::sys::{self, Tracefs};
-use crate::measure::{caps, cpulock};
+use crate::measure::{caps, context, cpulock, CpuPin};
 use crate::measure::{
     measure, on_measuring_thread, Batch, Error, Mechanism, Options, ProgWork, Result, Sample,
     Trigger, DEFAULT_ITERATIONS,
 };
 use crate::stats::Summary;
 
-/// Runs are steady when no speed reference among them is more than this
-/// much slower than the fastest seen in the whole run (warm-up included).
-/// Quiet, the reference varies by well under 1%; the slow spells that
-/// this catches cost 20–35%.
-pub const STEADY_TOLERANCE: f64 = 0.05;
-/// Times unsteady runs are measured again before they are kept anyway.
-pub const MAX_RETAKES: u32 = 3;
-/// Pause before measuring again: slow spells last seconds.
-const RETAKE_PAUSE: std::time::Duration = std::time::Duration::from_secs(1);
+/// Default length of a timed run (see [`Plan::run_time`]).
+pub const DEFAULT_RUN_TIME: Duration = Duration::from_millis(50);
+/// The fewest events a timed run scaled by [`Plan::run_time`] fires.
+const MIN_SCALED_EVENTS: u64 = 1000;
+
+/// Default time budget of the timed rounds (see [`Plan::budget`]).
+pub const DEFAULT_BUDGET: Duration = Duration::from_secs(45);
+/// [`DEFAULT_BUDGET`], or none under emulation, where nothing timed is
+/// read.
+pub fn default_budget() -> Duration {
+    if crate::document::emulated().is_some() {
+        Duration::ZERO
+    } else {
+        DEFAULT_BUDGET
+    }
+}
+
+/// A mechanism is sure once it sees this share of the threshold. Not the
+/// whole threshold: the gate calls a comparison unchanged when the change's
+/// 90% interval (0.66 of what the runs can detect, each side) lies within
+/// the threshold, so two runs that each just see the threshold would come
+/// out UNSURE in about 4 A/A comparisons of 10; at 0.6, in about 1 of 100.
+/// It costs (1/0.6)^2 = 2.8 times the rounds.
+pub const SURE_SHARE: f64 = 0.6;
+
+/// [`DEFAULT_RUN_TIME`], or none under emulation: scaling needs the
+/// warm-up run's time per event, and there is no warm-up there.
+pub fn default_run_time() -> Option<Duration> {
+    crate::document::emulated()
+        .is_none()
+        .then_some(DEFAULT_RUN_TIME)
+}
+
+/// Times a timed run is measured again when another task preempted the
+/// measuring thread during it (see [`Sample::preempted`]).
+pub const MAX_RETAKES: u32 = 2;
+
+/// Rounds at most, whatever the budget.
+pub const MAX_ROUNDS: usize = 100;
+
+/// The change a run must be able to detect, as a share of a mechanism's
+/// own cost (its overhead, or [`FLOOR_OF_BASE`] of its base's time if
+/// that is more), before it stops measuring it; the gate's default
+/// thresholds are the same.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Precision {
+    /// On the comm trigger, whose overheads are a small part of a
+    /// syscall's cost.
+    pub comm: f64,
+    /// On the kernel loop and the call trigger.
+    pub other: f64,
+}
+
+impl Precision {
+    pub const DEFAULT: Precision = Precision {
+        comm: 0.15,
+        other: 0.06,
+    };
+
+    pub fn of(self, trigger: Trigger) -> f64 {
+        match trigger {
+            Trigger::TaskRename => self.comm,
+            Trigger::Call(_) | Trigger::Loop(_) => self.other,
+        }
+    }
+}
+
+/// A near-free mechanism's cost is taken as this share of its base's
+/// time per event: changes are judged against that.
+pub const FLOOR_OF_BASE: f64 = 0.05;
 
 /// The selftest's events under emulation (see [`Plan::selftest`]).
 pub const EMULATED_ITERATIONS: NonZeroU64 = NonZeroU64::new(10_000).unwrap();
 
-/// Default `--repeat`.
+/// Default `--repeat`: the least number of rounds.
 /// Seven: with five, one disturbed round of either run (5 of the 25 pairs
 /// the wrong way round) kept the gate's rank test above p = 0.05; seven
 /// allow 11 of 49.
@@ -70,6 +130,11 @@ pub struct Plan {
     pub mechanisms: Vec<Mechanism>,
     /// Events per mechanism run (a base scales it: [`Mechanism::events`]).
     pub iterations: NonZeroU64,
+    /// Instead, scale each mechanism's events so that its timed runs last
+    /// about this long, from its warm-up run: a slow mechanism (a uprobe
+    /// on `ret`, 10 µs an event) then costs no more time than a fast one,
+    /// and a fast one runs long enough to average out a hiccup.
+    pub run_time: Option<Duration>,
     /// Timed passes.
     pub repeats: NonZeroUsize,
     /// Run every mechanism once untimed first. Off under emulation, where
@@ -87,10 +152,14 @@ pub struct Plan {
     /// Producers firing at once, each on its own CPU. With more than one,
     /// each round also measures one producer alone, for the scaling.
     pub producers: NonZeroUsize,
-    /// Times runs slowed down by the machine are measured again (see
-    /// [`run`]): [`MAX_RETAKES`], and 0 under emulation, where the speed
-    /// of the emulated CPU means nothing and retakes only cost time.
-    pub retakes: u32,
+    /// After `repeats` rounds, more rounds of the mechanisms not yet sure
+    /// (`Outcome::is_sure`) while the timed rounds have taken less than
+    /// this. Zero: exactly `repeats` rounds (so under emulation, where
+    /// nothing timed is read).
+    pub budget: Duration,
+    /// What "sure" means: the change this run could detect, as a share of
+    /// the mechanism's own cost, by trigger.
+    pub precision: Precision,
     /// Set (to a signal number, by a signal handler) to stop the run
     /// after the run in progress: see [`run`].
     pub stop: Option<&'static AtomicUsize>,
@@ -100,28 +169,27 @@ impl Plan {
     /// `selection` and each one's base, in catalogue order; an empty
     /// selection means every mechanism. Defaults for the rest.
     pub fn new(selection: &[Mechanism]) -> Self {
+        let emulated = crate::document::emulated().is_some();
         Self {
             mechanisms: expand(selection),
             iterations: DEFAULT_ITERATIONS,
+            run_time: default_run_time(),
             repeats: DEFAULT_REPEATS,
-            warmup: crate::document::emulated().is_none(),
+            warmup: !emulated,
             cpu: None,
             stats_run: true,
             batch: Batch::default(),
             prog_work: ProgWork::default(),
             producers: NonZeroUsize::MIN,
-            retakes: if crate::document::emulated().is_some() {
-                0
-            } else {
-                MAX_RETAKES
-            },
+            budget: default_budget(),
+            precision: Precision::DEFAULT,
             stop: None,
         }
     }
 
-    /// The selftest's plan: test_overhead's 100000 events, one timed run
-    /// after the warm-up, no stats run. Under emulation,
-    /// [`EMULATED_ITERATIONS`] and no warm-up: there the run proves that
+    /// The selftest's plan: test_overhead's 100000 events, one timed round
+    /// (the mechanism between two base runs), no warm-up, no stats run.
+    /// Under emulation, [`EMULATED_ITERATIONS`]: there the run proves that
     /// the mechanism attaches and counts exactly, which 10000 events prove
     /// as well as 100000, and its rates are no performance figures.
     pub fn selftest(mechanism: Mechanism) -> Self {
@@ -133,6 +201,11 @@ impl Plan {
                 DEFAULT_ITERATIONS
             },
             repeats: NonZeroUsize::MIN,
+            budget: Duration::ZERO,
+            run_time: None,
+            // As test_overhead: no warm-up. The lead-in before the timed
+            // run warms the path, and the keeper keeps the CPU from idling.
+            warmup: false,
             stats_run: false,
             ..Self::new(&[mechanism])
         }
@@ -142,6 +215,14 @@ impl Plan {
     pub fn stopped_by(&self) -> Option<i32> {
         let signal = self.stop?.load(Ordering::SeqCst);
         (signal != 0).then_some(signal as i32)
+    }
+
+    /// The options of `outcome`'s runs: its own iterations when scaled.
+    fn options_for(&self, outcome: &Outcome, bpf_stats: bool) -> Options {
+        Options {
+            iterations: outcome.iterations.unwrap_or(self.iterations),
+            ..self.options(bpf_stats)
+        }
     }
 
     fn options(&self, bpf_stats: bool) -> Options {
@@ -225,16 +306,24 @@ pub struct Step {
     pub done: u64,
     /// Runs expected in all (shrinks once skipped mechanisms are known).
     pub total: u64,
-    /// What runs next: `warm-up raw_tp`, `repeat 2/5 raw_tp`...
+    /// What runs next: `warm-up raw_tp`, `round 2 raw_tp`...
     pub what: String,
+    /// Timed runs measured again so far, because another task preempted
+    /// the measuring thread during them.
+    pub retaken: u64,
 }
 
 /// What a [`run`] came to.
 #[derive(Clone, Debug, Default)]
 pub struct Runs {
     pub outcomes: Vec<Outcome>,
-    /// Timed runs measured again because the machine slowed down.
+    /// Timed rounds run (the most any mechanism had).
+    pub rounds: usize,
+    /// Timed runs measured again because another task preempted the
+    /// measuring thread during them.
     pub retaken_runs: u64,
+    /// What else the machine did on the measuring CPU meanwhile.
+    pub context: Option<context::Context>,
     /// Seconds spent waiting, before the run, for a CPU that another
     /// measuring run held ([`cpulock`]).
     pub cpu_wait_s: f64,
@@ -246,8 +335,16 @@ pub struct Outcome {
     pub mechanism: Mechanism,
     pub status: Status,
     pub reason: Option<String>,
-    /// The timed runs, in repeat order.
+    /// The timed runs, in round order (a base: every one of its runs).
     pub samples: Vec<Sample>,
+    /// A mechanism's: its base's runs just before and just after each of
+    /// its timed runs.
+    pub before: Vec<Sample>,
+    pub after: Vec<Sample>,
+    /// Timed runs kept at the start of the round in progress.
+    kept: usize,
+    /// Its iterations per run, when scaled to [`Plan::run_time`].
+    iterations: Option<NonZeroU64>,
     /// With several producers: one producer alone, in the same rounds.
     pub single: Vec<Sample>,
     /// The program's own ns per event, from the stats run.
@@ -261,9 +358,45 @@ impl Outcome {
             status: Status::Ok,
             reason: None,
             samples: Vec::new(),
+            before: Vec::new(),
+            after: Vec::new(),
+            kept: 0,
+            iterations: None,
             single: Vec::new(),
             prog_ns_per_event: None,
         }
+    }
+
+    /// Per timed run, the ns per event over the mean of the base runs
+    /// around it.
+    pub fn overheads(&self) -> Vec<f64> {
+        self.samples
+            .iter()
+            .zip(self.before.iter().zip(&self.after))
+            .map(|(s, (b, a))| s.ns_per_event() - (b.ns_per_event() + a.ns_per_event()) / 2.0)
+            .collect()
+    }
+
+    /// What a change in this mechanism's cost is measured against: its
+    /// median overhead, or [`FLOOR_OF_BASE`] of its base's time.
+    pub fn reference_ns(&self) -> f64 {
+        let base: Vec<f64> = self.before.iter().map(Sample::ns_per_event).collect();
+        let overhead = crate::stats::median(&self.overheads()).abs();
+        overhead.max(FLOOR_OF_BASE * crate::stats::median(&base))
+    }
+
+    /// The smallest change of its cost that this run could detect against
+    /// a baseline as noisy as itself, as a share of [`Self::reference_ns`].
+    pub fn detectable(&self) -> Option<f64> {
+        let o = self.overheads();
+        crate::stats::detectable_ns(&o, &o).map(|ns| ns / self.reference_ns())
+    }
+
+    /// Measured precisely enough for `plan.precision`: it sees
+    /// [`SURE_SHARE`] of it.
+    fn is_sure(&self, plan: &Plan) -> bool {
+        self.detectable()
+            .is_some_and(|d| d <= SURE_SHARE * plan.precision.of(self.mechanism.trigger()))
     }
 
     fn is_ok(&self) -> bool {
@@ -366,7 +499,6 @@ pub fn run(plan: &Plan, progress: impl FnMut(&Step) + Send) -> Result<Runs> {
 }
 
 fn run_here(plan: &Plan, mut progress: impl FnMut(&Step)) -> Runs {
-    let repeats = plan.repeats.get() as u64;
     let mut outcomes: Vec<Outcome> = plan.mechanisms.iter().copied().map(Outcome::new).collect();
 
     // Hold what the mechanisms need from the environment (tracefs) for the
@@ -378,165 +510,268 @@ fn run_here(plan: &Plan, mut progress: impl FnMut(&Step)) -> Runs {
             outcome.fail(err);
         }
     }
+    // The CPU never idles between runs (see keeper.rs).
+    let cpu = CpuPin::new(plan.cpu).map(|pin| pin.cpu);
+    let _keeper = cpu.as_ref().ok().map(|&cpu| Keeper::start(cpu));
+    let context_before = context::snapshot(*cpu.as_ref().unwrap_or(&0));
 
-    let opts = plan.options(false);
-    let stats_runs = |outcomes: &[Outcome]| -> u64 {
-        if plan.stats_run {
-            outcomes
-                .iter()
-                .filter(|o| o.is_ok() && !o.mechanism.is_base())
-                .count() as u64
-        } else {
-            0
-        }
-    };
-    let ok_count = |outcomes: &[Outcome]| outcomes.iter().filter(|o| o.is_ok()).count() as u64;
     let mut step = Step {
         done: 0,
-        total: ok_count(&outcomes) * (1 + repeats) + stats_runs(&outcomes),
+        total: 0,
         what: String::new(),
+        retaken: 0,
     };
-
-    // A signal stops the run between two runs (never inside one).
-    let stopped = || plan.stopped_by().is_some();
-    let mut rounds_done = 0;
-
-    // 1. Warm-up, and the load-time support check.
-    let mut fastest = f64::INFINITY;
-    for outcome in outcomes.iter_mut().filter(|o| o.is_ok() && plan.warmup) {
-        if stopped() {
-            break;
-        }
-        step.what = format!("warm-up {}", outcome.mechanism);
-        progress(&step);
-        match measure(outcome.mechanism, &opts) {
-            Ok(sample) => fastest = fastest.min(sample.speed_ns),
-            Err(err) => outcome.fail(err),
-        }
-        step.done += 1;
+    if plan.warmup {
+        warm_up(plan, &mut outcomes, &mut step, &mut progress);
     }
     propagate_base_problems(&mut outcomes);
-    step.total = step.done + ok_count(&outcomes) * repeats + stats_runs(&outcomes);
-
-    // 2. The timed passes, round-robin, each again while the machine was
-    // slow during it.
-    let single_opts = Options {
-        producers: NonZeroUsize::MIN,
-        ..opts.clone()
-    };
-    // A base and the mechanisms compared to it, in plan order: a group is
-    // measured again as a whole, which keeps each pairing within a round.
-    let groups: Vec<std::ops::Range<usize>> = {
-        let starts: Vec<usize> = (0..outcomes.len())
-            .filter(|&i| i == 0 || outcomes[i].mechanism.is_base())
-            .collect();
-        starts
-            .iter()
-            .zip(starts.iter().skip(1).chain([&outcomes.len()]))
-            .map(|(&a, &b)| a..b)
-            .collect()
-    };
-    let mut retaken_runs = 0;
-    'rounds: for repeat in 1..=repeats {
-        for group in &groups {
-            for take in 0..=plan.retakes {
-                let mut slowest = 0f64;
-                let mut measured = Vec::new();
-                for (i, outcome) in outcomes[group.clone()].iter_mut().enumerate() {
-                    if !outcome.is_ok() {
-                        continue;
-                    }
-                    if stopped() {
-                        break 'rounds;
-                    }
-                    step.what = format!("repeat {repeat}/{repeats} {}", outcome.mechanism);
-                    progress(&step);
-                    let single = (plan.producers.get() > 1)
-                        .then(|| measure(outcome.mechanism, &single_opts))
-                        .transpose();
-                    match single.and_then(|single| Ok((single, measure(outcome.mechanism, &opts)?)))
-                    {
-                        Ok((single, sample)) => {
-                            slowest = slowest.max(sample.speed_ns);
-                            fastest = fastest.min(sample.speed_ns);
-                            measured.push(group.start + i);
-                            outcome.single.extend(single);
-                            outcome.samples.push(sample);
-                        }
-                        Err(err) => outcome.fail(err),
-                    }
-                    step.done += 1;
-                }
-                if slowest <= fastest * (1.0 + STEADY_TOLERANCE) || take == plan.retakes {
-                    break;
-                }
-                log::info!(
-                    "repeat {repeat}: the machine was {:.0}% slower than its best; measuring \
-                     {} again",
-                    100.0 * (slowest / fastest - 1.0),
-                    outcomes[group.start].mechanism
-                );
-                for &i in &measured {
-                    outcomes[i].samples.pop();
-                    if plan.producers.get() > 1 {
-                        outcomes[i].single.pop();
-                    }
-                }
-                retaken_runs += measured.len() as u64;
-                step.total += measured.len() as u64;
-                std::thread::sleep(RETAKE_PAUSE);
-            }
-        }
-        rounds_done = repeat;
-    }
+    let rounds = timed_rounds(plan, &mut outcomes, &mut step, &mut progress);
     propagate_base_problems(&mut outcomes);
-
-    // 3. The program's own run time, with BPF stats on for this run only.
     if plan.stats_run {
-        step.total = step.done + stats_runs(&outcomes);
-        let stats_opts = plan.options(true);
-        for outcome in outcomes
-            .iter_mut()
-            .filter(|o| o.is_ok() && !o.mechanism.is_base())
-        {
-            if stopped() {
-                break;
-            }
-            step.what = format!("BPF stats {}", outcome.mechanism);
-            progress(&step);
-            match measure(outcome.mechanism, &stats_opts) {
-                Ok(sample) => outcome.prog_ns_per_event = sample.prog_ns_per_event(),
-                // No BPF_ENABLE_STATS (before 5.8): no figures, not a
-                // failure, and no point trying the other mechanisms.
-                Err(err) if err.is_unsupported() => {
-                    log::warn!("no program run times: {}", err.reason());
-                    break;
-                }
-                Err(err) => outcome.fail(err),
-            }
-            step.done += 1;
-        }
+        stats_run(plan, &mut outcomes, &mut step, &mut progress);
     }
     if let Some(signal) = plan.stopped_by() {
-        cut_short(&mut outcomes, rounds_done, signal);
+        cut_short(&mut outcomes, signal);
     }
     step.what = "done".into();
     progress(&step);
     Runs {
         outcomes,
-        retaken_runs,
-        ..Runs::default()
+        rounds,
+        retaken_runs: step.retaken,
+        context: context_before.and_then(|before| context::since(&before)),
+        cpu_wait_s: 0.0,
     }
 }
 
-/// After a stop: keeps the rounds that every mechanism completed (a
-/// figure against the base pairs runs of the same round), and marks what
-/// has none as not measured.
-fn cut_short(outcomes: &mut [Outcome], rounds: u64, signal: i32) {
+/// Step 1: one untimed run of every mechanism: the load-time support check.
+fn warm_up(
+    plan: &Plan,
+    outcomes: &mut [Outcome],
+    step: &mut Step,
+    progress: &mut impl FnMut(&Step),
+) {
+    let opts = plan.options(false);
+    step.total = outcomes.iter().filter(|o| o.is_ok()).count() as u64;
+    for outcome in outcomes.iter_mut().filter(|o| o.is_ok()) {
+        if plan.stopped_by().is_some() {
+            return;
+        }
+        step.what = format!("warm-up {}", outcome.mechanism);
+        progress(step);
+        match measure(outcome.mechanism, &opts) {
+            Ok(sample) => {
+                outcome.iterations = plan.run_time.map(|t| scaled(outcome.mechanism, &sample, t))
+            }
+            Err(err) => outcome.fail(err),
+        }
+        step.done += 1;
+    }
+}
+
+/// The iterations that make `m`'s runs last about `run_time`, from
+/// `sample`'s time per event: the faster of its lead-in and its timed
+/// events, since a preemption stretches one of them.
+fn scaled(m: Mechanism, sample: &Sample, run_time: Duration) -> NonZeroU64 {
+    let ns = sample.ns_per_event().min(sample.lead_in_ns_per_event);
+    let events = (run_time.as_nanos() as f64 / ns.max(0.01)) as u64;
+    let per_iteration = m.events(1).max(1);
+    NonZeroU64::new(events.max(MIN_SCALED_EVENTS).div_ceil(per_iteration))
+        .unwrap_or(NonZeroU64::MIN)
+}
+
+/// A base and the mechanisms compared to it, as ranges of the plan.
+fn groups(outcomes: &[Outcome]) -> Vec<std::ops::Range<usize>> {
+    let starts: Vec<usize> = (0..outcomes.len())
+        .filter(|&i| i == 0 || outcomes[i].mechanism.is_base())
+        .collect();
+    starts
+        .iter()
+        .zip(starts.iter().skip(1).chain([&outcomes.len()]))
+        .map(|(&a, &b)| a..b)
+        .collect()
+}
+
+/// Step 2: the timed rounds. In each, every group runs its base around each
+/// of its mechanisms (base, raw_tp, base, tp, base): a mechanism's run is
+/// paired with the mean of the base runs just before and just after it,
+/// which takes out any drift in the machine's speed that is steady over
+/// the few tens of ms between them. At least `plan.repeats` rounds; then,
+/// within `plan.budget`, more rounds of the mechanisms not yet
+/// [`Outcome::is_sure`]. Returns the rounds run.
+fn timed_rounds(
+    plan: &Plan,
+    outcomes: &mut [Outcome],
+    step: &mut Step,
+    progress: &mut impl FnMut(&Step),
+) -> usize {
+    let started = Instant::now();
+    let mut round = 0;
+    loop {
+        let min_rounds = round < plan.repeats.get();
+        let wanted =
+            |o: &Outcome| o.is_ok() && !o.mechanism.is_base() && (min_rounds || !o.is_sure(plan));
+        // A base with none of its mechanisms to measure (selected alone,
+        // or they are skipped) runs once a round, the least number of rounds.
+        let alone = |g: &std::ops::Range<usize>, outcomes: &[Outcome]| {
+            min_rounds
+                && outcomes[g.start].is_ok()
+                && !outcomes[g.clone()]
+                    .iter()
+                    .any(|o| o.is_ok() && !o.mechanism.is_base())
+        };
+        let todo = outcomes.iter().filter(|o| wanted(o)).count()
+            + groups(outcomes)
+                .iter()
+                .filter(|g| alone(g, outcomes))
+                .count();
+        let more =
+            round < plan.repeats.get() || (started.elapsed() < plan.budget && round < MAX_ROUNDS);
+        if todo == 0 || !more || plan.stopped_by().is_some() {
+            return round;
+        }
+        round += 1;
+        step.total = step.done + 2 * todo as u64;
+        for o in outcomes.iter_mut() {
+            o.kept = o.samples.len();
+        }
+        for group in groups(outcomes) {
+            let todo: Vec<usize> = group.clone().filter(|&i| wanted(&outcomes[i])).collect();
+            if todo.is_empty() && !alone(&group, outcomes) || !outcomes[group.start].is_ok() {
+                continue;
+            }
+            if !bracket(plan, outcomes, group.start, &todo, round, step, progress) {
+                return round;
+            }
+        }
+    }
+}
+
+/// Runs `base`, then each of `todo` followed by `base` again. False when a
+/// stop was asked for.
+fn bracket(
+    plan: &Plan,
+    outcomes: &mut [Outcome],
+    base: usize,
+    todo: &[usize],
+    round: usize,
+    step: &mut Step,
+    progress: &mut impl FnMut(&Step),
+) -> bool {
+    let mut before: Option<Sample> = None;
+    for (n, &i) in std::iter::once(&base).chain(todo).enumerate() {
+        if n > 0 {
+            // The mechanism, then the base after it.
+            if plan.stopped_by().is_some() {
+                return false;
+            }
+            let Some(b) = before.clone() else { return true };
+            step.what = format!("round {round} {}", outcomes[i].mechanism);
+            progress(step);
+            let got = timed(plan, &outcomes[i], &mut step.retaken);
+            step.done += 1;
+            match got {
+                Ok((single, sample)) => {
+                    let o = &mut outcomes[i];
+                    o.single.extend(single);
+                    o.samples.push(sample);
+                    o.before.push(b);
+                }
+                Err(err) => {
+                    outcomes[i].fail(err);
+                    continue;
+                }
+            }
+        }
+        if plan.stopped_by().is_some() {
+            return false;
+        }
+        step.what = format!("round {round} {}", outcomes[base].mechanism);
+        progress(step);
+        match timed(plan, &outcomes[base], &mut step.retaken) {
+            Ok((single, sample)) => {
+                if n > 0 {
+                    outcomes[i].after.push(sample.clone());
+                }
+                outcomes[base].single.extend(single);
+                outcomes[base].samples.push(sample.clone());
+                before = Some(sample);
+            }
+            Err(err) => {
+                outcomes[base].fail(err);
+                return true;
+            }
+        }
+    }
+    true
+}
+
+/// One timed run of `m`, and with several producers first one producer
+/// alone (for the scaling).
+fn timed(plan: &Plan, o: &Outcome, retaken: &mut u64) -> Result<(Option<Sample>, Sample)> {
+    let opts = plan.options_for(o, false);
+    let single = (plan.producers.get() > 1)
+        .then(|| {
+            let one = Options {
+                producers: NonZeroUsize::MIN,
+                ..opts.clone()
+            };
+            measure(o.mechanism, &one)
+        })
+        .transpose()?;
+    // A run during which another task took the CPU timed that task too:
+    // measured again at once (no pause: the CPU stays busy), a few times.
+    let mut sample = measure(o.mechanism, &opts)?;
+    for _ in 0..MAX_RETAKES {
+        if sample.preempted == 0 || plan.stopped_by().is_some() {
+            break;
+        }
+        *retaken += 1;
+        sample = measure(o.mechanism, &opts)?;
+    }
+    Ok((single, sample))
+}
+
+/// Step 3: the program's own run time, with BPF stats on for this run only.
+fn stats_run(
+    plan: &Plan,
+    outcomes: &mut [Outcome],
+    step: &mut Step,
+    progress: &mut impl FnMut(&Step),
+) {
+    let todo = |o: &Outcome| o.is_ok() && !o.mechanism.is_base();
+    step.total = step.done + outcomes.iter().filter(|o| todo(o)).count() as u64;
+    for outcome in outcomes.iter_mut().filter(|o| todo(o)) {
+        if plan.stopped_by().is_some() {
+            return;
+        }
+        step.what = format!("BPF stats {}", outcome.mechanism);
+        progress(step);
+        match measure(outcome.mechanism, &plan.options_for(outcome, true)) {
+            Ok(sample) => outcome.prog_ns_per_event = sample.prog_ns_per_event(),
+            // No BPF_ENABLE_STATS (before 5.8): no figures, not a
+            // failure, and no point trying the other mechanisms.
+            Err(err) if err.is_unsupported() => {
+                log::warn!("no program run times: {}", err.reason());
+                return;
+            }
+            Err(err) => outcome.fail(err),
+        }
+        step.done += 1;
+    }
+}
+
+/// After a stop: drops the round in progress (a mechanism's figures pair
+/// it with the base runs around it), and marks what has no round left as
+/// not measured.
+fn cut_short(outcomes: &mut [Outcome], signal: i32) {
     let why = format!("not measured: interrupted by {}", signal_name(signal));
     for outcome in outcomes.iter_mut().filter(|o| o.is_ok()) {
-        outcome.samples.truncate(rounds as usize);
-        outcome.single.truncate(rounds as usize);
+        let kept = outcome.kept;
+        outcome.samples.truncate(kept);
+        outcome.before.truncate(kept);
+        outcome.after.truncate(kept);
+        outcome.single.truncate(kept);
         if outcome.samples.is_empty() {
             outcome.set(Status::Failed, why.clone());
         }
@@ -593,72 +828,7 @@ pub fn document(plan: &Plan, runs: &Runs, host: Host) -> Document {
         .next()
         .or(plan.cpu)
         .unwrap_or(0);
-    let base_of = |m: Mechanism| outcomes.iter().find(|o| o.mechanism == m.base());
-    let mechanisms = outcomes
-        .iter()
-        .map(|o| {
-            let m = o.mechanism;
-            // Ok with no timed run cannot happen through run(); say so if it does.
-            let (status, reason) = match (o.status, o.samples.is_empty()) {
-                (Status::Ok, true) => (Status::Failed, Some("no timed run".to_string())),
-                (status, _) => (status, o.reason.clone()),
-            };
-            let ok = status == Status::Ok;
-            let rates: Vec<f64> = o.samples.iter().map(|s| s.events_per_sec() / 1e3).collect();
-            let ns: Vec<f64> = o.samples.iter().map(Sample::ns_per_event).collect();
-            // Pair each timed run with its base's run in the same pass.
-            let paired = |f: fn(&Sample, &Sample) -> f64| -> Option<Summary> {
-                let base = base_of(m).filter(|b| ok && !m.is_base() && b.is_ok())?;
-                if base.samples.len() != o.samples.len() {
-                    return None;
-                }
-                let values: Vec<f64> = o
-                    .samples
-                    .iter()
-                    .zip(&base.samples)
-                    .map(|(s, b)| f(s, b))
-                    .collect();
-                Summary::of(&values)
-            };
-            MechanismResult {
-                name: m.name().into(),
-                base: m.base().name().into(),
-                trigger: m.trigger().label().into(),
-                hook: m.hook().into(),
-                events_per_run: o
-                    .samples
-                    .first()
-                    .map_or_else(|| m.events(plan.iterations.get()), |s| s.iterations),
-                status,
-                reason,
-                k_events_per_sec: ok.then(|| Summary::of(&rates)).flatten(),
-                ns_per_event: ok.then(|| crate::stats::median(&ns)),
-                overhead_ns: paired(|s, b| s.ns_per_event() - b.ns_per_event()),
-                ratio_to_base: paired(|s, b| s.events_per_sec() / b.events_per_sec()),
-                hits: (!m.is_base() && ok)
-                    .then(|| o.samples.iter().map(|s| s.hits.unwrap_or(0)).collect()),
-                prog_ns_per_event: ok.then_some(o.prog_ns_per_event).flatten(),
-                producers: (ok && plan.producers.get() > 1).then(|| per_producer(&o.samples)),
-                scaling: (ok && o.single.len() == o.samples.len())
-                    .then(|| {
-                        let ratios: Vec<f64> = o
-                            .samples
-                            .iter()
-                            .zip(&o.single)
-                            .map(|(n, one)| n.events_per_sec() / one.events_per_sec())
-                            .collect();
-                        Summary::of(&ratios)
-                    })
-                    .flatten(),
-                speed_ns: ok
-                    .then(|| Summary::of(&o.samples.iter().map(|s| s.speed_ns).collect::<Vec<_>>()))
-                    .flatten(),
-                overhead_steps: paired(|s, b| {
-                    (s.ns_per_event() - b.ns_per_event()) / ((s.speed_ns + b.speed_ns) / 2.0)
-                }),
-            }
-        })
-        .collect();
+    let mechanisms = outcomes.iter().map(|o| mechanism_result(plan, o)).collect();
     Document {
         schema: SCHEMA.into(),
         schema_version: SCHEMA_VERSION,
@@ -669,17 +839,94 @@ pub fn document(plan: &Plan, runs: &Runs, host: Host) -> Document {
         cpu,
         emulated: host.emulated,
         iterations: plan.iterations.get(),
-        repeats: plan.repeats.get(),
-        warmup_runs: 1,
-        order: ORDER_ROUND_ROBIN.into(),
+        repeats: runs.rounds.max(1),
+        budget_secs: plan.budget.as_secs_f64(),
+        warmup_runs: usize::from(plan.warmup),
+        order: ORDER_BRACKETED.into(),
         prog_stats: plan.stats_run,
         batch: plan.batch.get(),
         prog_work: plan.prog_work.get(),
         producers: plan.producers.get(),
         interrupted: plan.stopped_by().map(signal_name),
         retaken_runs: runs.retaken_runs,
+        context: runs.context.clone(),
         cpu_wait_s: runs.cpu_wait_s,
         mechanisms,
+    }
+}
+
+/// One mechanism's figures. A mechanism's timed run is paired with the
+/// mean of its base's runs just before and after it.
+fn mechanism_result(plan: &Plan, o: &Outcome) -> MechanismResult {
+    let m = o.mechanism;
+    // Ok with no timed run cannot happen through run(); say so if it does.
+    let (status, reason) = match (o.status, o.samples.is_empty()) {
+        (Status::Ok, true) => (Status::Failed, Some("no timed run".to_string())),
+        (status, _) => (status, o.reason.clone()),
+    };
+    let ok = status == Status::Ok;
+    let rates: Vec<f64> = o.samples.iter().map(|s| s.events_per_sec() / 1e3).collect();
+    let ns: Vec<f64> = o.samples.iter().map(Sample::ns_per_event).collect();
+    let paired_ok = ok && !m.is_base() && o.before.len() == o.samples.len();
+    let paired = |f: &dyn Fn(&Sample, &Sample, &Sample) -> f64| -> Option<Summary> {
+        if !paired_ok {
+            return None;
+        }
+        let values: Vec<f64> = o
+            .samples
+            .iter()
+            .zip(o.before.iter().zip(&o.after))
+            .map(|(s, (b, a))| f(s, b, a))
+            .collect();
+        Summary::of(&values)
+    };
+    let base_ns = |b: &Sample, a: &Sample| (b.ns_per_event() + a.ns_per_event()) / 2.0;
+    let detectable_ns = paired_ok
+        .then(|| {
+            let overheads = o.overheads();
+            crate::stats::detectable_ns(&overheads, &overheads)
+        })
+        .flatten();
+    MechanismResult {
+        name: m.name().into(),
+        base: m.base().name().into(),
+        trigger: m.trigger().label().into(),
+        hook: m.hook().into(),
+        events_per_run: o
+            .samples
+            .first()
+            .map_or_else(|| m.events(plan.iterations.get()), |s| s.iterations),
+        status,
+        reason,
+        k_events_per_sec: ok.then(|| Summary::of(&rates)).flatten(),
+        ns_per_event: ok.then(|| crate::stats::median(&ns)),
+        overhead_ns: paired(&|s, b, a| s.ns_per_event() - base_ns(b, a)),
+        ratio_to_base: paired(&|s, b, a| {
+            s.events_per_sec() / ((b.events_per_sec() + a.events_per_sec()) / 2.0)
+        }),
+        hits: (!m.is_base() && ok).then(|| o.samples.iter().map(|s| s.hits.unwrap_or(0)).collect()),
+        prog_ns_per_event: ok.then_some(o.prog_ns_per_event).flatten(),
+        producers: (ok && plan.producers.get() > 1).then(|| per_producer(&o.samples)),
+        scaling: (ok && o.single.len() == o.samples.len())
+            .then(|| {
+                let ratios: Vec<f64> = o
+                    .samples
+                    .iter()
+                    .zip(&o.single)
+                    .map(|(n, one)| n.events_per_sec() / one.events_per_sec())
+                    .collect();
+                Summary::of(&ratios)
+            })
+            .flatten(),
+        speed_ns: ok
+            .then(|| Summary::of(&o.samples.iter().map(|s| s.speed_ns).collect::<Vec<_>>()))
+            .flatten(),
+        overhead_steps: paired(&|s, b, a| {
+            (s.ns_per_event() - base_ns(b, a))
+                / ((2.0 * s.speed_ns + b.speed_ns + a.speed_ns) / 4.0)
+        }),
+        detectable: detectable_ns.map(|d| d / o.reference_ns()),
+        detectable_ns,
     }
 }
 
@@ -784,7 +1031,10 @@ mod tests {
     fn runs(outcomes: &[Outcome]) -> Runs {
         Runs {
             outcomes: outcomes.to_vec(),
-            ..Runs::default()
+            rounds: outcomes.iter().map(|o| o.samples.len()).max().unwrap_or(0),
+            retaken_runs: 0,
+            context: None,
+            cpu_wait_s: 0.0,
         }
     }
 
@@ -798,13 +1048,31 @@ mod tests {
             cpu: 1,
             producers: Vec::new(),
             speed_ns: 2.0,
+            lead_in_ns_per_event: 1.0,
+            preempted: 0,
         }
     }
 
+    /// A base's runs, or a mechanism's with the same base time before
+    /// and after each: `base_ns` (or 1000 ns when not given).
     fn outcome(mech: Mechanism, ns: &[u64]) -> Outcome {
+        paired(mech, ns, &vec![1000; ns.len()])
+    }
+
+    fn paired(mech: Mechanism, ns: &[u64], base_ns: &[u64]) -> Outcome {
         let hits = (!mech.is_base()).then_some(1000);
+        let base: Vec<Sample> = if mech.is_base() {
+            Vec::new()
+        } else {
+            base_ns
+                .iter()
+                .map(|&n| sample(mech.base(), n, None))
+                .collect()
+        };
         Outcome {
             samples: ns.iter().map(|&n| sample(mech, n, hits)).collect(),
+            before: base.clone(),
+            after: base,
             prog_ns_per_event: hits.map(|_| 25.0),
             ..Outcome::new(mech)
         }
@@ -824,7 +1092,7 @@ mod tests {
         // Base 1000, 500, 1000 ns/event; raw_tp 100 ns more in each pass.
         let outcomes = [
             outcome(m("base"), &[1000, 500, 1000]),
-            outcome(m("raw_tp"), &[1100, 600, 1100]),
+            paired(m("raw_tp"), &[1100, 600, 1100], &[1000, 500, 1000]),
         ];
         let plan = Plan {
             iterations: NonZeroU64::new(1000).unwrap(),
@@ -875,7 +1143,7 @@ mod tests {
     }
 
     #[test]
-    fn a_stop_keeps_the_rounds_every_mechanism_completed() {
+    fn a_stop_drops_the_round_in_progress() {
         // Stopped in round 3: base ran it, raw_tp did not.
         let mut outcomes = [
             outcome(m("base"), &[1000, 1000, 1000]),
@@ -883,13 +1151,16 @@ mod tests {
             Outcome::new(m("tp")),
         ];
         outcomes[2].fail(Error::unsupported("no tracefs"));
-        cut_short(&mut outcomes, 2, libc::SIGINT);
+        for o in &mut outcomes {
+            o.kept = 2;
+        }
+        cut_short(&mut outcomes, libc::SIGINT);
         assert_eq!(outcomes[0].samples.len(), 2);
         assert_eq!(outcomes[1].samples.len(), 2);
         assert_eq!(outcomes[2].status, Status::Skipped, "left as it was");
         // Stopped before a timed round: nothing measured.
         let mut outcomes = [outcome(m("base"), &[]), outcome(m("raw_tp"), &[])];
-        cut_short(&mut outcomes, 0, libc::SIGTERM);
+        cut_short(&mut outcomes, libc::SIGTERM);
         for o in &outcomes {
             assert_eq!(o.status, Status::Failed);
             assert_eq!(

@@ -22,13 +22,16 @@ fn heading(doc: &Document) -> Vec<String> {
             doc.tool_version, doc.kernel_release, doc.cpu_model, doc.cpu
         ),
         format!(
-            "{} events per run; {} timed run{} per mechanism after {} warm-up, interleaved {} \
-             with its base",
+            "{} events per run; up to {} timed round{} after {} warm-up, {} with its base{}",
             doc.iterations,
             doc.repeats,
             if doc.repeats == 1 { "" } else { "s" },
             doc.warmup_runs,
-            doc.order
+            doc.order,
+            doc.context.as_ref().map_or(String::new(), |c| format!(
+                "; CPU {}: {:.1}% stolen, {:.1}% other work, {} preemptions, load {:.2}-{:.2}",
+                c.cpu, c.steal_pct, c.other_pct, c.involuntary_switches, c.load_start, c.load_end
+            ))
         ),
     ];
     if let Some(how) = &doc.emulated {
@@ -61,15 +64,17 @@ fn one_line(s: &str) -> String {
 }
 
 /// The table's column headings.
-pub const TABLE_COLUMNS: [&str; 8] = [
+pub const TABLE_COLUMNS: [&str; 10] = [
     "mechanism",
     "K ev/s",
     "min–max",
     "mean ± sd",
     "ns/ev",
     "overhead",
+    "sees",
     "ratio",
     "prog ns",
+    "rounds",
 ];
 
 /// The human table: per mechanism the median rate, its range, mean ±
@@ -88,14 +93,16 @@ pub fn table(doc: &Document) -> String {
                 row.push(format!("{} ± {}", k(rate.mean), k(rate.stddev)));
                 row.push(m.ns_per_event.map_or("-".into(), |ns| format!("{ns:.1}")));
                 if m.is_base() {
-                    row.push("(base)".into());
-                    row.push("1".into());
-                    row.push("-".into());
+                    row.extend(["(base)", "-", "1", "-"].map(String::from));
                 } else {
                     row.push(
                         m.overhead_ns
                             .as_ref()
                             .map_or("-".into(), |o| format!("{:+.1}", o.median)),
+                    );
+                    row.push(
+                        m.detectable
+                            .map_or("-".into(), |d| format!("±{:.1}%", d * 100.0)),
                     );
                     row.push(
                         m.ratio_to_base
@@ -107,6 +114,7 @@ pub fn table(doc: &Document) -> String {
                             .map_or("-".into(), |ns| format!("{ns:.1}")),
                     );
                 }
+                row.push(rate.samples.len().to_string());
             }
             (status, _) => {
                 let word = if *status == Status::Skipped {
@@ -165,9 +173,11 @@ pub fn table(doc: &Document) -> String {
     for legend in [
         "K ev/s    thousands of events per second: median of the timed runs, min–max, mean ± sample stddev",
         "ns/ev     median time per event",
-        "overhead  ns per event over the base (the same trigger, nothing attached), median of the per-round differences: what --baseline compares, at equal machine speed",
+        "overhead  ns per event over the base (the same trigger, nothing attached) in the runs just before and after, median over the rounds: what --baseline compares",
+        "sees      the smallest change of the overhead this run could tell from noise against a baseline as noisy (rank test, p = 0.05, 4 times in 5)",
         "ratio     rate / base rate in the same round, median",
         "prog ns   the BPF program's own run time (run_time_ns / run_cnt), from one extra run with BPF stats on",
+        "rounds    timed runs: a mechanism runs more rounds until it sees a change of the threshold, within --budget",
     ] {
         let _ = writeln!(out, "{legend}");
     }
@@ -334,6 +344,9 @@ fn figures_line(m: &MechanismResult) -> Option<String> {
     if let Some(o) = &m.overhead_ns {
         let _ = write!(s, ", {:+.1} ns/event over {}", o.median, m.base);
     }
+    if let Some(d) = m.detectable {
+        let _ = write!(s, ", sees a change of ±{:.1}%", d * 100.0);
+    }
     if let Some(r) = &m.ratio_to_base {
         let _ = write!(s, ", ratio to base {}", fmt_ratio(r.median));
     }
@@ -436,7 +449,8 @@ pub fn gate_report(report: &Report, baseline_label: &str) -> String {
     let _ = writeln!(
         out,
         "gate: this run against {baseline_label}: a regression is an overhead over base \
-         higher by more than {} and beyond the noise (Mann-Whitney p <= 0.05)",
+         higher by more than {} and beyond the noise (Mann-Whitney p <= 0.05); unchanged, \
+         when the change's 90% interval lies within the threshold; else UNSURE",
         report.threshold.describe()
     );
     for w in &report.warnings {
@@ -458,19 +472,34 @@ pub fn gate_report(report: &Report, baseline_label: &str) -> String {
         );
     }
     let regressed: Vec<&str> = report.regressions().map(|c| c.name.as_str()).collect();
+    let unsure: Vec<&str> = report.inconclusive().map(|c| c.name.as_str()).collect();
     let compared = report
         .comparisons
         .iter()
         .filter(|c| !matches!(c.verdict, Verdict::New | Verdict::NotRun))
         .count();
-    if regressed.is_empty() {
-        let _ = writeln!(out, "gate: PASSED ({compared} mechanisms compared)");
-    } else {
+    if !regressed.is_empty() {
         let _ = writeln!(
             out,
             "gate: FAILED: {} of {compared} mechanisms regressed: {}",
             regressed.len(),
             regressed.join(", ")
+        );
+    } else if !unsure.is_empty() {
+        let _ = writeln!(
+            out,
+            "gate: INCONCLUSIVE: no regression seen, but {} of {compared} comparisons could not \
+             see a change of the threshold ({}): rerun on a quieter machine, with a longer \
+             --budget, or measure the kernel-loop trigger (-m raw_tp-loop,tp-loop,...), whose \
+             overheads stand out of the noise",
+            unsure.len(),
+            unsure.join(", ")
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "gate: PASSED ({compared} mechanisms compared, each precisely enough to see a \
+             change of the threshold)"
         );
     }
     out
@@ -556,7 +585,7 @@ mod tests {
             lines[0].starts_with("bpf-overhead 0.1.0: kernel 6.18.0, Test CPU, pinned to CPU 0")
         );
         assert!(
-            lines[1].contains("100000 events per run; 3 timed runs"),
+            lines[1].contains("100000 events per run; up to 3 timed rounds"),
             "{text}"
         );
         let header = lines[3];
@@ -565,7 +594,15 @@ mod tests {
         }
         let raw_tp = lines.iter().find(|l| l.starts_with("raw_tp")).unwrap();
         // median 945, range, mean ± sd, overhead median +100.0, ratio, prog.
-        for cell in ["945", "900–990", "945 ± 45", "+100.0", "0.900", "20.5"] {
+        for cell in [
+            "945",
+            "900–990",
+            "945 ± 45",
+            "+100.0",
+            "±25.0%",
+            "0.900",
+            "20.5",
+        ] {
             assert!(raw_tp.contains(cell), "{cell} not in {raw_tp:?}");
         }
         let base = lines.iter().find(|l| l.starts_with("base")).unwrap();
@@ -577,8 +614,14 @@ mod tests {
             "{text}"
         );
         // Columns line up: every row's cells end where the header's do.
-        let end_of_ratio = header.find("ratio").unwrap() + "ratio".len();
-        assert_eq!(&raw_tp[end_of_ratio - 5..end_of_ratio], "0.900", "{text}");
+        // (In characters: "±" is two bytes.)
+        let chars = |s: &str| s.chars().collect::<Vec<char>>();
+        let at = header.find("ratio").unwrap();
+        let end_of_ratio = header[..at].chars().count() + "ratio".len();
+        let cell: String = chars(raw_tp)[end_of_ratio - 5..end_of_ratio]
+            .iter()
+            .collect();
+        assert_eq!(cell, "0.900", "{text}");
         assert!(!text.contains("INTERRUPTED"), "{text}");
     }
 

@@ -177,6 +177,7 @@ fn every_mechanism_leaves_nothing_behind() {
     let plan = Plan {
         iterations: ITERATIONS,
         repeats: NonZeroUsize::MIN,
+        budget: Duration::ZERO,
         ..Plan::new(&[])
     };
     let outcomes = pipeline::run(&plan, |_| {}).unwrap().outcomes;

@@ -96,10 +96,10 @@ fn nonsense_number_baselines_are_refused() {
             }),
         ),
         (
-            "(raw_tp): k_events_per_sec.samples has 2 values, not one per repeat",
+            "(raw_tp): overhead_ns.samples has 2 values, not one per repeat",
             Box::new(|doc| {
-                let rate = &mut doc["mechanisms"][2]["k_events_per_sec"];
-                rate["samples"] = serde_json::json!([891.0, 909.0]);
+                let overhead = &mut doc["mechanisms"][2]["overhead_ns"];
+                overhead["samples"] = serde_json::json!([100.0, 110.0]);
             }),
         ),
         (

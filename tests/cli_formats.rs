@@ -21,7 +21,7 @@ fn table_by_default_without_progress_when_piped() {
     let lines: Vec<&str> = out.stdout.lines().collect();
     assert!(lines[0].starts_with("bpf-overhead "), "{}", out.stdout);
     assert!(
-        lines[1].starts_with("2000 events per run; 2 timed runs"),
+        lines[1].starts_with("2000 events per run; up to 2 timed rounds"),
         "{}",
         out.stdout
     );

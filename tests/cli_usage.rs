@@ -23,6 +23,7 @@ fn help_describes_every_option() {
         "--mechanism",
         "--iterations",
         "--repeat",
+        "--budget",
         "--cpu",
         "--list",
         "--format",
@@ -32,8 +33,9 @@ fn help_describes_every_option() {
         "--overwrite-baseline",
         "--no-prog-stats",
         "BPF_ENABLE_STATS",
-        "round-robin",
+        "before and after each of its mechanisms",
         "Exit status",
+        "3 no regression",
         "report",
     ] {
         assert!(
@@ -43,7 +45,7 @@ fn help_describes_every_option() {
         );
     }
     for default in [
-        "[default: 100000]",
+        "about 50 ms each",
         "[default: 7]",
         "Default: 6, and 15 on the comm trigger",
         "[default: table]",

@@ -2,6 +2,7 @@
 //! CPU, counts exactly its own events, in the suite's pipeline.
 
 use std::num::NonZeroUsize;
+use std::time::Duration;
 
 use bpf_overhead::document::{Host, Status};
 use bpf_overhead::expect::{Expectations, Verdict};
@@ -20,6 +21,8 @@ fn exact_per_producer(name: &str) {
     let m: Mechanism = name.parse().unwrap();
     let plan = Plan {
         repeats: NonZeroUsize::new(2).unwrap(),
+        budget: Duration::ZERO,
+        run_time: None,
         stats_run: false,
         producers: NonZeroUsize::new(2).unwrap(),
         ..Plan::new(&[m])

@@ -92,6 +92,8 @@ fn in_own_mount_namespace<R: Send>(f: impl FnOnce() -> R + Send) -> R {
 fn spawn(args: &[&str]) -> Child {
     Command::new(BIN)
         .args(args)
+        // Exactly --repeat rounds: these test what a run leaves behind.
+        .args(["--budget", "0"])
         .env_remove("BPF_OVERHEAD_EMULATED")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -5,8 +5,10 @@
 
 pub mod caps;
 pub mod catalogue;
+pub mod context;
 pub mod cpulock;
 pub mod error;
+pub mod keeper;
 mod load;
 mod producer;
 pub mod run;

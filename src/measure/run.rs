@@ -15,7 +15,9 @@ use nix::unistd::{gettid, Pid};
 
 use super::caps;
 use super::catalogue::Mechanism;
+use super::context;
 use super::error::{Error, Result};
+use super::keeper;
 use super::load::{self, Loaded, Settings};
 use super::producer::{producer_cpus, Fired, Producer};
 use super::speed;
@@ -78,6 +80,18 @@ impl Default for Batch {
     }
 }
 
+impl std::fmt::Display for Batch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::fmt::Display for ProgWork {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
 /// Rounds of extra work every program does per hit (`--prog-work`), 0 to
 /// [`MAX_PROG_WORK`] (PROG_WORK_MAX in bpf/overhead.bpf.c).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -117,6 +131,13 @@ pub struct Sample {
     /// reference work ([`speed::reference_ns`]), the mean of a reference
     /// just before and one just after the events, on the measuring CPU.
     pub speed_ns: f64,
+    /// ns per event of the untimed lead-in on the measuring thread: a
+    /// second look at the run's speed, for sizing later runs.
+    pub lead_in_ns_per_event: f64,
+    /// Times another task took the CPU from the measuring thread during
+    /// the timed events (involuntary context switches): its time is in
+    /// `elapsed`.
+    pub preempted: u64,
 }
 
 /// One producer's share of a [`Sample`].
@@ -341,9 +362,15 @@ impl Run<'_, '_> {
         let m = self.mechanism;
         // A program counts, and so does a loop's driver in a base run.
         let counting = self.loaded.is_some();
+        // A lead-in, untimed, straight into the timed events: the caches
+        // and the probe's path are warm when the clock starts.
+        let lead = Instant::now();
+        let lead_events = self.armed.fire(lead_in(events.get()))?;
+        let lead_in_ns_per_event = lead.elapsed().as_nanos() as f64 / lead_events.max(1) as f64;
         if let Some(l) = self.loaded.as_mut() {
-            // Attaching may have hit the probe already (fmod_ret sees
-            // every write(2) of this thread, including log output).
+            // The lead-in counted, and attaching may have hit the probe
+            // already (fmod_ret sees every write(2) of this thread,
+            // including log output).
             l.reset_hits();
         }
         let start = Arc::new(Barrier::new(1 + self.producers.len()));
@@ -352,10 +379,15 @@ impl Run<'_, '_> {
         }
         let speed_before = speed::reference_ns();
         let before = self.loaded.as_ref().and_then(|l| l.prog_stats());
-        start.wait();
-        let begin = Instant::now();
-        let fired = self.armed.fire(events.get())?;
-        let elapsed = begin.elapsed();
+        let (fired, elapsed, preempted) = keeper::timed(|| {
+            start.wait();
+            let switches = context::involuntary_switches();
+            let begin = Instant::now();
+            let fired = self.armed.fire(events.get());
+            let elapsed = begin.elapsed();
+            (fired, elapsed, context::involuntary_switches() - switches)
+        });
+        let fired = fired?;
         let mut all = vec![Fired {
             cpu: self.cpu,
             events: fired,
@@ -413,6 +445,8 @@ impl Run<'_, '_> {
             cpu: self.cpu,
             producers,
             speed_ns,
+            lead_in_ns_per_event,
+            preempted,
         })
     }
 
@@ -423,6 +457,11 @@ impl Run<'_, '_> {
     pub fn cpu(&self) -> usize {
         self.cpu
     }
+}
+
+/// Untimed events fired just before a timed run of `events`: a tenth.
+pub fn lead_in(events: u64) -> u64 {
+    events.div_ceil(10)
 }
 
 /// Each mechanism fires exactly once per event of its trigger, and the
@@ -561,6 +600,8 @@ mod tests {
             cpu: 0,
             producers: Vec::new(),
             speed_ns: 1.0,
+            lead_in_ns_per_event: 1.0,
+            preempted: 0,
         };
         assert_eq!(s.k_events_per_sec(), 2710); // 100000 * 1e6 / 36.9e6
         assert!((s.ns_per_event() - 369.0).abs() < 1e-9);

@@ -523,7 +523,7 @@ mod tests {
         // Right-aligned under their headings.
         let raw_tp = row("raw_tp ");
         let mut from = 0;
-        for (cell, end) in ["+100.0 ± 10.0", "+150.0 ± 10.0", "+100.0 ± 10.0"]
+        for (cell, end) in ["+100.0 ± 1.0", "+150.0 ± 10.0", "+100.0 ± 1.0"]
             .iter()
             .zip(&cols)
         {
@@ -612,8 +612,8 @@ mod tests {
             "6.1.0: kernel 6.1.0, Test CPU, 2026-05-01, 3×100000 events, c.json; \
              EMULATED (tcg): not performance figures",
             "6.12.0: kernel 6.12.0, Test CPU, 2026-05-01, 3×100000 events, results/b.json",
-            "+100.0 ± 10.0 (emulated)",
-            "+100.0 ± 10.0",
+            "+100.0 ± 1.0 (emulated)",
+            "+100.0 ± 1.0",
             "+150.0 ± 10.0",
             "+250.0 ± 10.0",
             "skipped",

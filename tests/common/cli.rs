@@ -23,6 +23,11 @@ pub fn command(args: &[&str]) -> Command {
     let mut cmd = Command::new(BIN);
     // The selftest lines gain a suffix under emulation; keep them plain.
     cmd.args(args).env_remove(EMULATED_ENV);
+    // Exactly --repeat rounds, unless a test asks for a budget: these
+    // tests check the command's behaviour, not how sure its figures are.
+    if args.first() != Some(&"report") && !args.iter().any(|a| a.starts_with("--budget")) {
+        cmd.args(["--budget", "0"]);
+    }
     cmd
 }
 
@@ -160,10 +165,10 @@ pub fn fixture() -> Value {
         })
     };
     let mut doc = serde_json::json!({
-        "schema": "bpf-overhead-result", "schema_version": 1, "tool_version": "0.1.0",
+        "schema": "bpf-overhead-result", "schema_version": 2, "tool_version": "0.1.0",
         "timestamp": "2026-05-01T12:00:00Z", "kernel_release": "6.18.0",
         "cpu_model": "Test CPU", "cpu": 0, "emulated": null, "iterations": 100000,
-        "repeats": 3, "warmup_runs": 1, "order": "round-robin", "prog_stats": true,
+        "repeats": 3, "warmup_runs": 1, "order": "bracketed", "prog_stats": true,
         "batch": 100, "prog_work": 0, "producers": 1, "interrupted": null,
         "mechanisms": [
             {"name": "base", "base": "base", "trigger": "task_rename",
@@ -171,13 +176,15 @@ pub fn fixture() -> Value {
              "k_events_per_sec": stats(1000.0), "ns_per_event": 1000.0,
              "overhead_ns": null, "ratio_to_base": null, "hits": null,
              "prog_ns_per_event": null, "producers": null, "scaling": null,
-             "speed_ns": stats(1.5), "overhead_steps": null},
+             "speed_ns": stats(1.5), "overhead_steps": null,
+             "detectable_ns": null, "detectable": null},
             {"name": "kprobe", "base": "base", "trigger": "task_rename",
              "hook": "__set_task_comm", "events_per_run": 100000, "status": "skipped",
              "reason": "no kprobes",
              "k_events_per_sec": null, "ns_per_event": null, "overhead_ns": null,
              "ratio_to_base": null, "hits": null, "prog_ns_per_event": null,
-             "producers": null, "scaling": null, "speed_ns": null, "overhead_steps": null},
+             "producers": null, "scaling": null, "speed_ns": null, "overhead_steps": null,
+             "detectable_ns": null, "detectable": null},
             {"name": "raw_tp", "base": "base", "trigger": "task_rename",
              "hook": "task/task_rename", "events_per_run": 100000, "status": "ok", "reason": null,
              "k_events_per_sec": stats(900.0), "ns_per_event": 1111.1,
@@ -185,11 +192,17 @@ pub fn fixture() -> Value {
              "hits": [100000, 100000, 100000], "prog_ns_per_event": 20.0,
              "producers": [{"cpu": 0, "k_events_per_sec": stats(450.0),
                             "hits": [100000, 100000, 100000]}],
-             "scaling": stats(1.9), "speed_ns": stats(1.5), "overhead_steps": stats(74.1)}
+             "scaling": stats(1.9), "speed_ns": stats(1.5), "overhead_steps": stats(74.1),
+             "detectable_ns": 5.5, "detectable": 0.05}
         ]
     });
     // Apart: one more field in the literal exceeds json!'s recursion limit.
     doc["retaken_runs"] = 0.into();
+    doc["budget_secs"] = 0.0.into();
     doc["cpu_wait_s"] = 0.0.into();
+    doc["context"] = serde_json::json!({
+        "cpu": 0, "secs": 1.5, "steal_pct": 0.0, "other_pct": 1.0,
+        "involuntary_switches": 3, "load_start": 0.5, "load_end": 0.6, "mhz": null
+    });
     doc
 }

@@ -32,8 +32,8 @@ macro_rules! ensure {
     };
 }
 
-/// Measures `name` and its base with test_overhead's 100000 events (a
-/// warm-up run each, then one timed round), and checks the program
+/// Measures `name` and its base with test_overhead's 100000 events (one
+/// timed round: base, `name`, base), and checks the program
 /// counted exactly one hit per event from the measuring thread. Prints the
 /// selftest line and the overhead against the base measured in the same
 /// round. A missing kernel feature prints `SKIP <mechanism>: <reason>` and

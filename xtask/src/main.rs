@@ -3,17 +3,23 @@
 //! Tasks:
 //! - `vmtest KERNEL [-- TEST-ARGS]`: run the test suite in a VM booted on another
 //!   kernel (a Debian kernel by series or release, or one you built).
+//! - `ci`: what .ci/run runs: lint, host tests, every CI kernel in a VM, the report.
 
 mod args;
+mod ci;
 mod cpio;
 mod debian;
 mod image;
+mod lint;
 mod modules;
 mod out;
+mod summary;
 mod vm;
 mod vmtest;
 
 use std::process::ExitCode;
+
+use args::Parsed;
 
 /// Prints one `vmtest:` line on stderr.
 #[macro_export]
@@ -21,22 +27,23 @@ macro_rules! say {
     ($($t:tt)*) => { eprintln!("vmtest: {}", format!($($t)*)) };
 }
 
-const TASKS: &str = "tasks: vmtest (cargo xtask vmtest --help)";
-
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
-    let code = match argv.first().map(String::as_str) {
-        Some("vmtest") => vmtest::main(&argv[1..]),
-        Some("-h" | "--help") => {
-            println!("Usage: cargo xtask TASK [ARGS]\n{TASKS}");
+    let env_accel = std::env::var("VMTEST_ACCEL").ok();
+    let code = match args::parse(&argv, env_accel.as_deref()) {
+        Ok(Parsed::Help(h)) => {
+            print!("{h}");
             0
         }
-        Some(other) => {
-            eprintln!("xtask: unknown task '{other}'; {TASKS}");
-            2
-        }
-        None => {
-            eprintln!("xtask: no task given; {TASKS}");
+        Ok(Parsed::Vmtest(a)) => vmtest::main(a),
+        Ok(Parsed::Ci(c)) => ci::main(c),
+        Err(e) => {
+            let task = argv
+                .first()
+                .map(String::as_str)
+                .filter(|t| ["vmtest", "ci"].contains(t))
+                .unwrap_or("xtask");
+            eprintln!("{task}: {e:#}");
             2
         }
     };

@@ -10,22 +10,23 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, ensure, Context, Result};
 use object::read::elf::{FileHeader, ProgramHeader};
 
-use crate::args::{self, Accel, Args, Job};
+use crate::args::{Accel, Args, Job};
 use crate::cpio::Cpio;
 use crate::debian::{self, Apt};
 use crate::image::{self, BzImage};
 use crate::modules::{self, Tree};
 use crate::out::{self, Out};
 use crate::say;
+use crate::summary::{self, Summary};
 use crate::vm::{self, Rules, Timeouts, Vm};
 
 const INIT: &str = include_str!("init.sh");
 /// Bumped when the initramfs layout changes, so cached ones are rebuilt.
 const INITRAMFS_FORMAT: &str = "vmtest-initramfs-2";
 
-pub fn main(argv: &[String]) -> i32 {
+pub fn main(a: Args) -> i32 {
     vm::catch_signals();
-    match run(argv) {
+    match run(&a) {
         Ok(rc) => rc,
         Err(e) => {
             if let Some(sig) = vm::signalled() {
@@ -48,14 +49,14 @@ fn check_signal() -> Result<()> {
 }
 
 /// The repository root: xtask's parent directory.
-fn repo_root() -> PathBuf {
+pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("xtask lives in the repository")
         .to_path_buf()
 }
 
-fn cache_dir() -> Result<PathBuf> {
+pub fn cache_dir() -> Result<PathBuf> {
     if let Some(c) = env::var_os("BPF_OVERHEAD_CACHE").filter(|c| !c.is_empty()) {
         return Ok(PathBuf::from(c));
     }
@@ -100,6 +101,8 @@ struct Kernel {
     dir: PathBuf,
     /// Its modules tree, if any.
     modules: Option<PathBuf>,
+    /// Bytes downloaded to get it (0: it was cached, or a path).
+    downloaded: u64,
 }
 
 /// Checks a bzImage and, unless `force_bz`, writes its vmlinux to `dir/vmlinux`
@@ -204,70 +207,88 @@ fn debian_kernel(kernel: &str, cache: &Path, force_bz: bool) -> Result<Kernel> {
     let rel = chosen?;
     let kdir = kernels.join(&rel.name);
     let _klock = lock(&kernels.join(format!("{}.lock", rel.name)))?;
-    if !kdir.exists() {
-        remove_stale_unpacks(&kernels);
-        // Everything happens in a temporary directory, renamed into place once
-        // whole and checked: an interrupted run leaves nothing to trust.
-        let tmp = tempfile::Builder::new()
-            .prefix(".unpack-")
-            .tempdir_in(&kernels)
-            .with_context(|| format!("creating a directory in {}", kernels.display()))?;
-        say!("fetching {}", rel.packages.join(" "));
-        let t = Instant::now();
-        let (debs, size) = apt.download(&rel.packages)?;
+    let downloaded = if kdir.exists() {
         drop(apt_lock);
-        check_signal()?;
-        if size > 0 {
-            say!(
-                "fetched {} MB in {}",
-                size / 1_000_000,
-                vm::secs(t.elapsed())
-            );
-        }
-        let t = Instant::now();
-        let root = tmp.path().join("root");
-        let unpacked = (|| -> Result<()> {
-            for deb in &debs {
-                debian::unpack(deb, &root)?;
-            }
-            let bz = find_bzimage(&root, &rel.name).with_context(|| {
-                format!(
-                    "{} holds no boot/vmlinuz-{} nor usr/lib/modules/{}/vmlinuz",
-                    rel.packages[0], rel.name, rel.name
-                )
-            })?;
-            ensure!(
-                !modules::trees(&root).is_empty(),
-                "{} holds no lib/modules or usr/lib/modules",
-                rel.packages.join(" ")
-            );
-            check_signal()?;
-            prepare_bzimage(&bz, tmp.path(), false)?;
-            Ok(())
-        })();
-        if let Err(e) = unpacked {
-            // Kept for the next run after an interruption; after a failure the
-            // next run downloads them again.
-            if vm::signalled().is_none() {
-                for deb in &debs {
-                    let _ = fs::remove_file(deb);
-                }
-            }
-            return Err(e);
-        }
-        let tmp = tmp.keep();
-        fs::rename(&tmp, &kdir).with_context(|| format!("moving into {}", kdir.display()))?;
-        for deb in &debs {
-            let _ = fs::remove_file(deb);
-        }
+        0
+    } else {
+        fetch_release(&apt, apt_lock, &rel, &kernels, &kdir)?
+    };
+    drop(_klock);
+    let mut k = cached_kernel(&kernels, &rel.name, force_bz)?;
+    k.downloaded = downloaded;
+    Ok(k)
+}
+
+/// Downloads, unpacks and checks `rel` into `kdir`; the bytes downloaded.
+/// apt's lock is held until the download is done.
+fn fetch_release(
+    apt: &Apt,
+    apt_lock: File,
+    rel: &debian::Release,
+    kernels: &Path,
+    kdir: &Path,
+) -> Result<u64> {
+    remove_stale_unpacks(kernels);
+    // Everything happens in a temporary directory, renamed into place once
+    // whole and checked: an interrupted run leaves nothing to trust.
+    let tmp = tempfile::Builder::new()
+        .prefix(".unpack-")
+        .tempdir_in(kernels)
+        .with_context(|| format!("creating a directory in {}", kernels.display()))?;
+    say!("fetching {}", rel.packages.join(" "));
+    let t = Instant::now();
+    let (debs, size) = apt.download(&rel.packages)?;
+    drop(apt_lock);
+    check_signal()?;
+    if size > 0 {
         say!(
-            "unpacked and checked in {} into {}",
-            vm::secs(t.elapsed()),
-            kdir.display()
+            "fetched {} MB in {}",
+            size / 1_000_000,
+            vm::secs(t.elapsed())
         );
     }
-    drop(_klock);
-    cached_kernel(&kernels, &rel.name, force_bz)
+    let t = Instant::now();
+    let root = tmp.path().join("root");
+    let unpacked = (|| -> Result<()> {
+        for deb in &debs {
+            debian::unpack(deb, &root)?;
+        }
+        let bz = find_bzimage(&root, &rel.name).with_context(|| {
+            format!(
+                "{} holds no boot/vmlinuz-{} nor usr/lib/modules/{}/vmlinuz",
+                rel.packages[0], rel.name, rel.name
+            )
+        })?;
+        ensure!(
+            !modules::trees(&root).is_empty(),
+            "{} holds no lib/modules or usr/lib/modules",
+            rel.packages.join(" ")
+        );
+        check_signal()?;
+        prepare_bzimage(&bz, tmp.path(), false)?;
+        Ok(())
+    })();
+    if let Err(e) = unpacked {
+        // Kept for the next run after an interruption; after a failure the
+        // next run downloads them again.
+        if vm::signalled().is_none() {
+            for deb in &debs {
+                let _ = fs::remove_file(deb);
+            }
+        }
+        return Err(e);
+    }
+    let tmp = tmp.keep();
+    fs::rename(&tmp, kdir).with_context(|| format!("moving into {}", kdir.display()))?;
+    for deb in &debs {
+        let _ = fs::remove_file(deb);
+    }
+    say!(
+        "unpacked and checked in {} into {}",
+        vm::secs(t.elapsed()),
+        kdir.display()
+    );
+    Ok(size)
 }
 
 /// A kernel unpacked and checked into `kernels/<release>` earlier.
@@ -305,6 +326,7 @@ fn cached_kernel(kernels: &Path, release: &str, force_bz: bool) -> Result<Kernel
         boot,
         dir: kdir.clone(),
         modules: Some(tree.clone()),
+        downloaded: 0,
     })
 }
 
@@ -372,6 +394,7 @@ fn custom_kernel(
         boot,
         dir,
         modules,
+        downloaded: 0,
     })
 }
 
@@ -564,6 +587,19 @@ pub fn command_executable(json: &str) -> Option<String> {
         .find_map(|v| v["executable"].as_str().map(str::to_owned))
 }
 
+/// A test executable's name without cargo's hash: target/release/deps/overhead-1a2b
+/// is overhead.
+fn test_name(exe: &str) -> String {
+    let base = Path::new(exe)
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    match base.rsplit_once('-') {
+        Some((n, h)) if h.bytes().all(|b| b.is_ascii_hexdigit()) => n.to_owned(),
+        _ => base,
+    }
+}
+
 /// The test binaries that a guest runs by default: what the kernel decides
 /// (every mechanism attaches or skips as declared and counts exactly;
 /// nothing is left behind). The others test the command line, signals and
@@ -635,7 +671,8 @@ impl Bench {
     /// and the suite has already proven every count. What it costs is
     /// loading and attaching each program once (no warm-up under
     /// emulation); 10000 events x 3 rounds took 36-71 s a kernel here.
-    pub fn new(exe: String, accel: Accel) -> Bench {
+    /// `extra` (--bench-arg) comes last, e.g. a --baseline to gate on.
+    pub fn new(exe: String, accel: Accel, extra: &[String]) -> Bench {
         let mut args: Vec<String> = Vec::new();
         if accel == Accel::Tcg {
             args.extend(
@@ -644,6 +681,7 @@ impl Bench {
         }
         args.push("--save".into());
         args.push(format!("{}/result.json", vm::GUEST_OUT));
+        args.extend(extra.iter().cloned());
         Bench { exe, args }
     }
 }
@@ -718,47 +756,67 @@ fn job_script(
                 .join(" ");
             s.push('\n');
         }
-        Job::Tests(targs) => {
-            s += "rc=0\n";
-            let shown = |e: &String| {
-                Path::new(e)
-                    .strip_prefix(repo)
-                    .map(|p| p.display().to_string())
-                    .unwrap_or_else(|_| e.clone())
-            };
-            for e in exes {
-                let line = format!("vmtest: running {} {}", shown(e), targs.join(" "));
-                s += &format!("echo {}\n", sh_quote(line.trim_end()));
-                s += &sh_quote(e);
-                for t in targs {
-                    s += " ";
-                    s += &sh_quote(t);
-                }
-                s += "\nr=$?; [ $rc -ne 0 ] || rc=$r\n";
-            }
-            if let Some(b) = bench {
-                let words: Vec<String> = std::iter::once(&b.exe)
-                    .chain(&b.args)
-                    .map(|w| sh_quote(w))
-                    .collect();
-                let line = format!("vmtest: running {} {}", shown(&b.exe), b.args.join(" "));
-                s += &format!("echo {}\n", sh_quote(&line));
-                // stderr piped: no progress bar on the serial console.
-                s += &format!("t=$SECONDS\n{} 2>&1 | cat\n", words.join(" "));
-                s += "r=${PIPESTATUS[0]}; [ $rc -ne 0 ] || rc=$r\n";
-                s += "echo \"vmtest: bpf-overhead exit $r in $((SECONDS - t))s\"\n";
-            }
-            s += "exit $rc\n";
-        }
+        Job::Tests(targs) => s += &tests_script(repo, targs, exes, bench),
     }
     s
 }
 
-fn run(argv: &[String]) -> Result<i32> {
-    let Some(a) = args::parse(argv, env::var("VMTEST_ACCEL").ok().as_deref())? else {
-        print!("{}", args::USAGE);
-        return Ok(0);
+/// Default mode: each test executable, then the command; exit status = the
+/// first failing one's.
+fn tests_script(repo: &Path, targs: &[String], exes: &[String], bench: Option<&Bench>) -> String {
+    let mut s = String::new();
+    s += "rc=0\n";
+    let shown = |e: &String| {
+        Path::new(e)
+            .strip_prefix(repo)
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|_| e.clone())
     };
+    // Each step's exit status and times, for vmtest.json.
+    let step = |name: &str| {
+        format!(
+            "printf '%s\\t%s\\t%s\\t%s\\n' {} $r $t $EPOCHREALTIME >>{}/{}\n",
+            sh_quote(name),
+            vm::GUEST_OUT,
+            summary::STEPS_FILE
+        )
+    };
+    for e in exes {
+        let line = format!("vmtest: running {} {}", shown(e), targs.join(" "));
+        s += &format!("echo {}\n", sh_quote(line.trim_end()));
+        s += "t=$EPOCHREALTIME\n";
+        s += &sh_quote(e);
+        for t in targs {
+            s += " ";
+            s += &sh_quote(t);
+        }
+        s += "\nr=$?; [ $rc -ne 0 ] || rc=$r\n";
+        s += &step(&test_name(e));
+    }
+    if let Some(b) = bench {
+        let words: Vec<String> = std::iter::once(&b.exe)
+            .chain(&b.args)
+            .map(|w| sh_quote(w))
+            .collect();
+        let line = format!("vmtest: running {} {}", shown(&b.exe), b.args.join(" "));
+        s += &format!("echo {}\n", sh_quote(&line));
+        // stderr piped: no progress bar on the serial console; its
+        // output (and a gate's verdict) kept in command.log.
+        s += &format!(
+            "t=$EPOCHREALTIME; s=$SECONDS\n{} 2>&1 | tee {}/command.log\n",
+            words.join(" "),
+            vm::GUEST_OUT
+        );
+        s += "r=${PIPESTATUS[0]}; [ $rc -ne 0 ] || rc=$r\n";
+        s += &step("bpf-overhead");
+        s += "echo \"vmtest: bpf-overhead exit $r in $((SECONDS - s))s\"\n";
+    }
+    s += "exit $rc\n";
+    s
+}
+
+fn run(a: &Args) -> Result<i32> {
+    let start = Instant::now();
     let repo = repo_root();
     ensure!(
         which("qemu-system-x86_64").is_some(),
@@ -766,48 +824,148 @@ fn run(argv: &[String]) -> Result<i32> {
     );
     busybox()?;
     let cache = cache_dir()?;
-    let is_path = a.kernel.contains('/') || Path::new(&a.kernel).exists();
-    let k = if is_path {
-        custom_kernel(&a.kernel, a.modules.as_deref(), &cache, a.bzimage)?
-    } else {
-        ensure!(
-            a.modules.is_none(),
-            "--modules is for a KERNEL given as a path"
-        );
-        debian_kernel(&a.kernel, &cache, a.bzimage)?
-    };
+    let k = kernel(a, &cache)?;
+    let fetch = start.elapsed();
     check_signal()?;
     let initrd = initramfs(&k)?;
     let accel = choose_accel(a.accel);
-
-    // The job directory must be visible in the guest under the same path (the
-    // host root is its root) and fit on the kernel command line.
-    let base = env::temp_dir();
-    let base = if base.to_string_lossy().contains(char::is_whitespace) {
-        PathBuf::from("/tmp")
-    } else {
-        base
-    };
-    let rundir = tempfile::Builder::new()
-        .prefix("vmtest.")
-        .tempdir_in(&base)?;
-    let rundir_path = rundir.path().canonicalize()?;
-
+    let (rundir, rundir_path) = job_dir()?;
     let out = Out::open(&out::dir(
         a.out.as_deref(),
         env::var("CARGO_TARGET_DIR").ok().as_deref(),
         &repo,
         &k.release,
     ))?;
+    // What an earlier run left must not pass for this one's.
+    for stale in [summary::FILE, summary::STEPS_FILE] {
+        let _ = fs::remove_file(out.dir.join(stale));
+    }
 
+    let t = Instant::now();
+    let script = prepare_job(a, &repo, &k, accel)?;
+    let build = t.elapsed();
+    fs::write(rundir_path.join("job.sh"), script)?;
+    let vm = Vm {
+        accel,
+        smp: a.smp,
+        memory: &a.memory,
+        kernel: &k.boot,
+        initrd: &initrd,
+        cmdline: vm::cmdline(&rundir_path, true, &a.append),
+        rundir: &rundir_path,
+        out: Some(out.staging.path()),
+    };
+    let (o, status) = boot(a, &k, &vm)?;
+    drop(rundir);
+    let (rc, why) = judge(a, &o, status.as_deref());
+    let (rc, dir) = finish_out(out, rc);
+
+    let boot = o.up.map(|u| u - o.started);
+    let s = Summary {
+        kernel: a.kernel.clone(),
+        release: k.release.clone(),
+        accel: accel_name(accel).into(),
+        fetch_s: summary::tenths(fetch),
+        downloaded_bytes: k.downloaded,
+        build_s: summary::tenths(build),
+        boot_s: boot.map(summary::tenths),
+        vm_s: summary::tenths(o.finished - o.started),
+        total_s: summary::tenths(start.elapsed().saturating_sub(fetch)),
+        exit: rc,
+        why,
+        steps: fs::read_to_string(dir.join(summary::STEPS_FILE))
+            .map(|t| summary::parse_steps(&t))
+            .unwrap_or_default(),
+    };
+    let rc = match s.save(&dir) {
+        Ok(()) => rc,
+        Err(e) => {
+            say!("{}", format!("{e:#}").replace('\n', " "));
+            if rc == 0 {
+                2
+            } else {
+                rc
+            }
+        }
+    };
+    println!(
+        "vmtest: kernel {} boot {} total {} exit {rc}",
+        k.release,
+        boot.map_or("-".into(), vm::secs),
+        vm::secs(o.finished - o.started)
+    );
+    Ok(rc)
+}
+
+/// The job directory: visible in the guest under the same path (the host
+/// root is its root), and short enough for the kernel command line.
+fn job_dir() -> Result<(tempfile::TempDir, PathBuf)> {
+    let base = env::temp_dir();
+    let base = if base.to_string_lossy().contains(char::is_whitespace) {
+        PathBuf::from("/tmp")
+    } else {
+        base
+    };
+    let dir = tempfile::Builder::new()
+        .prefix("vmtest.")
+        .tempdir_in(&base)?;
+    let path = dir.path().canonicalize()?;
+    Ok((dir, path))
+}
+
+/// Boots the VM and waits for it; its outcome and the guest's exit status.
+fn boot(a: &Args, k: &Kernel, vm: &Vm) -> Result<(vm::Outcome, Option<String>)> {
+    say!(
+        "booting {} ({}) accel={} timeout={}s",
+        k.release,
+        k.boot.file_name().unwrap_or_default().to_string_lossy(),
+        accel_name(vm.accel),
+        a.timeout
+    );
+    let timeouts = Timeouts {
+        total: Duration::from_secs(a.timeout),
+        alive: Duration::from_secs(a.alive_timeout),
+        boot: Duration::from_secs(a.boot_timeout),
+    };
+    let o = vm::run(vm, a.verbose, &timeouts)?;
+    if let Some(log) = &a.log {
+        vm::write_log(Path::new(log), &o.log)?;
+    }
+    let status = fs::read_to_string(vm.status_path()).ok();
+    Ok((o, status))
+}
+
+fn accel_name(a: Accel) -> &'static str {
+    match a {
+        Accel::Kvm => "kvm",
+        Accel::Tcg => "tcg",
+    }
+}
+
+/// KERNEL, ready to boot: a path, or a Debian kernel (fetched unless cached).
+fn kernel(a: &Args, cache: &Path) -> Result<Kernel> {
+    let is_path = a.kernel.contains('/') || Path::new(&a.kernel).exists();
+    if is_path {
+        custom_kernel(&a.kernel, a.modules.as_deref(), cache, a.bzimage)
+    } else {
+        ensure!(
+            a.modules.is_none(),
+            "--modules is for a KERNEL given as a path"
+        );
+        debian_kernel(&a.kernel, cache, a.bzimage)
+    }
+}
+
+/// The guest's job script; in default mode it builds the test binaries first.
+fn prepare_job(a: &Args, repo: &Path, k: &Kernel, accel: Accel) -> Result<String> {
     let (exes, command) = match &a.job {
-        Job::Tests(_) => build_tests(&repo, &test_build_args(a.all_tests, &a.cargo_args))?,
+        Job::Tests(_) => build_tests(repo, &test_build_args(a.all_tests, &a.cargo_args))?,
         _ => (Vec::new(), None),
     };
     let bench = match (&a.job, command) {
         (Job::Tests(t), _) if !a.bench || t.iter().any(|t| t == "--list") => None,
         (Job::Tests(_), None) => bail!("cargo test built no bpf-overhead command"),
-        (Job::Tests(_), Some(exe)) => Some(Bench::new(exe, accel)),
+        (Job::Tests(_), Some(exe)) => Some(Bench::new(exe, accel, &a.bench_args)),
         _ => None,
     };
     let series = debian::series_of(&k.release);
@@ -820,44 +978,17 @@ fn run(argv: &[String]) -> Result<i32> {
         );
     }
     let host: Vec<(String, String)> = env::vars().collect();
-    let env = guest_env(&a, accel, absent, &host);
-    fs::write(
-        rundir_path.join("job.sh"),
-        job_script(&repo, &env, &a.job, &exes, bench.as_ref()),
-    )?;
+    let env = guest_env(a, accel, absent, &host);
+    Ok(job_script(repo, &env, &a.job, &exes, bench.as_ref()))
+}
 
-    let vm = Vm {
-        accel,
-        smp: a.smp,
-        memory: &a.memory,
-        kernel: &k.boot,
-        initrd: &initrd,
-        cmdline: vm::cmdline(&rundir_path, true, &a.append),
-        rundir: &rundir_path,
-        out: Some(out.staging.path()),
-    };
-    say!(
-        "booting {} ({}) accel={} timeout={}s",
-        k.release,
-        k.boot.file_name().unwrap_or_default().to_string_lossy(),
-        if accel == Accel::Kvm { "kvm" } else { "tcg" },
-        a.timeout
-    );
-    let timeouts = Timeouts {
-        total: Duration::from_secs(a.timeout),
-        alive: Duration::from_secs(a.alive_timeout),
-        boot: Duration::from_secs(a.boot_timeout),
-    };
-    let o = vm::run(&vm, a.verbose, &timeouts)?;
-    if let Some(log) = &a.log {
-        vm::write_log(Path::new(log), &o.log)?;
-    }
-    let status = fs::read_to_string(vm.status_path()).ok();
+/// The exit status and why, said as it is decided.
+fn judge(a: &Args, o: &vm::Outcome, status: Option<&str>) -> (i32, Vec<String>) {
     let rules = Rules {
         need_test_result: matches!(&a.job, Job::Tests(t) if !t.iter().any(|t| t == "--list")),
         timeouts_secs: (a.timeout, a.alive_timeout, a.boot_timeout),
     };
-    let (rc, why) = vm::verdict(&o, status.as_deref(), &rules);
+    let (rc, why) = vm::verdict(o, status, &rules);
     if o.up.is_none() && !a.verbose && !o.log.is_empty() {
         say!("the guest's last console lines:");
         eprintln!("{}", vm::tail(&o.log, 40));
@@ -868,33 +999,28 @@ fn run(argv: &[String]) -> Result<i32> {
             vm::secs(first - o.started)
         );
     }
-    for w in why {
+    for w in &why {
         say!("{w}");
     }
-    let mut rc = rc;
-    let owner = owner(&out.dir);
+    (rc, why)
+}
+
+/// Moves the guest's files into DIR; a failure to do so fails a passing run.
+fn finish_out(out: Out, rc: i32) -> (i32, PathBuf) {
+    let dir = out.dir.clone();
+    let owner = owner(&dir);
     match out.finish(owner) {
         Ok(lines) => {
             for l in lines {
                 say!("{l}");
             }
+            (rc, dir)
         }
         Err(e) => {
             say!("{}", format!("{e:#}").replace('\n', " "));
-            if rc == 0 {
-                rc = 2;
-            }
+            (if rc == 0 { 2 } else { rc }, dir)
         }
     }
-    drop(rundir);
-    let boot = o.up.map_or("-".into(), |u| vm::secs(u - o.started));
-    println!(
-        "vmtest: kernel {} boot {} total {} exit {rc}",
-        k.release,
-        boot,
-        vm::secs(o.finished - o.started)
-    );
-    Ok(rc)
 }
 
 #[cfg(test)]
@@ -930,9 +1056,14 @@ not json
     }
 
     fn args(v: &[&str]) -> Args {
-        args::parse(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>(), None)
-            .unwrap()
-            .unwrap()
+        let argv: Vec<String> = std::iter::once("vmtest")
+            .chain(v.iter().copied())
+            .map(String::from)
+            .collect();
+        match crate::args::parse(&argv, None).unwrap() {
+            crate::args::Parsed::Vmtest(a) => a,
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
@@ -967,8 +1098,10 @@ not json
                     cd /r || exit 125\n\
                     rc=0\n\
                     echo 'vmtest: running target/t-1 --nocapture'\n\
+                    t=$EPOCHREALTIME\n\
                     /r/target/t-1 --nocapture\n\
                     r=$?; [ $rc -ne 0 ] || rc=$r\n\
+                    printf '%s\\t%s\\t%s\\t%s\\n' t $r $t $EPOCHREALTIME >>/run/vmtest-out/steps.tsv\n\
                     exit $rc\n";
         assert!(s.ends_with(want), "{s}");
         assert!(!s.contains("BPF_OVERHEAD_CACHE") && !s.contains("HOME=/root\n"));
@@ -989,7 +1122,11 @@ not json
     fn the_command_saves_its_result_after_the_tests() {
         let a = args(&["6.1"]);
         let env = guest_env(&a, Accel::Tcg, None, &[]);
-        let bench = Bench::new("/r/target/debug/bpf-overhead".into(), Accel::Tcg);
+        let bench = Bench::new(
+            "/r/target/debug/bpf-overhead".into(),
+            Accel::Tcg,
+            &["--baseline".into(), "/b.json".into()],
+        );
         let s = job_script(
             Path::new("/r"),
             &env,
@@ -997,17 +1134,20 @@ not json
             &["/r/target/t-1".into()],
             Some(&bench),
         );
-        let want = "r=$?; [ $rc -ne 0 ] || rc=$r\n\
+        let want = "steps.tsv\n\
              echo 'vmtest: running target/debug/bpf-overhead --iterations 1000 --repeat 1 \
-             --no-prog-stats --save /run/vmtest-out/result.json'\n\
-             t=$SECONDS\n\
+             --no-prog-stats --save /run/vmtest-out/result.json --baseline /b.json'\n\
+             t=$EPOCHREALTIME; s=$SECONDS\n\
              /r/target/debug/bpf-overhead --iterations 1000 --repeat 1 \
-             --no-prog-stats --save /run/vmtest-out/result.json 2>&1 | cat\n\
+             --no-prog-stats --save /run/vmtest-out/result.json --baseline /b.json \
+             2>&1 | tee /run/vmtest-out/command.log\n\
              r=${PIPESTATUS[0]}; [ $rc -ne 0 ] || rc=$r\n\
-             echo \"vmtest: bpf-overhead exit $r in $((SECONDS - t))s\"\n\
+             printf '%s\\t%s\\t%s\\t%s\\n' bpf-overhead $r $t $EPOCHREALTIME \
+             >>/run/vmtest-out/steps.tsv\n\
+             echo \"vmtest: bpf-overhead exit $r in $((SECONDS - s))s\"\n\
              exit $rc\n";
         assert!(s.ends_with(want), "{s}");
-        let kvm = Bench::new("/b".into(), Accel::Kvm);
+        let kvm = Bench::new("/b".into(), Accel::Kvm, &[]);
         assert_eq!(kvm.args, ["--save", "/run/vmtest-out/result.json"]);
     }
 
@@ -1130,6 +1270,16 @@ not json
         assert!(s.contains("00-9pnet.ko\n01-9p.ko\n"), "load order");
         assert!(s.contains("vmtest.status"), "the init is in");
         assert!(s.contains("TRAILER!!!"));
+    }
+
+    #[test]
+    fn test_names_lose_the_hash() {
+        assert_eq!(
+            test_name("/r/target/release/deps/overhead-9f3a"),
+            "overhead"
+        );
+        assert_eq!(test_name("/r/target/t-1"), "t");
+        assert_eq!(test_name("/r/target/suite-helper"), "suite-helper");
     }
 
     #[test]

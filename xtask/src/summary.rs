@@ -1,0 +1,138 @@
+//! `vmtest.json`: the runner's summary of one kernel's run, written into the
+//! output directory after the VM has exited; `cargo xtask ci` reads it (the
+//! runner's results as data, not scraped from its output).
+
+use std::fs;
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+/// Its file name in the output directory.
+pub const FILE: &str = "vmtest.json";
+/// What the guest writes about each step (default mode): one line per step,
+/// `name<TAB>exit<TAB>start<TAB>end`, the times as bash's $EPOCHREALTIME.
+pub const STEPS_FILE: &str = "steps.tsv";
+
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
+pub struct Summary {
+    /// KERNEL as given (a series, newest, a release or a path).
+    pub kernel: String,
+    /// The release booted.
+    pub release: String,
+    /// "kvm" or "tcg".
+    pub accel: String,
+    /// Getting the kernel ready: apt lists, download, unpack and check (close
+    /// to 0 when cached).
+    pub fetch_s: f64,
+    /// Bytes downloaded for it (0 when cached).
+    pub downloaded_bytes: u64,
+    /// The host build of the guest's test binaries (0 for --cmd, --exec).
+    pub build_s: f64,
+    /// qemu start to the guest's command; none if it never got there.
+    pub boot_s: Option<f64>,
+    /// qemu start to qemu exit.
+    pub vm_s: f64,
+    /// The whole run less `fetch_s`.
+    pub total_s: f64,
+    /// The runner's exit status.
+    pub exit: i32,
+    /// Why it failed, when it did (the runner's verdict lines).
+    pub why: Vec<String>,
+    /// What the guest ran (default mode), in order.
+    pub steps: Vec<Step>,
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct Step {
+    /// A test binary's name (overhead, cleanup) or bpf-overhead.
+    pub name: String,
+    pub exit: i32,
+    pub secs: f64,
+}
+
+impl Summary {
+    /// Writes DIR/vmtest.json whole (a temporary file renamed over it).
+    pub fn save(&self, dir: &Path) -> Result<()> {
+        let mut tmp = tempfile::Builder::new()
+            .prefix(".vmtest.json.")
+            .tempfile_in(dir)
+            .with_context(|| format!("creating a file in {}", dir.display()))?;
+        let mut text = serde_json::to_string_pretty(self)?;
+        text.push('\n');
+        tmp.write_all(text.as_bytes())?;
+        tmp.persist(dir.join(FILE))?;
+        Ok(())
+    }
+
+    pub fn load(dir: &Path) -> Result<Summary> {
+        let path = dir.join(FILE);
+        let text =
+            fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+        serde_json::from_str(&text).with_context(|| format!("{}", path.display()))
+    }
+}
+
+/// The guest's steps file; lines that do not parse are left out.
+pub fn parse_steps(text: &str) -> Vec<Step> {
+    text.lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            let [name, exit, start, end] = f.as_slice() else {
+                return None;
+            };
+            let secs = end.parse::<f64>().ok()? - start.parse::<f64>().ok()?;
+            Some(Step {
+                name: (*name).to_owned(),
+                exit: exit.parse().ok()?,
+                secs: (secs * 10.0).round() / 10.0,
+            })
+        })
+        .collect()
+}
+
+/// Seconds, rounded to a tenth.
+pub fn tenths(d: std::time::Duration) -> f64 {
+    (d.as_secs_f64() * 10.0).round() / 10.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steps_and_round_trip() {
+        let steps = parse_steps(
+            "overhead\t0\t1700000000.100000\t1700000012.449000\n\
+             broken line\n\
+             bpf-overhead\t1\t1700000013.0\t1700000020.04\n",
+        );
+        assert_eq!(
+            steps,
+            [
+                Step {
+                    name: "overhead".into(),
+                    exit: 0,
+                    secs: 12.3
+                },
+                Step {
+                    name: "bpf-overhead".into(),
+                    exit: 1,
+                    secs: 7.0
+                }
+            ]
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let s = Summary {
+            kernel: "6.1".into(),
+            release: "6.1.0-57-amd64".into(),
+            boot_s: Some(3.1),
+            steps,
+            ..Summary::default()
+        };
+        s.save(dir.path()).unwrap();
+        assert_eq!(Summary::load(dir.path()).unwrap(), s);
+        assert!(Summary::load(&dir.path().join("none")).is_err());
+    }
+}
