@@ -75,8 +75,8 @@ pub struct Document {
     /// and is refused as a baseline.
     #[serde(default)]
     pub interrupted: Option<String>,
-    /// Timed runs measured again, at once, because another task preempted
-    /// the measuring thread during them (version 1: because the speed
+    /// Timed runs measured again, at once, because the measuring thread
+    /// lost the CPU for over 1% of them (version 1: because the speed
     /// reference said the machine had slowed down). Absent: 0.
     #[serde(default)]
     pub retaken_runs: u64,

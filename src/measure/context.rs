@@ -115,9 +115,13 @@ fn clock_ticks_per_sec() -> f64 {
     }
 }
 
-/// Involuntary context switches of the calling thread so far.
-pub fn involuntary_switches() -> u64 {
-    rusage(libc::RUSAGE_THREAD).1
+/// The calling thread's CPU time so far (CLOCK_THREAD_CPUTIME_ID: the
+/// scheduler's own count, to the ns, without time stolen by a hypervisor
+/// that reports it).
+pub fn thread_cpu_time() -> std::time::Duration {
+    nix::time::clock_gettime(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID)
+        .map(std::time::Duration::from)
+        .unwrap_or_default()
 }
 
 /// (CPU time in ns, involuntary context switches) of `who`.

@@ -134,10 +134,10 @@ pub struct Sample {
     /// ns per event of the untimed lead-in on the measuring thread: a
     /// second look at the run's speed, for sizing later runs.
     pub lead_in_ns_per_event: f64,
-    /// Times another task took the CPU from the measuring thread during
-    /// the timed events (involuntary context switches): its time is in
-    /// `elapsed`.
-    pub preempted: u64,
+    /// Time during the timed events when the measuring thread did not run
+    /// (another task or the hypervisor had the CPU: the thread never
+    /// sleeps while it fires), which `elapsed` includes.
+    pub lost: Duration,
 }
 
 /// One producer's share of a [`Sample`].
@@ -379,13 +379,14 @@ impl Run<'_, '_> {
         }
         let speed_before = speed::reference_ns();
         let before = self.loaded.as_ref().and_then(|l| l.prog_stats());
-        let (fired, elapsed, preempted) = keeper::timed(|| {
+        let (fired, elapsed, lost) = keeper::timed(|| {
             start.wait();
-            let switches = context::involuntary_switches();
+            let cpu = context::thread_cpu_time();
             let begin = Instant::now();
             let fired = self.armed.fire(events.get());
             let elapsed = begin.elapsed();
-            (fired, elapsed, context::involuntary_switches() - switches)
+            let ran = context::thread_cpu_time().saturating_sub(cpu);
+            (fired, elapsed, elapsed.saturating_sub(ran))
         });
         let fired = fired?;
         let mut all = vec![Fired {
@@ -446,7 +447,7 @@ impl Run<'_, '_> {
             producers,
             speed_ns,
             lead_in_ns_per_event,
-            preempted,
+            lost,
         })
     }
 
@@ -601,7 +602,7 @@ mod tests {
             producers: Vec::new(),
             speed_ns: 1.0,
             lead_in_ns_per_event: 1.0,
-            preempted: 0,
+            lost: Duration::ZERO,
         };
         assert_eq!(s.k_events_per_sec(), 2710); // 100000 * 1e6 / 36.9e6
         assert!((s.ns_per_event() - 369.0).abs() < 1e-9);
