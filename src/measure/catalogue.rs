@@ -66,7 +66,8 @@ impl Kind {
             KprobeSession => Some("BPF_TRACE_KPROBE_SESSION"),
             UprobeMulti { .. } => Some("BPF_TRACE_UPROBE_MULTI"),
             UprobeSession => Some("BPF_TRACE_UPROBE_SESSION"),
-            _ => None,
+            Base | Kprobe | RawTracepoint | Tracepoint | BtfTracepoint | Trampoline
+            | Uprobe { .. } | Usdt => None,
         }
     }
 
@@ -455,7 +456,13 @@ impl Mechanism {
                 "target {} not found in the kernel's BTF: {why}",
                 self.hook()
             )),
-            _ => Error::failed(format!("loading the BPF program failed: {why}")),
+            // Every kind: a decision to make for a new one.
+            (
+                Base | Kprobe | RawTracepoint | Tracepoint | BtfTracepoint | Trampoline
+                | Uprobe { .. } | KprobeMulti | KprobeSession | UprobeMulti { .. }
+                | UprobeSession | Usdt,
+                _,
+            ) => Error::failed(format!("loading the BPF program failed: {why}")),
         };
         err.with_errno(errno).of(self)
     }
@@ -488,7 +495,12 @@ impl Mechanism {
                 "symbol {} not found in this executable (was it stripped?): {why}",
                 self.hook()
             )),
-            _ => Error::failed(format!("attach failed: {why}")),
+            (
+                Base | Kprobe | RawTracepoint | Tracepoint | BtfTracepoint | Trampoline
+                | Uprobe { .. } | KprobeMulti | KprobeSession | UprobeMulti { .. }
+                | UprobeSession | Usdt,
+                _,
+            ) => Error::failed(format!("attach failed: {why}")),
         };
         err.with_errno(errno).of(self)
     }

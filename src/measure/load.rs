@@ -169,8 +169,15 @@ fn attach_program(mechanism: Mechanism, prog: &ProgramMut<'_>) -> libbpf_rs::Res
             let exe = sys::exe_path().map_err(libbpf_rs::Error::from)?;
             prog.attach_usdt(0, exe, USDT_PROVIDER, USDT_NAME)
         }
-        // The rest attach where their SEC() says.
-        _ => prog.attach(),
+        // These attach where their SEC() says.
+        Kind::Base
+        | Kind::Kprobe
+        | Kind::RawTracepoint
+        | Kind::Tracepoint
+        | Kind::BtfTracepoint
+        | Kind::Trampoline
+        | Kind::KprobeMulti
+        | Kind::KprobeSession => prog.attach(),
     }
 }
 
