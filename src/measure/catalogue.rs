@@ -66,8 +66,14 @@ impl Kind {
             KprobeSession => Some("BPF_TRACE_KPROBE_SESSION"),
             UprobeMulti { .. } => Some("BPF_TRACE_UPROBE_MULTI"),
             UprobeSession => Some("BPF_TRACE_UPROBE_SESSION"),
-            Base | Kprobe | RawTracepoint | Tracepoint | BtfTracepoint | Trampoline
-            | Uprobe { .. } | Usdt => None,
+            Base
+            | Kprobe
+            | RawTracepoint
+            | Tracepoint
+            | BtfTracepoint
+            | Trampoline
+            | Uprobe { .. }
+            | Usdt => None,
         }
     }
 
@@ -458,9 +464,18 @@ impl Mechanism {
             )),
             // Every kind: a decision to make for a new one.
             (
-                Base | Kprobe | RawTracepoint | Tracepoint | BtfTracepoint | Trampoline
-                | Uprobe { .. } | KprobeMulti | KprobeSession | UprobeMulti { .. }
-                | UprobeSession | Usdt,
+                Base
+                | Kprobe
+                | RawTracepoint
+                | Tracepoint
+                | BtfTracepoint
+                | Trampoline
+                | Uprobe { .. }
+                | KprobeMulti
+                | KprobeSession
+                | UprobeMulti { .. }
+                | UprobeSession
+                | Usdt,
                 _,
             ) => Error::failed(format!("loading the BPF program failed: {why}")),
         };
@@ -496,9 +511,18 @@ impl Mechanism {
                 self.hook()
             )),
             (
-                Base | Kprobe | RawTracepoint | Tracepoint | BtfTracepoint | Trampoline
-                | Uprobe { .. } | KprobeMulti | KprobeSession | UprobeMulti { .. }
-                | UprobeSession | Usdt,
+                Base
+                | Kprobe
+                | RawTracepoint
+                | Tracepoint
+                | BtfTracepoint
+                | Trampoline
+                | Uprobe { .. }
+                | KprobeMulti
+                | KprobeSession
+                | UprobeMulti { .. }
+                | UprobeSession
+                | Usdt,
                 _,
             ) => Error::failed(format!("attach failed: {why}")),
         };
