@@ -53,6 +53,11 @@ pub struct Document {
     /// The time budget for rounds beyond the least number, in s (0: none).
     #[serde(default)]
     pub budget_secs: f64,
+    /// The length each mechanism's timed runs were sized to, in s, from
+    /// its warm-up run; null: `iterations` events each (`--iterations`,
+    /// the suite, emulation, and version 1).
+    #[serde(default)]
+    pub run_secs: Option<f64>,
     /// Untimed runs per mechanism before the timed ones.
     pub warmup_runs: usize,
     /// How runs were ordered: [`ORDER_BRACKETED`] ([`ORDER_ROUND_ROBIN`]
@@ -689,6 +694,7 @@ pub(crate) mod tests {
             iterations: 100_000,
             repeats: 3,
             budget_secs: 0.0,
+            run_secs: None,
             warmup_runs: 1,
             order: ORDER_BRACKETED.into(),
             prog_stats: true,

@@ -848,6 +848,7 @@ pub fn document(plan: &Plan, runs: &Runs, host: Host) -> Document {
         iterations: plan.iterations.get(),
         repeats: runs.rounds.max(1),
         budget_secs: plan.budget.as_secs_f64(),
+        run_secs: plan.run_time.map(|t| t.as_secs_f64()),
         warmup_runs: usize::from(plan.warmup),
         order: ORDER_BRACKETED.into(),
         prog_stats: plan.stats_run,

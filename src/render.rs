@@ -22,8 +22,11 @@ fn heading(doc: &Document) -> Vec<String> {
             doc.tool_version, doc.kernel_release, doc.cpu_model, doc.cpu
         ),
         format!(
-            "{} events per run; up to {} timed round{} after {} warm-up, {} with its base{}",
-            doc.iterations,
+            "{} per run; up to {} timed round{} after {} warm-up, {} with its base{}",
+            doc.run_secs.map_or_else(
+                || format!("{} events", doc.iterations),
+                |s| format!("~{:.0} ms", s * 1e3)
+            ),
             doc.repeats,
             if doc.repeats == 1 { "" } else { "s" },
             doc.warmup_runs,

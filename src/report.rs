@@ -30,6 +30,8 @@ pub struct Run {
     pub emulated: Option<String>,
     pub iterations: u64,
     pub repeats: usize,
+    /// Its runs were sized to this many s each, not `iterations` events.
+    pub run_secs: Option<f64>,
 }
 
 /// A mechanism in one run.
@@ -103,6 +105,7 @@ impl Matrix {
                 timestamp: doc.timestamp.clone(),
                 emulated: doc.emulated.clone(),
                 iterations: doc.iterations,
+                run_secs: doc.run_secs,
                 repeats: doc.repeats,
             })
             .collect();

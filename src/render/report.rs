@@ -35,18 +35,26 @@ fn overhead(median: f64, stddev: f64, rounds: usize) -> String {
     }
 }
 
+/// How long each run was: `100000 events`, or `~50 ms runs` when sized.
+fn run_size(run: &Run) -> String {
+    match run.run_secs {
+        Some(s) => format!("~{:.0} ms runs", s * 1e3),
+        None => format!("{} events", run.iterations),
+    }
+}
+
 /// What a run is: file, kernel, CPU, when, how much; and, when emulated,
 /// that its figures are not performance figures.
 fn describe(run: &Run) -> String {
     let mut s = format!(
-        "{}: kernel {}, {}, {}, {} round{} of {} events",
+        "{}: kernel {}, {}, {}, {} round{} of {}",
         run.file,
         run.kernel_release,
         run.cpu_model,
         run.timestamp,
         run.repeats,
         if run.repeats == 1 { "" } else { "s" },
-        run.iterations
+        run_size(run)
     );
     if let Some(how) = &run.emulated {
         let _ = write!(s, "; EMULATED ({how}): not performance figures");
@@ -270,13 +278,13 @@ fn draw<DB: DrawingBackend>(
 fn legend(run: &Run) -> String {
     const ROOM: usize = 112;
     let mut what = format!(
-        "{}: kernel {}, {}, {}, {}×{} events",
+        "{}: kernel {}, {}, {}, {}×{}",
         run.label,
         run.kernel_release,
         run.cpu_model,
         run.timestamp.split('T').next().unwrap_or(&run.timestamp),
         run.repeats,
-        run.iterations
+        run_size(run)
     );
     let named = std::path::Path::new(&run.file)
         .file_name()
