@@ -176,6 +176,7 @@ fn every_mechanism_leaves_nothing_behind() {
     // Every mechanism, with the BPF-stats run too.
     let plan = Plan {
         iterations: ITERATIONS,
+        run_time: None,
         repeats: NonZeroUsize::MIN,
         budget: Duration::ZERO,
         ..Plan::new(&[])

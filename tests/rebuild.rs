@@ -58,6 +58,8 @@ fn the_executable_replaced_mid_run_keeps_exact_counts() {
             "7",
             "--iterations",
             "20000",
+            "--budget",
+            "0",
             "--format",
             "json",
         ])
