@@ -93,19 +93,7 @@ pub fn mann_whitney_greater(x: &[f64], y: &[f64]) -> f64 {
     if m * n > EXACT_PAIRS {
         return mann_whitney_normal(x, y);
     }
-    let u: f64 = x
-        .iter()
-        .map(|a| {
-            y.iter()
-                .map(|b| match a.total_cmp(b) {
-                    std::cmp::Ordering::Greater => 1.0,
-                    std::cmp::Ordering::Equal => 0.5,
-                    std::cmp::Ordering::Less => 0.0,
-                })
-                .sum::<f64>()
-        })
-        .sum();
-    let u = u.floor() as usize;
+    let u = u_statistic(x, y).floor() as usize;
     // ways[k]: orderings of m x's and n y's with U = k, built up one
     // sample at a time (Mann and Whitney's recurrence).
     let mut ways = vec![vec![vec![0f64; m * n + 1]; n + 1]; m + 1];
@@ -126,16 +114,10 @@ pub fn mann_whitney_greater(x: &[f64], y: &[f64]) -> f64 {
     tail / all
 }
 
-/// Above this many pairs, [`mann_whitney_greater`] uses the normal
-/// approximation (the exact count's table grows as (m n)^2).
-const EXACT_PAIRS: usize = 900;
-
-/// The normal approximation of U, with a continuity correction: within
-/// 0.002 of the exact p-value from 30 + 30 samples on.
-fn mann_whitney_normal(x: &[f64], y: &[f64]) -> f64 {
-    let (m, n) = (x.len() as f64, y.len() as f64);
-    let u: f64 = x
-        .iter()
+/// Mann and Whitney's U: the pairs (a of `x`, b of `y`) with a > b, ties
+/// counting half.
+fn u_statistic(x: &[f64], y: &[f64]) -> f64 {
+    x.iter()
         .map(|a| {
             y.iter()
                 .map(|b| match a.total_cmp(b) {
@@ -145,7 +127,18 @@ fn mann_whitney_normal(x: &[f64], y: &[f64]) -> f64 {
                 })
                 .sum::<f64>()
         })
-        .sum();
+        .sum()
+}
+
+/// Above this many pairs, [`mann_whitney_greater`] uses the normal
+/// approximation (the exact count's table grows as (m n)^2).
+const EXACT_PAIRS: usize = 900;
+
+/// The normal approximation of U, with a continuity correction: within
+/// 0.002 of the exact p-value from 30 + 30 samples on.
+fn mann_whitney_normal(x: &[f64], y: &[f64]) -> f64 {
+    let (m, n) = (x.len() as f64, y.len() as f64);
+    let u = u_statistic(x, y);
     let z = (u - m * n / 2.0 - 0.5) / (m * n * (m + n + 1.0) / 12.0).sqrt();
     upper_tail(z)
 }

@@ -58,6 +58,25 @@ pub enum Kind {
     Usdt,
 }
 
+/// Every [`Kind`], as a pattern: where a match ends with "any other kind",
+/// a new kind is a compile error until it is added here, and so a decision
+/// made at each such place.
+macro_rules! every_kind {
+    () => {
+        Base | Kprobe
+            | RawTracepoint
+            | Tracepoint
+            | BtfTracepoint
+            | Trampoline
+            | Uprobe { .. }
+            | KprobeMulti
+            | KprobeSession
+            | UprobeMulti { .. }
+            | UprobeSession
+            | Usdt
+    };
+}
+
 impl Kind {
     /// The entry of `enum bpf_attach_type` a kernel must know for it.
     const fn attach_type(self) -> Option<&'static str> {
@@ -462,22 +481,7 @@ impl Mechanism {
                 "target {} not found in the kernel's BTF: {why}",
                 self.hook()
             )),
-            // Every kind: a decision to make for a new one.
-            (
-                Base
-                | Kprobe
-                | RawTracepoint
-                | Tracepoint
-                | BtfTracepoint
-                | Trampoline
-                | Uprobe { .. }
-                | KprobeMulti
-                | KprobeSession
-                | UprobeMulti { .. }
-                | UprobeSession
-                | Usdt,
-                _,
-            ) => Error::failed(format!("loading the BPF program failed: {why}")),
+            (every_kind!(), _) => Error::failed(format!("loading the BPF program failed: {why}")),
         };
         err.with_errno(errno).of(self)
     }
@@ -510,21 +514,7 @@ impl Mechanism {
                 "symbol {} not found in this executable (was it stripped?): {why}",
                 self.hook()
             )),
-            (
-                Base
-                | Kprobe
-                | RawTracepoint
-                | Tracepoint
-                | BtfTracepoint
-                | Trampoline
-                | Uprobe { .. }
-                | KprobeMulti
-                | KprobeSession
-                | UprobeMulti { .. }
-                | UprobeSession
-                | Usdt,
-                _,
-            ) => Error::failed(format!("attach failed: {why}")),
+            (every_kind!(), _) => Error::failed(format!("attach failed: {why}")),
         };
         err.with_errno(errno).of(self)
     }
