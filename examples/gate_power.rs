@@ -22,6 +22,11 @@
 //!   k chosen to add 10% of the mechanism's own cost. Every ok (unchanged)
 //!   is a miss; UNSURE is allowed.
 //! - `cv`: the CV of the overhead over the rounds of one default run.
+//! - `length`: how long a timed run should be. Runs of 10 to 200 ms, 7
+//!   rounds each, interleaved, 3 times: what each mechanism could see,
+//!   and that times the square root of the wall time the run took (what it
+//!   sees per unit of time: rounds shrink it as 1/sqrt(n); lower is
+//!   better).
 //!
 //! Prints markdown tables; docs/gate-power.md comes from here. It uses the
 //! same pipeline and gate as the command, with the default plan.
@@ -37,7 +42,7 @@ use bpf_overhead::pipeline::{self, Plan};
 use bpf_overhead::stats::{mean, median, stddev};
 use bpf_overhead::Mechanism;
 
-const SECTIONS: [&str; 4] = ["noise", "aa", "ab", "cv"];
+const SECTIONS: [&str; 5] = ["noise", "aa", "ab", "cv", "length"];
 const AA: [&str; 4] = ["raw_tp-loop", "tp-loop", "uprobe-nop", "raw_tp"];
 const AB: [&str; 3] = ["raw_tp-loop", "tp-loop", "uprobe-nop"];
 
@@ -365,6 +370,47 @@ fn spread() {
     }
 }
 
+fn length() {
+    const LENGTHS_MS: [u64; 5] = [10, 20, 50, 100, 200];
+    let mut seen = vec![vec![Vec::new(); AB.len()]; LENGTHS_MS.len()];
+    let mut cost = vec![vec![Vec::new(); AB.len()]; LENGTHS_MS.len()];
+    for _ in 0..3 {
+        for (l, ms) in LENGTHS_MS.iter().enumerate() {
+            let selection: Vec<Mechanism> = AB.iter().map(|n| n.parse().unwrap()).collect();
+            let plan = Plan {
+                stats_run: false,
+                budget: Duration::ZERO,
+                run_time: Some(Duration::from_millis(*ms)),
+                ..Plan::new(&selection)
+            };
+            let t = Instant::now();
+            let doc = pipeline::execute(&plan, Host::current, |_| {}).unwrap();
+            let secs = t.elapsed().as_secs_f64();
+            for (i, name) in AB.iter().enumerate() {
+                let d = doc
+                    .mechanism(name)
+                    .and_then(|m| m.detectable)
+                    .unwrap_or(f64::NAN);
+                seen[l][i].push(100.0 * d);
+                cost[l][i].push(100.0 * d * secs.sqrt());
+            }
+            eprintln!("gate_power: runs of {ms} ms: {secs:.1} s");
+        }
+    }
+    println!("\nHow long a timed run should be: 7 rounds a run, 3 runs at each length, interleaved (medians)\n");
+    println!(
+        "| run length | {} |",
+        AB.map(|n| format!("{n}: sees · sees × √s")).join(" | ")
+    );
+    println!("|---|{}", "---|".repeat(AB.len()));
+    for (l, ms) in LENGTHS_MS.iter().enumerate() {
+        let cells: Vec<String> = (0..AB.len())
+            .map(|i| format!("±{:.1}% · {:.1}", median(&seen[l][i]), median(&cost[l][i])))
+            .collect();
+        println!("| {ms} ms | {} |", cells.join(" | "));
+    }
+}
+
 fn main() {
     let mut pairs = 10;
     let mut only: Option<String> = None;
@@ -376,7 +422,7 @@ fn main() {
             }
             ("--only", Some(s)) if SECTIONS.contains(&s.as_str()) => only = Some(s),
             _ => {
-                eprintln!("usage: gate_power [--pairs N] [--only noise|aa|ab|cv]  (N >= 1)");
+                eprintln!("usage: gate_power [--pairs N] [--only noise|aa|ab|cv|length]  (N >= 1)");
                 std::process::exit(2);
             }
         }
@@ -403,6 +449,9 @@ fn main() {
     }
     if want("cv") {
         spread();
+    }
+    if only.as_deref() == Some("length") {
+        length();
     }
     println!(
         "\n(gate_power took {:.0} s)",
