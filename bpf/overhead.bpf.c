@@ -289,7 +289,8 @@ int prog_uprobe_session(void *ctx)
 	return session_hit(ctx, producer_slot());
 }
 
-/* Attached to the USDT note bpf_overhead:usdt_nop in this binary. */
+/* Attached to the binary's USDT note (USDT_PROVIDER:USDT_NAME in
+ * src/measure/trigger.rs). */
 SEC("?usdt")
 int prog_usdt(void *ctx)
 {
