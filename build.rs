@@ -1,12 +1,18 @@
 //! Compiles bpf/overhead.bpf.c with clang and generates its libbpf-rs
-//! skeleton into OUT_DIR.
+//! skeleton into OUT_DIR. The constants the program shares with Rust
+//! come from src/measure/bpf_consts.rs, written into a header the program
+//! includes.
 
 use std::env;
 use std::path::PathBuf;
 
 use libbpf_cargo::SkeletonBuilder;
 
+#[path = "src/measure/bpf_consts.rs"]
+mod bpf_consts;
+
 const SRC: &str = "bpf/overhead.bpf.c";
+const CONSTS: &str = "src/measure/bpf_consts.rs";
 
 fn main() {
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
@@ -22,12 +28,17 @@ fn main() {
         other => other,
     };
     let target_arch = format!("-D__TARGET_ARCH_{target_arch}");
+    let header = out.join(bpf_consts::C_HEADER);
+    std::fs::write(&header, bpf_consts::c_header())
+        .unwrap_or_else(|e| panic!("writing {}: {e}", header.display()));
+    let include_out = format!("-I{}", out.display());
 
     if let Err(err) = SkeletonBuilder::new()
         .source(SRC)
         .clang_args([
             multiarch.as_str(),
             target_arch.as_str(),
+            include_out.as_str(),
             // As upstream's selftests Makefile: ALU32 and JMP32 (kernel 5.1+).
             "-mcpu=v3",
             "-Wall",
@@ -43,4 +54,5 @@ fn main() {
         );
     }
     println!("cargo:rerun-if-changed={SRC}");
+    println!("cargo:rerun-if-changed={CONSTS}");
 }

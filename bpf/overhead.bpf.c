@@ -20,6 +20,9 @@
  * reads registers, so it needs the user-space struct pt_regs. */
 #include <linux/ptrace.h>
 #include <bpf/usdt.bpf.h>
+/* MAX_SLOTS and MAX_PROG_WORK, shared with Rust: build.rs writes them from
+ * src/measure/bpf_consts.rs. */
+#include "bpf_consts.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -37,8 +40,6 @@ char LICENSE[] SEC("license") = "GPL";
  * bench counts the same way). User space fills producer_tids after load,
  * and reads and resets the counters through the mmapped .bss.
  */
-#define MAX_SLOTS 256
-
 struct counter {
 	__u64 hits;
 	/* Session exits that found their entry's mark. */
@@ -85,8 +86,6 @@ static __always_inline int driver_slot(void)
  */
 const volatile __u32 prog_work = 0;
 
-#define PROG_WORK_MAX 10000
-
 static __always_inline void count_in(struct counter *c)
 {
 	/*
@@ -100,7 +99,7 @@ static __always_inline void count_in(struct counter *c)
 	if (prog_work) {
 		__u64 x = c->hits;
 
-		for (__u32 i = 0; i < prog_work && i < PROG_WORK_MAX; i++) {
+		for (__u32 i = 0; i < prog_work && i < MAX_PROG_WORK; i++) {
 			x += i;
 			asm volatile("" : "+r"(x));
 		}
@@ -290,7 +289,8 @@ int prog_uprobe_session(void *ctx)
 	return session_hit(ctx, producer_slot());
 }
 
-/* Attached to the USDT note bpf_overhead:usdt_nop in this binary. */
+/* Attached to the binary's USDT note (USDT_PROVIDER:USDT_NAME in
+ * src/measure/trigger.rs). */
 SEC("?usdt")
 int prog_usdt(void *ctx)
 {

@@ -596,9 +596,7 @@ impl Host {
     }
 }
 
-/// Environment variable set by scripts/vmtest to the emulator in use
-/// (`tcg`): rates measured there are not performance figures.
-pub const EMULATED_ENV: &str = "BPF_OVERHEAD_EMULATED";
+pub use crate::env_vars::EMULATED_ENV;
 
 /// `Some("tcg")` when running under an emulator (see [`EMULATED_ENV`]).
 pub fn emulated() -> Option<String> {

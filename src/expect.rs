@@ -14,10 +14,7 @@ use std::path::{Path, PathBuf};
 use crate::document::Status;
 use crate::measure::Mechanism;
 
-/// Set to 1 by CI jobs that expect every mechanism: a skip becomes a failure.
-pub const STRICT_ENV: &str = "BPF_OVERHEAD_STRICT";
-/// The file that lists what this kernel lacks by age (ci/absent/<series>).
-pub const ABSENT_ENV: &str = "BPF_OVERHEAD_ABSENT";
+pub use crate::env_vars::{ABSENT_ENV, STRICT_ENV};
 
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Expectations {

@@ -15,6 +15,7 @@
 //!    pipeline.
 
 pub mod document;
+pub mod env_vars;
 pub mod expect;
 pub mod gate;
 pub mod measure;

@@ -9,6 +9,7 @@ use std::fs;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use bpf_overhead::env_vars::EMULATED_ENV;
 use bpf_overhead::measure::cpulock::{self, Wait};
 use serial_test::serial;
 
@@ -25,7 +26,7 @@ fn root() -> bool {
 fn spawn(args: &[&str]) -> Child {
     Command::new(BIN)
         .args(args)
-        .env_remove("BPF_OVERHEAD_EMULATED")
+        .env_remove(EMULATED_ENV)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -140,7 +141,7 @@ fn no_wait_fails_at_once_naming_the_holder() {
     let mut run = Command::new(BIN)
         .args(RUN)
         .args(["--format", "json"])
-        .env_remove("BPF_OVERHEAD_EMULATED")
+        .env_remove(EMULATED_ENV)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

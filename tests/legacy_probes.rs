@@ -23,6 +23,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use bpf_overhead::env_vars::EMULATED_ENV;
 use nix::mount::{mount, MsFlags};
 use nix::sched::{unshare, CloneFlags};
 use serial_test::serial;
@@ -102,7 +103,7 @@ fn killed_runs_probe_is_removed(events: &Path, mechanism: &str) {
             "--iterations",
             "20000",
         ])
-        .env_remove("BPF_OVERHEAD_EMULATED")
+        .env_remove(EMULATED_ENV)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -132,7 +133,7 @@ fn killed_runs_probe_is_removed(events: &Path, mechanism: &str) {
     let out = Command::new(BIN)
         .args(["-m", mechanism, "--repeat", "1", "--iterations", "1000"])
         .args(["--no-prog-stats"])
-        .env_remove("BPF_OVERHEAD_EMULATED")
+        .env_remove(EMULATED_ENV)
         .env("RUST_LOG", "info")
         .output()
         .unwrap();

@@ -10,6 +10,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use bpf_overhead::env_vars::EMULATED_ENV;
 use serde_json::Value;
 use serial_test::serial;
 
@@ -63,7 +64,7 @@ fn the_executable_replaced_mid_run_keeps_exact_counts() {
             "--format",
             "json",
         ])
-        .env_remove("BPF_OVERHEAD_EMULATED")
+        .env_remove(EMULATED_ENV)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

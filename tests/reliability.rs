@@ -16,6 +16,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use bpf_overhead::env_vars::EMULATED_ENV;
 use libbpf_rs::query::{LinkInfoIter, ProgInfoIter};
 use nix::mount::{mount, umount2, MntFlags, MsFlags};
 use nix::sched::{unshare, CloneFlags};
@@ -94,7 +95,7 @@ fn spawn(args: &[&str]) -> Child {
         .args(args)
         // Exactly --repeat rounds: these test what a run leaves behind.
         .args(["--budget", "0"])
-        .env_remove("BPF_OVERHEAD_EMULATED")
+        .env_remove(EMULATED_ENV)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

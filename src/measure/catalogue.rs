@@ -14,7 +14,7 @@ use std::str::FromStr;
 
 use super::error::{errno_name, Error, Result, ENOTSUPP};
 use super::sys::{self, Tracefs};
-use super::trigger::{Driver, Target, Trigger};
+use super::trigger::{Driver, Target, Trigger, USDT_PROBE};
 
 /// The kernel function probed by kprobe, kretprobe, fentry and fexit
 /// (test_overhead's target). The comm write reaches it once per write.
@@ -293,7 +293,7 @@ pub static CATALOGUE: [Entry; 48] = [
         trigger: Trigger::Call(Target::Usdt),
         kind: Usdt,
         program: Some("prog_usdt"),
-        hook: "bpf_overhead:usdt_nop",
+        hook: USDT_PROBE,
         needs: UPROBES,
     },
     base("base-loop", Trigger::Loop(Helper)),

@@ -8,11 +8,12 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{Link, OpenObject, ProgramMut, UprobeOpts};
 
+use super::bpf_consts::MAX_SLOTS;
 use super::catalogue::{Kind, Mechanism};
 use super::error::{errno_of, Error, Result};
 use super::sys;
 use super::trigger::{USDT_NAME, USDT_PROVIDER};
-use crate::skel::{OverheadSkel, OverheadSkelBuilder};
+use crate::skel::{types, OverheadSkel, OverheadSkelBuilder};
 
 /// The BPF object loaded for one run: the mechanism's program (attached
 /// by [`Loaded::attach`]) and the trigger's driver, if it has one. Dropping
@@ -190,11 +191,13 @@ fn with_libbpf_reason(err: &libbpf_rs::Error) -> String {
     }
 }
 
-/// Per-CPU slots in the object (MAX_SLOTS in bpf/overhead.bpf.c).
-pub(crate) const SLOTS: usize = 256;
+/// The skeleton's per-CPU arrays are [`MAX_SLOTS`] long, as bpf_consts.rs
+/// says: this does not compile otherwise.
+const _: fn(&types::bss) -> (&[types::counter; MAX_SLOTS], &[u32; MAX_SLOTS]) =
+    |bss| (&bss.counters, &bss.producer_tids);
 
 impl Loaded<'_> {
-    fn bss(&mut self) -> &mut crate::skel::types::bss {
+    fn bss(&mut self) -> &mut types::bss {
         self.skel
             .maps
             .bss_data
@@ -206,7 +209,7 @@ impl Loaded<'_> {
     /// Volatile, as every access below: the BPF programs read and write
     /// this memory behind the compiler's back.
     pub(crate) fn register(&mut self, cpu: usize, tid: u32) {
-        let slot = &mut self.bss().producer_tids[cpu % SLOTS];
+        let slot = &mut self.bss().producer_tids[cpu % MAX_SLOTS];
         // SAFETY: the pointer is into the mmapped .bss, valid while self lives.
         unsafe { std::ptr::write_volatile(slot, tid) }
     }
@@ -225,13 +228,13 @@ impl Loaded<'_> {
     /// Hits counted on `cpu` for its producer.
     pub(crate) fn hits(&mut self, cpu: usize) -> u64 {
         // SAFETY: as in register.
-        unsafe { std::ptr::read_volatile(&self.bss().counters[cpu % SLOTS].hits) }
+        unsafe { std::ptr::read_volatile(&self.bss().counters[cpu % MAX_SLOTS].hits) }
     }
 
     /// Session exits on `cpu` that found their entry's mark.
     pub(crate) fn session_exits(&mut self, cpu: usize) -> u64 {
         // SAFETY: as in register.
-        unsafe { std::ptr::read_volatile(&self.bss().counters[cpu % SLOTS].exits) }
+        unsafe { std::ptr::read_volatile(&self.bss().counters[cpu % MAX_SLOTS].exits) }
     }
 
     /// The kernel's `run_time_ns` and `run_cnt` for the program (non-zero

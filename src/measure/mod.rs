@@ -3,6 +3,7 @@
 //! (pipeline, document, renderers, gate, command line); a test in
 //! src/lib.rs keeps it that way.
 
+pub mod bpf_consts;
 pub mod caps;
 pub mod catalogue;
 pub mod context;
@@ -16,10 +17,11 @@ pub mod speed;
 pub mod sys;
 pub mod trigger;
 
+pub use bpf_consts::MAX_PROG_WORK;
 pub use catalogue::{Kind, Mechanism};
 pub use error::{Error, Result};
 pub use run::{
     measure, on_measuring_thread, online_cpus, with_run, Batch, CpuPin, Options, ProducerSample,
-    ProgWork, Run, Sample, DEFAULT_ITERATIONS, MAX_PROG_WORK,
+    ProgWork, Run, Sample, DEFAULT_ITERATIONS,
 };
 pub use trigger::{Driver, Target, Trigger, MAX_BATCH};

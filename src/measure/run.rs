@@ -93,11 +93,11 @@ impl std::fmt::Display for ProgWork {
 }
 
 /// Rounds of extra work every program does per hit (`--prog-work`), 0 to
-/// [`MAX_PROG_WORK`] (PROG_WORK_MAX in bpf/overhead.bpf.c).
+/// [`MAX_PROG_WORK`], the bound of the program's work loop.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ProgWork(u32);
 
-pub const MAX_PROG_WORK: u32 = 10_000;
+pub use super::bpf_consts::MAX_PROG_WORK;
 
 impl ProgWork {
     pub fn new(n: u32) -> Option<Self> {

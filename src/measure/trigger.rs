@@ -317,13 +317,27 @@ pub enum Target {
     /// kernels optimize from a trap into a call (Jiri Olsa's series).
     Nop5,
     /// A USDT probe point (a `nop`) described by a `.note.stapsdt` note,
-    /// provider `bpf_overhead`, name `usdt_nop`, as sys/sdt.h writes one.
+    /// [`USDT_PROVIDER`]:[`USDT_NAME`], as sys/sdt.h writes one.
     Usdt,
 }
 
-/// The USDT note's provider and name.
-pub const USDT_PROVIDER: &str = "bpf_overhead";
-pub const USDT_NAME: &str = "usdt_nop";
+/// The USDT note's provider and name, written only here: a macro, so
+/// that `concat!` can put them into the note's assembly below.
+macro_rules! usdt {
+    (provider) => {
+        "bpf_overhead"
+    };
+    (name) => {
+        "usdt_nop"
+    };
+}
+
+/// The USDT note's provider.
+pub const USDT_PROVIDER: &str = usdt!(provider);
+/// The USDT note's name.
+pub const USDT_NAME: &str = usdt!(name);
+/// `provider:name`, as the catalogue shows the probe.
+pub const USDT_PROBE: &str = concat!(usdt!(provider), ":", usdt!(name));
 
 impl Target {
     pub const ALL: [Target; 5] = [
@@ -443,8 +457,8 @@ std::arch::global_asm!(
     "993: .8byte 990b",
     ".8byte _.stapsdt.base",
     ".8byte 0",
-    ".asciz \"bpf_overhead\"",
-    ".asciz \"usdt_nop\"",
+    concat!(".asciz \"", usdt!(provider), "\""),
+    concat!(".asciz \"", usdt!(name), "\""),
     ".asciz \"\"",
     "994: .balign 4",
     ".popsection",
@@ -491,9 +505,9 @@ mod tests {
         let text = String::from_utf8_lossy(&out.stdout);
         let note = text
             .split("stapsdt")
-            .find(|n| n.contains("Provider: bpf_overhead"))
-            .unwrap_or_else(|| panic!("no bpf_overhead USDT note in:\n{text}"));
-        assert!(note.contains("Name: usdt_nop"), "{note}");
+            .find(|n| n.contains(&format!("Provider: {USDT_PROVIDER}")))
+            .unwrap_or_else(|| panic!("no {USDT_PROVIDER} USDT note in:\n{text}"));
+        assert!(note.contains(&format!("Name: {USDT_NAME}\n")), "{note}");
         let location = note
             .split("Location: ")
             .nth(1)

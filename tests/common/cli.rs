@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use serde_json::Value;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_bpf-overhead");
-pub const EMULATED_ENV: &str = "BPF_OVERHEAD_EMULATED";
+pub use bpf_overhead::env_vars::EMULATED_ENV;
 
 pub struct Output {
     pub code: i32,

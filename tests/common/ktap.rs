@@ -28,8 +28,7 @@ use bpf_overhead::Mechanism;
 
 use super::Failure;
 
-/// Names the file the suite appends its KTAP results to.
-pub const KTAP_ENV: &str = "BPF_OVERHEAD_KTAP";
+pub use bpf_overhead::env_vars::KTAP_ENV;
 
 /// Appends `name`'s result to the file [`KTAP_ENV`] names, if it names
 /// one. Failing to write fails the test: CI asked for that file.

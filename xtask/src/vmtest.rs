@@ -13,6 +13,7 @@ use object::read::elf::{FileHeader, ProgramHeader};
 use crate::args::{Accel, Args, Job};
 use crate::cpio::Cpio;
 use crate::debian::{self, Apt};
+use crate::env_vars::{ABSENT_ENV, CACHE_ENV, EMULATED_ENV, ENV_PREFIX, KTAP_ENV, STRICT_ENV};
 use crate::image::{self, BzImage};
 use crate::modules::{self, Tree};
 use crate::out::{self, Out};
@@ -57,10 +58,11 @@ pub fn repo_root() -> PathBuf {
 }
 
 pub fn cache_dir() -> Result<PathBuf> {
-    if let Some(c) = env::var_os("BPF_OVERHEAD_CACHE").filter(|c| !c.is_empty()) {
+    if let Some(c) = env::var_os(CACHE_ENV).filter(|c| !c.is_empty()) {
         return Ok(PathBuf::from(c));
     }
-    let home = env::var_os("HOME").context("neither BPF_OVERHEAD_CACHE nor HOME is set")?;
+    let home =
+        env::var_os("HOME").with_context(|| format!("neither {CACHE_ENV} nor HOME is set"))?;
     Ok(PathBuf::from(home).join(".cache/bpf-overhead"))
 }
 
@@ -695,26 +697,26 @@ fn guest_env(
 ) -> Vec<(String, Option<String>)> {
     let mut env: Vec<(String, Option<String>)> = host
         .iter()
-        .filter(|(k, _)| k.starts_with("BPF_OVERHEAD_") && k != "BPF_OVERHEAD_CACHE")
+        .filter(|(k, _)| k.starts_with(ENV_PREFIX) && k != CACHE_ENV)
         .map(|(k, v)| (k.clone(), Some(v.clone())))
         .collect();
     env.push(("VMTEST_OUT".into(), Some(vm::GUEST_OUT.into())));
     // The suite's KTAP outlives the VM (a host path would be read-only there).
     if let Job::Tests(_) = a.job {
         env.push((
-            "BPF_OVERHEAD_KTAP".into(),
+            KTAP_ENV.into(),
             Some(format!("{}/suite.ktap", vm::GUEST_OUT)),
         ));
     }
-    env.push(("BPF_OVERHEAD_STRICT".into(), Some("1".into())));
+    env.push((STRICT_ENV.into(), Some("1".into())));
     env.push(("RUST_BACKTRACE".into(), Some("0".into())));
     // Rates under TCG are not performance figures: the suite labels them.
     env.push((
-        "BPF_OVERHEAD_EMULATED".into(),
+        EMULATED_ENV.into(),
         (accel == Accel::Tcg).then(|| "tcg".into()),
     ));
     if let Some(f) = absent {
-        env.push(("BPF_OVERHEAD_ABSENT".into(), Some(f.display().to_string())));
+        env.push((ABSENT_ENV.into(), Some(f.display().to_string())));
     }
     for (k, v) in &a.env {
         env.push((k.clone(), Some(v.clone())));
@@ -972,10 +974,7 @@ fn prepare_job(a: &Args, repo: &Path, k: &Kernel, accel: Accel) -> Result<String
     let absent = repo.join("ci/absent").join(&series);
     let absent = absent.is_file().then_some(absent.as_path());
     if let Some(f) = absent {
-        say!(
-            "kernel series {series}: BPF_OVERHEAD_ABSENT={}",
-            f.display()
-        );
+        say!("kernel series {series}: {ABSENT_ENV}={}", f.display());
     }
     let host: Vec<(String, String)> = env::vars().collect();
     let env = guest_env(a, accel, absent, &host);

@@ -1,0 +1,38 @@
+//! The environment variables the suite, the command and xtask read or set,
+//! written only here. xtask includes this file by path (`#[path]`), so it
+//! must stand alone: no `crate::` or `super::` paths.
+
+/// What every one of them starts with: xtask passes the host's into the
+/// guest (but [`CACHE_ENV`]).
+pub const ENV_PREFIX: &str = "BPF_OVERHEAD_";
+
+/// Set to 1 by CI jobs that expect every mechanism: a skip becomes a failure.
+pub const STRICT_ENV: &str = "BPF_OVERHEAD_STRICT";
+
+/// The file that lists what this kernel lacks by age (ci/absent/<series>).
+pub const ABSENT_ENV: &str = "BPF_OVERHEAD_ABSENT";
+
+/// The emulator in use (`tcg`), set by `cargo xtask vmtest`: rates
+/// measured there are not performance figures.
+pub const EMULATED_ENV: &str = "BPF_OVERHEAD_EMULATED";
+
+/// The file the suite appends its KTAP results to.
+pub const KTAP_ENV: &str = "BPF_OVERHEAD_KTAP";
+
+/// xtask's download and build cache on the host (default
+/// ~/.cache/bpf-overhead); not passed into the guest.
+pub const CACHE_ENV: &str = "BPF_OVERHEAD_CACHE";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// xtask forwards the host's variables by prefix: each name has it.
+    #[test]
+    fn every_name_has_the_prefix() {
+        for name in [STRICT_ENV, ABSENT_ENV, EMULATED_ENV, KTAP_ENV, CACHE_ENV] {
+            assert!(name.starts_with(ENV_PREFIX), "{name}");
+            assert!(name.len() > ENV_PREFIX.len(), "{name}");
+        }
+    }
+}
