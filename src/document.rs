@@ -313,89 +313,125 @@ impl Document {
                     m.base
                 ));
             }
-            // Version 1: one run per repeat (fewer when interrupted).
-            // Version 2: a mechanism sure early stops at fewer rounds,
-            // and a base runs around each of its mechanisms.
-            let own = m.k_events_per_sec.as_ref().map_or(0, |k| k.samples.len());
-            let rounds = |n: usize| {
-                if self.schema_version >= 2 {
-                    n == own && (m.is_base() || n <= self.repeats)
-                } else if self.interrupted.is_some() {
-                    n <= self.repeats
-                } else {
-                    n == self.repeats
-                }
-            };
-            let series = [
-                ("k_events_per_sec", &m.k_events_per_sec, Sign::Positive),
-                ("overhead_ns", &m.overhead_ns, Sign::Any),
-                ("ratio_to_base", &m.ratio_to_base, Sign::Positive),
-                ("speed_ns", &m.speed_ns, Sign::Positive),
-                ("overhead_steps", &m.overhead_steps, Sign::Any),
-            ];
-            for (field, summary, sign) in series {
-                if let Some(summary) = summary {
-                    check_summary(summary, sign, rounds)
-                        .map_err(|e| format!("{}{e}", at(field)))?;
-                }
-            }
-            let scalars = [
-                ("ns_per_event", m.ns_per_event, Sign::Positive),
-                ("prog_ns_per_event", m.prog_ns_per_event, Sign::NonNegative),
-            ];
-            for (field, value, sign) in scalars {
-                if let Some(v) = value {
-                    sign.check(v).map_err(|e| format!("{} {e}", at(field)))?;
-                }
-            }
+            self.check_figures(m, &at)?;
             if m.is_ok() {
-                if m.k_events_per_sec.is_none() {
-                    return Err(format!(
-                        "{} is null, but the status is ok",
-                        at("k_events_per_sec")
-                    ));
-                }
-                // What the gate compares (and the ratio shown with it).
-                for (field, present) in [
-                    ("overhead_ns", m.overhead_ns.is_some()),
-                    ("ratio_to_base", m.ratio_to_base.is_some()),
-                ] {
-                    if !m.is_base() && !present {
-                        return Err(format!("{} is null, but the status is ok", at(field)));
-                    }
-                }
+                self.check_complete(m, &at)?;
             }
-            let runs = m.k_events_per_sec.as_ref().map_or(0, |k| k.samples.len());
-            if let (Some(hits), true) = (&m.hits, m.is_ok()) {
-                // Every event of every producer, once: the run's events
-                // (results from before events_per_run: the iterations).
-                let events = if m.events_per_run > 0 {
-                    m.events_per_run
-                } else {
-                    self.iterations
-                };
-                if hits.len() != runs || hits.iter().any(|&h| h != events) {
-                    return Err(format!(
-                        "{} is {hits:?}: an ok run counts {events} hits in each of its {runs} runs",
-                        at("hits"),
-                    ));
-                }
+            self.check_producers(m, &at)?;
+        }
+        Ok(())
+    }
+
+    /// Whether `n` samples are as many as `m`'s rounds give. Version 1:
+    /// one run per repeat (fewer when interrupted). Version 2: a mechanism
+    /// sure early stops at fewer rounds, and a base runs around each of
+    /// its mechanisms.
+    fn rounds<'a>(&'a self, m: &'a MechanismResult) -> impl Fn(usize) -> bool + 'a {
+        let own = m.k_events_per_sec.as_ref().map_or(0, |k| k.samples.len());
+        move |n: usize| {
+            if self.schema_version >= 2 {
+                n == own && (m.is_base() || n <= self.repeats)
+            } else if self.interrupted.is_some() {
+                n <= self.repeats
+            } else {
+                n == self.repeats
             }
-            if let Some(scaling) = &m.scaling {
-                check_summary(scaling, Sign::Positive, rounds)
-                    .map_err(|e| format!("{}{e}", at("scaling")))?;
+        }
+    }
+
+    /// [`Document::validate`]'s checks of `m`'s summaries and figures,
+    /// `at` naming the field in the error.
+    fn check_figures(
+        &self,
+        m: &MechanismResult,
+        at: &dyn Fn(&str) -> String,
+    ) -> Result<(), String> {
+        let rounds = self.rounds(m);
+        let series = [
+            ("k_events_per_sec", &m.k_events_per_sec, Sign::Positive),
+            ("overhead_ns", &m.overhead_ns, Sign::Any),
+            ("ratio_to_base", &m.ratio_to_base, Sign::Positive),
+            ("speed_ns", &m.speed_ns, Sign::Positive),
+            ("overhead_steps", &m.overhead_steps, Sign::Any),
+        ];
+        for (field, summary, sign) in series {
+            if let Some(summary) = summary {
+                check_summary(summary, sign, &rounds).map_err(|e| format!("{}{e}", at(field)))?;
             }
-            for (j, p) in m.producers.iter().flatten().enumerate() {
-                check_summary(&p.k_events_per_sec, Sign::Positive, rounds).map_err(|e| {
-                    format!("{}{e}", at(&format!("producers[{j}].k_events_per_sec")))
-                })?;
-                if p.hits.len() != p.k_events_per_sec.samples.len() {
-                    return Err(format!(
-                        "{} has {} values, not one per round",
-                        at(&format!("producers[{j}].hits")),
-                        p.hits.len()
-                    ));
-                }
+        }
+        let scalars = [
+            ("ns_per_event", m.ns_per_event, Sign::Positive),
+            ("prog_ns_per_event", m.prog_ns_per_event, Sign::NonNegative),
+        ];
+        for (field, value, sign) in scalars {
+            if let Some(v) = value {
+                sign.check(v).map_err(|e| format!("{} {e}", at(field)))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Document::validate`]'s checks of an ok `m`: the figures the gate
+    /// compares are there, and the hits those of every event.
+    fn check_complete(
+        &self,
+        m: &MechanismResult,
+        at: &dyn Fn(&str) -> String,
+    ) -> Result<(), String> {
+        if m.k_events_per_sec.is_none() {
+            return Err(format!(
+                "{} is null, but the status is ok",
+                at("k_events_per_sec")
+            ));
+        }
+        // What the gate compares (and the ratio shown with it).
+        for (field, present) in [
+            ("overhead_ns", m.overhead_ns.is_some()),
+            ("ratio_to_base", m.ratio_to_base.is_some()),
+        ] {
+            if !m.is_base() && !present {
+                return Err(format!("{} is null, but the status is ok", at(field)));
+            }
+        }
+        let runs = m.k_events_per_sec.as_ref().map_or(0, |k| k.samples.len());
+        if let Some(hits) = &m.hits {
+            // Every event of every producer, once: the run's events
+            // (results from before events_per_run: the iterations).
+            let events = if m.events_per_run > 0 {
+                m.events_per_run
+            } else {
+                self.iterations
+            };
+            if hits.len() != runs || hits.iter().any(|&h| h != events) {
+                return Err(format!(
+                    "{} is {hits:?}: an ok run counts {events} hits in each of its {runs} runs",
+                    at("hits"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Document::validate`]'s checks of `m`'s scaling and producers.
+    fn check_producers(
+        &self,
+        m: &MechanismResult,
+        at: &dyn Fn(&str) -> String,
+    ) -> Result<(), String> {
+        let rounds = self.rounds(m);
+        if let Some(scaling) = &m.scaling {
+            check_summary(scaling, Sign::Positive, &rounds)
+                .map_err(|e| format!("{}{e}", at("scaling")))?;
+        }
+        for (j, p) in m.producers.iter().flatten().enumerate() {
+            check_summary(&p.k_events_per_sec, Sign::Positive, &rounds)
+                .map_err(|e| format!("{}{e}", at(&format!("producers[{j}].k_events_per_sec"))))?;
+            if p.hits.len() != p.k_events_per_sec.samples.len() {
+                return Err(format!(
+                    "{} has {} values, not one per round",
+                    at(&format!("producers[{j}].hits")),
+                    p.hits.len()
+                ));
             }
         }
         Ok(())

@@ -378,6 +378,61 @@ fn run(cli: &Cli) -> Result<ExitCode, Failure> {
     if cli.list {
         return list(cli);
     }
+    check_producers(cli)?;
+    let mut plan = plan(cli);
+    let baseline = load_baseline(cli, &plan)?;
+    let save = match &cli.save {
+        Some(path) => Some(save_target(
+            path,
+            cli.baseline.as_deref(),
+            cli.overwrite_baseline,
+        )?),
+        None => None,
+    };
+    check_duration(&plan)?;
+    pipeline::check_privileges(&plan)?;
+    let Some(_cpus) = hold_cpus(cli, &plan)? else {
+        return Ok(ExitCode::from(cpulock::EXIT_BUSY));
+    };
+    plan.stop = Some(stop_on_signal());
+    let doc = execute(&plan)?;
+    let interrupted = plan.stopped_by();
+
+    // The result file first: whatever happens to stdout, it is written.
+    let saved = match (&save, interrupted) {
+        (Some(path), None) => Some(doc.save(path).map(|()| path)),
+        _ => None,
+    };
+    // An interrupted run is not judged: it has fewer rounds.
+    let gate = baseline
+        .as_ref()
+        .filter(|_| interrupted.is_none())
+        .map(|(path, old)| judge(cli, path, old, &doc));
+    let printed = output(cli, &doc, gate.as_ref());
+
+    if let Some(signal) = interrupted {
+        let unsaved = if save.is_some() {
+            "; nothing saved"
+        } else {
+            ""
+        };
+        note(&format!(
+            "interrupted by {}: the result holds only the rounds every mechanism completed{unsaved}",
+            pipeline::signal_name(signal)
+        ));
+        return Ok(ExitCode::from((128 + signal) as u8));
+    }
+    match saved {
+        Some(Ok(path)) => note(&format!("result saved to {}", path.display())),
+        Some(Err(e)) => return Err(Failure::Run(e)),
+        None => {}
+    }
+    printed?;
+    Ok(exit_code(cli, &doc, gate.as_ref().map(|g| &g.report)))
+}
+
+/// Each producer needs a CPU of its own, among those this process may use.
+fn check_producers(cli: &Cli) -> Result<(), Failure> {
     let usable = CpuPin::new(cli.cpu)
         .map(|pin| pin.allowed.len())
         .map_err(|e| Failure::Input(e.to_string()))?;
@@ -387,7 +442,12 @@ fn run(cli: &Cli) -> Result<ExitCode, Failure> {
             cli.producers
         )));
     }
-    let mut plan = Plan {
+    Ok(())
+}
+
+/// The run the command line asks for.
+fn plan(cli: &Cli) -> Plan {
+    Plan {
         iterations: cli.iterations.unwrap_or(DEFAULT_ITERATIONS),
         run_time: match cli.iterations {
             Some(_) => None,
@@ -408,52 +468,52 @@ fn run(cli: &Cli) -> Result<ExitCode, Failure> {
         },
         producers: cli.producers,
         ..Plan::new(&cli.mechanisms)
+    }
+}
+
+/// `--baseline`'s document, checked before the run: readable, a result,
+/// and with a mechanism in common with the plan.
+fn load_baseline<'a>(cli: &'a Cli, plan: &Plan) -> Result<Option<(&'a Path, Document)>, Failure> {
+    let Some(path) = &cli.baseline else {
+        return Ok(None);
     };
-    let baseline = match &cli.baseline {
-        Some(path) => {
-            let doc = Document::load(path).map_err(Failure::Input)?;
-            let names: Vec<&str> = plan
-                .mechanisms
-                .iter()
-                .filter(|m| !m.is_base())
-                .map(|m| m.name())
-                .collect();
-            gate::check_overlap(&doc, &names)
-                .map_err(|e| Failure::Input(format!("baseline {}: {e}", path.display())))?;
-            Some((path, doc))
-        }
-        None => None,
-    };
-    let save = match &cli.save {
-        Some(path) => Some(save_target(
-            path,
-            cli.baseline.as_deref(),
-            cli.overwrite_baseline,
-        )?),
-        None => None,
-    };
-    check_duration(&plan)?;
-    pipeline::check_privileges(&plan)?;
-    // One measuring run per CPU: wait for (or, --no-wait, refuse) a CPU
-    // that another run holds, for the whole run.
+    let doc = Document::load(path).map_err(Failure::Input)?;
+    let names: Vec<&str> = plan
+        .mechanisms
+        .iter()
+        .filter(|m| !m.is_base())
+        .map(|m| m.name())
+        .collect();
+    gate::check_overlap(&doc, &names)
+        .map_err(|e| Failure::Input(format!("baseline {}: {e}", path.display())))?;
+    Ok(Some((path, doc)))
+}
+
+/// One measuring run per CPU: waits for (or, --no-wait, refuses) a CPU
+/// that another run holds. Held until dropped, for the whole run. `None`:
+/// refused, said on stderr; the command exits [`cpulock::EXIT_BUSY`].
+fn hold_cpus(cli: &Cli, plan: &Plan) -> Result<Option<cpulock::CpuLock>, Failure> {
     let wait = if cli.no_wait {
         cpulock::Wait::No
     } else {
         cpulock::Wait::Yes
     };
-    let _cpus = match cpulock::hold_for(plan.cpu, plan.producers.get(), wait) {
-        Ok(lock) => lock,
+    match cpulock::hold_for(plan.cpu, plan.producers.get(), wait) {
+        Ok(lock) => Ok(Some(lock)),
         Err(cpulock::Refused::Busy(msg)) => {
             note(&format!("error: {msg}"));
-            return Ok(ExitCode::from(cpulock::EXIT_BUSY));
+            Ok(None)
         }
-        Err(cpulock::Refused::Error(e)) => return Err(e.into()),
-    };
+        Err(cpulock::Refused::Error(e)) => Err(e.into()),
+    }
+}
 
-    // SIGINT or SIGTERM: stop after the run in progress, undo everything,
-    // print what was measured, exit 128 + the signal. A second one ends
-    // the process at once (nothing is left behind then either: the BPF
-    // programs and links go with their fds, tracefs with its namespace).
+/// SIGINT or SIGTERM: stop after the run in progress, undo everything,
+/// print what was measured, exit 128 + the signal. A second one ends
+/// the process at once (nothing is left behind then either: the BPF
+/// programs and links go with their fds, tracefs with its namespace).
+/// Returns the flag for [`Plan::stop`].
+fn stop_on_signal() -> &'static AtomicUsize {
     static STOP: AtomicUsize = AtomicUsize::new(0);
     static ASKED: AtomicBool = AtomicBool::new(false);
     for signal in [SIGINT, SIGTERM] {
@@ -462,10 +522,13 @@ fn run(cli: &Cli) -> Result<ExitCode, Failure> {
         let _ = signal_hook::flag::register(signal, &ASKED);
         let _ = signal_hook::flag::register_usize(signal, &STOP, signal as usize);
     }
-    plan.stop = Some(&STOP);
+    &STOP
+}
 
+/// Runs the plan, with a progress bar on a terminal.
+fn execute(plan: &Plan) -> Result<Document, Failure> {
     let bar = progress_bar();
-    let doc = pipeline::execute(&plan, Host::current, |step| {
+    let doc = pipeline::execute(plan, Host::current, |step| {
         if bar.length() != Some(step.total) {
             bar.set_length(step.total);
         }
@@ -473,96 +536,83 @@ fn run(cli: &Cli) -> Result<ExitCode, Failure> {
         bar.set_position(step.done);
     });
     bar.finish_and_clear();
-    let doc = doc?;
-    let interrupted = plan.stopped_by();
+    Ok(doc?)
+}
 
-    // The result file first: whatever happens to stdout, it is written.
-    let saved = match (&save, interrupted) {
-        (Some(path), None) => Some(doc.save(path).map(|()| path)),
-        _ => None,
-    };
+/// The gate's verdict on a run against its baseline, and its text.
+struct Gate {
+    report: gate::Report,
+    text: String,
+}
 
-    // An interrupted run is not judged: it has fewer rounds.
-    let report = baseline
-        .as_ref()
-        .filter(|_| interrupted.is_none())
-        .map(|(_, old)| {
-            gate::compare(
-                old,
-                &doc,
-                cli.threshold
-                    .map_or(Threshold::ByTrigger, |t| Threshold::Fixed(t / 100.0)),
-            )
-        });
-    let gate_text = baseline
-        .as_ref()
-        .zip(report.as_ref())
-        .map(|((path, old), r)| {
-            render::gate_report(
-                r,
-                &format!(
-                    "baseline {} ({}, kernel {})",
-                    path.display(),
-                    old.timestamp,
-                    old.kernel_release
-                ),
-            )
-        });
+/// Compares `doc` with the baseline `old`, read from `path`.
+fn judge(cli: &Cli, path: &Path, old: &Document, doc: &Document) -> Gate {
+    let threshold = cli
+        .threshold
+        .map_or(Threshold::ByTrigger, |t| Threshold::Fixed(t / 100.0));
+    let report = gate::compare(old, doc, threshold);
+    let text = render::gate_report(
+        &report,
+        &format!(
+            "baseline {} ({}, kernel {})",
+            path.display(),
+            old.timestamp,
+            old.kernel_release
+        ),
+    );
+    Gate { report, text }
+}
 
+/// The result in the chosen format on stdout. Beside a machine-readable
+/// format, stdout carries nothing else: the gate's text and (selftest)
+/// the mechanisms that did not run go to stderr. Stderr is written even
+/// when stdout fails, whose error is returned.
+fn output(cli: &Cli, doc: &Document, gate: Option<&Gate>) -> Result<(), Failure> {
     let mut out = String::new();
     match cli.format {
         Format::Table => {
-            out.push_str(&render::table(&doc));
-            if let Some(text) = &gate_text {
+            out.push_str(&render::table(doc));
+            if let Some(gate) = gate {
                 out.push('\n');
-                out.push_str(text);
+                out.push_str(&gate.text);
             }
         }
         Format::Json => out.push_str(&doc.to_json()),
-        Format::Ktap => out.push_str(&render::ktap(&doc, report.as_ref())),
-        Format::Selftest => out.push_str(&render::selftest(&doc)),
+        Format::Ktap => out.push_str(&render::ktap(doc, gate.map(|g| &g.report))),
+        Format::Selftest => out.push_str(&render::selftest(doc)),
     }
     let printed = print(&out);
     if cli.format != Format::Table {
-        // Stdout carries only the machine-readable output.
         if cli.format == Format::Selftest {
-            for m in doc.mechanisms.iter().filter(|m| !m.is_ok()) {
-                let what = if m.status == Status::Skipped {
-                    "skipped"
-                } else {
-                    "FAILED"
-                };
-                note(&format!(
-                    "{what} {}: {}",
-                    m.name,
-                    m.reason.as_deref().unwrap_or("no reason given")
-                ));
-            }
+            note_not_ok(doc);
         }
-        if let Some(text) = &gate_text {
-            let _ = std::io::stderr().write_all(text.as_bytes());
+        if let Some(gate) = gate {
+            let _ = std::io::stderr().write_all(gate.text.as_bytes());
         }
     }
+    printed
+}
 
-    if let Some(signal) = interrupted {
-        let unsaved = if save.is_some() {
-            "; nothing saved"
+/// One line on stderr for each mechanism skipped or failed, with why:
+/// the selftest's lines name only those that ran.
+fn note_not_ok(doc: &Document) {
+    for m in doc.mechanisms.iter().filter(|m| !m.is_ok()) {
+        let what = if m.status == Status::Skipped {
+            "skipped"
         } else {
-            ""
+            "FAILED"
         };
         note(&format!(
-            "interrupted by {}: the result holds only the rounds every mechanism completed{unsaved}",
-            pipeline::signal_name(signal)
+            "{what} {}: {}",
+            m.name,
+            m.reason.as_deref().unwrap_or("no reason given")
         ));
-        return Ok(ExitCode::from((128 + signal) as u8));
     }
-    match saved {
-        Some(Ok(path)) => note(&format!("result saved to {}", path.display())),
-        Some(Err(e)) => return Err(Failure::Run(e)),
-        None => {}
-    }
-    printed?;
+}
 
+/// The exit code of a completed run (see --help), with the failed
+/// mechanisms named on stderr.
+fn exit_code(cli: &Cli, doc: &Document, report: Option<&gate::Report>) -> ExitCode {
     let failed: Vec<&str> = doc
         .mechanisms
         .iter()
@@ -572,9 +622,9 @@ fn run(cli: &Cli) -> Result<ExitCode, Failure> {
     if !failed.is_empty() {
         note(&format!("failed: {}", failed.join(", ")));
     }
-    let regressed = report.as_ref().is_some_and(|r| !r.passed());
-    let unsure = report.as_ref().is_some_and(|r| !r.conclusive_pass());
-    Ok(if !failed.is_empty() || regressed {
+    let regressed = report.is_some_and(|r| !r.passed());
+    let unsure = report.is_some_and(|r| !r.conclusive_pass());
+    if !failed.is_empty() || regressed {
         ExitCode::from(1)
     } else if unsure {
         ExitCode::from(INCONCLUSIVE)
@@ -583,7 +633,7 @@ fn run(cli: &Cli) -> Result<ExitCode, Failure> {
         ExitCode::from(KSFT_SKIP)
     } else {
         ExitCode::SUCCESS
-    })
+    }
 }
 
 /// Writes the output to stdout. A reader that went away (`| head`, a

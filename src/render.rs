@@ -80,67 +80,111 @@ pub const TABLE_COLUMNS: [&str; 10] = [
     "rounds",
 ];
 
+/// What the table's columns mean, under it.
+const TABLE_LEGEND: [&str; 7] = [
+    "K ev/s    thousands of events per second: median of the timed runs, min–max, mean ± sample stddev",
+    "ns/ev     median time per event",
+    "overhead  ns per event over the base (the same trigger, nothing attached) in the runs just before and after, median over the rounds: what --baseline compares",
+    "sees      the smallest change of the overhead this run could tell from noise against a baseline as noisy (rank test, p = 0.05, 4 times in 5)",
+    "ratio     rate / base rate in the same round, median",
+    "prog ns   the BPF program's own run time (run_time_ns / run_cnt), from one extra run with BPF stats on",
+    "rounds    timed runs: a mechanism runs more rounds until it sees a change of the threshold, within --budget",
+];
+
 /// The human table: per mechanism the median rate, its range, mean ±
 /// stddev, ns/event, the overhead over its base, the rate as a ratio to
 /// base and the program's own run time. Skip and failure reasons follow.
 pub fn table(doc: &Document) -> String {
-    let header = TABLE_COLUMNS;
-    let mut rows: Vec<Vec<String>> = Vec::new();
+    let mut rows = vec![TABLE_COLUMNS.map(String::from).to_vec()];
     let mut notes = Vec::new();
     for m in &doc.mechanisms {
-        let mut row = vec![m.name.clone()];
-        match (&m.status, &m.k_events_per_sec) {
-            (Status::Ok, Some(rate)) => {
-                row.push(k(rate.median));
-                row.push(format!("{}–{}", k(rate.min), k(rate.max)));
-                row.push(format!("{} ± {}", k(rate.mean), k(rate.stddev)));
-                row.push(m.ns_per_event.map_or("-".into(), |ns| format!("{ns:.1}")));
-                if m.is_base() {
-                    row.extend(["(base)", "-", "1", "-"].map(String::from));
-                } else {
-                    row.push(
-                        m.overhead_ns
-                            .as_ref()
-                            .map_or("-".into(), |o| format!("{:+.1}", o.median)),
-                    );
-                    row.push(
-                        m.detectable
-                            .map_or("-".into(), |d| format!("±{:.1}%", d * 100.0)),
-                    );
-                    row.push(
-                        m.ratio_to_base
-                            .as_ref()
-                            .map_or("-".into(), |r| fmt_ratio(r.median)),
-                    );
-                    row.push(
-                        m.prog_ns_per_event
-                            .map_or("-".into(), |ns| format!("{ns:.1}")),
-                    );
-                }
-                row.push(rate.samples.len().to_string());
-            }
-            (status, _) => {
-                let word = if *status == Status::Skipped {
-                    "skipped"
-                } else {
-                    "FAILED"
-                };
-                row.push(word.into());
-                notes.push(format!(
-                    "{word} {}: {}",
-                    m.name,
-                    one_line(m.reason.as_deref().unwrap_or("no reason given"))
-                ));
-            }
-        }
+        let (row, note) = table_row(m);
         rows.push(row);
+        notes.extend(note);
     }
+    let mut out = String::new();
+    for line in heading(doc) {
+        let _ = writeln!(out, "{line}");
+    }
+    out.push('\n');
+    for line in aligned(&rows) {
+        let _ = writeln!(out, "{line}");
+    }
+    out.push('\n');
+    for legend in TABLE_LEGEND {
+        let _ = writeln!(out, "{legend}");
+    }
+    notes.extend(nop5_note(doc));
+    if let Some(scaling) = scaling_table(doc) {
+        out.push('\n');
+        out.push_str(&scaling);
+    }
+    if !notes.is_empty() {
+        out.push('\n');
+    }
+    for note in notes {
+        let _ = writeln!(out, "{note}");
+    }
+    out
+}
 
-    let widths: Vec<usize> = (0..header.len())
+/// A mechanism's row of the table; for one skipped or failed, the word
+/// alone, and a note of why.
+fn table_row(m: &MechanismResult) -> (Vec<String>, Option<String>) {
+    let mut row = vec![m.name.clone()];
+    let (Status::Ok, Some(rate)) = (&m.status, &m.k_events_per_sec) else {
+        let word = if m.status == Status::Skipped {
+            "skipped"
+        } else {
+            "FAILED"
+        };
+        row.push(word.into());
+        let note = format!(
+            "{word} {}: {}",
+            m.name,
+            one_line(m.reason.as_deref().unwrap_or("no reason given"))
+        );
+        return (row, Some(note));
+    };
+    row.push(k(rate.median));
+    row.push(format!("{}–{}", k(rate.min), k(rate.max)));
+    row.push(format!("{} ± {}", k(rate.mean), k(rate.stddev)));
+    row.push(m.ns_per_event.map_or("-".into(), |ns| format!("{ns:.1}")));
+    if m.is_base() {
+        row.extend(["(base)", "-", "1", "-"].map(String::from));
+    } else {
+        row.push(
+            m.overhead_ns
+                .as_ref()
+                .map_or("-".into(), |o| format!("{:+.1}", o.median)),
+        );
+        row.push(
+            m.detectable
+                .map_or("-".into(), |d| format!("±{:.1}%", d * 100.0)),
+        );
+        row.push(
+            m.ratio_to_base
+                .as_ref()
+                .map_or("-".into(), |r| fmt_ratio(r.median)),
+        );
+        row.push(
+            m.prog_ns_per_event
+                .map_or("-".into(), |ns| format!("{ns:.1}")),
+        );
+    }
+    row.push(rate.samples.len().to_string());
+    (row, None)
+}
+
+/// `rows` (the header first) as lines of aligned columns: the first
+/// left-aligned, the others right-aligned two spaces apart, a short row
+/// padded no further than its last cell.
+fn aligned(rows: &[Vec<String>]) -> Vec<String> {
+    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..columns)
         .map(|c| {
             rows.iter()
                 .filter_map(|r| r.get(c))
-                .chain(std::iter::once(&header[c].to_string()))
                 .map(|s| s.chars().count())
                 .max()
                 .unwrap_or(0)
@@ -161,41 +205,7 @@ pub fn table(doc: &Document) -> String {
         }
         line.trim_end().to_string()
     };
-
-    let mut out = String::new();
-    for line in heading(doc) {
-        let _ = writeln!(out, "{line}");
-    }
-    out.push('\n');
-    let header: Vec<String> = header.iter().map(|s| s.to_string()).collect();
-    let _ = writeln!(out, "{}", render(&header));
-    for row in &rows {
-        let _ = writeln!(out, "{}", render(row));
-    }
-    out.push('\n');
-    for legend in [
-        "K ev/s    thousands of events per second: median of the timed runs, min–max, mean ± sample stddev",
-        "ns/ev     median time per event",
-        "overhead  ns per event over the base (the same trigger, nothing attached) in the runs just before and after, median over the rounds: what --baseline compares",
-        "sees      the smallest change of the overhead this run could tell from noise against a baseline as noisy (rank test, p = 0.05, 4 times in 5)",
-        "ratio     rate / base rate in the same round, median",
-        "prog ns   the BPF program's own run time (run_time_ns / run_cnt), from one extra run with BPF stats on",
-        "rounds    timed runs: a mechanism runs more rounds until it sees a change of the threshold, within --budget",
-    ] {
-        let _ = writeln!(out, "{legend}");
-    }
-    notes.extend(nop5_note(doc));
-    if let Some(scaling) = scaling_table(doc) {
-        out.push('\n');
-        out.push_str(&scaling);
-    }
-    if !notes.is_empty() {
-        out.push('\n');
-    }
-    for note in notes {
-        let _ = writeln!(out, "{note}");
-    }
-    out
+    rows.iter().map(|row| render(row)).collect()
 }
 
 /// With several producers: per mechanism the total rate, each producer's

@@ -385,10 +385,6 @@ impl Mechanism {
         Self::all().find(|m| m.name() == name)
     }
 
-    pub fn entry(self) -> &'static Entry {
-        self.0
-    }
-
     pub fn name(self) -> &'static str {
         self.0.name
     }

@@ -362,23 +362,64 @@ impl Run<'_, '_> {
         let m = self.mechanism;
         // A program counts, and so does a loop's driver in a base run.
         let counting = self.loaded.is_some();
-        // A lead-in, untimed, straight into the timed events: the caches
-        // and the probe's path are warm when the clock starts.
-        let lead = Instant::now();
-        let lead_events = self.armed.fire(lead_in(events.get()))?;
-        let lead_in_ns_per_event = lead.elapsed().as_nanos() as f64 / lead_events.max(1) as f64;
-        if let Some(l) = self.loaded.as_mut() {
-            // The lead-in counted, and attaching may have hit the probe
-            // already (fmod_ret sees every write(2) of this thread,
-            // including log output).
-            l.reset_hits();
-        }
+        let lead_in_ns_per_event = self.lead_in(events)?;
         let start = Arc::new(Barrier::new(1 + self.producers.len()));
         for p in &self.producers {
             p.order(events.get(), start.clone())?;
         }
         let speed_before = speed::reference_ns();
         let before = self.loaded.as_ref().and_then(|l| l.prog_stats());
+        let (all, lost) = self.fire_timed(events, &start)?;
+        let after = self.loaded.as_ref().and_then(|l| l.prog_stats());
+        let producers = self.count(&all, counting)?;
+        self.armed.verify().map_err(|e| e.of(m))?;
+        let speed_ns = (speed_before + speed::reference_ns()) / 2.0;
+        let prog_run = match (self.bpf_stats, before, after) {
+            (true, Some((t0, c0)), Some((t1, c1))) => Some((t1 - t0, c1 - c0)),
+            _ => None,
+        };
+        Ok(Sample {
+            mechanism: m,
+            iterations: producers.iter().map(|p| p.events).sum(),
+            elapsed: producers
+                .iter()
+                .map(|p| p.elapsed)
+                .max()
+                .unwrap_or_default(),
+            hits: counting.then(|| producers.iter().filter_map(|p| p.hits).sum()),
+            prog_run,
+            cpu: self.cpu,
+            producers,
+            speed_ns,
+            lead_in_ns_per_event,
+            lost,
+        })
+    }
+
+    /// A lead-in, untimed, straight into the timed events: the caches
+    /// and the probe's path are warm when the clock starts. Its ns per
+    /// event.
+    fn lead_in(&mut self, events: NonZeroU64) -> Result<f64> {
+        let lead = Instant::now();
+        let lead_events = self.armed.fire(lead_in(events.get()))?;
+        let ns_per_event = lead.elapsed().as_nanos() as f64 / lead_events.max(1) as f64;
+        if let Some(l) = self.loaded.as_mut() {
+            // The lead-in counted, and attaching may have hit the probe
+            // already (fmod_ret sees every write(2) of this thread,
+            // including log output).
+            l.reset_hits();
+        }
+        Ok(ns_per_event)
+    }
+
+    /// The timed run: `events` fired here once `start` lets every
+    /// producer go. What each producer fired, this thread first, and how
+    /// long this thread was off the CPU while it ran.
+    fn fire_timed(
+        &mut self,
+        events: NonZeroU64,
+        start: &Barrier,
+    ) -> Result<(Vec<Fired>, Duration)> {
         let (fired, elapsed, lost) = keeper::timed(|| {
             start.wait();
             let cpu = context::thread_cpu_time();
@@ -395,13 +436,19 @@ impl Run<'_, '_> {
             elapsed,
         }];
         for p in &self.producers {
-            all.push(p.result().map_err(|e| e.of(m))?);
+            all.push(p.result().map_err(|e| e.of(self.mechanism))?);
         }
-        let after = self.loaded.as_ref().and_then(|l| l.prog_stats());
-        // Read the counters before anything else runs on this thread:
-        // restoring the thread name, for one, fires the probe again.
+        Ok((all, lost))
+    }
+
+    /// Each producer's hits (when `counting`) and, for a session
+    /// mechanism, its exits, checked against the events it fired. Read
+    /// before anything else runs on this thread: restoring the thread
+    /// name, for one, fires the probe again.
+    fn count(&mut self, all: &[Fired], counting: bool) -> Result<Vec<ProducerSample>> {
+        let m = self.mechanism;
         let mut producers = Vec::with_capacity(all.len());
-        for f in &all {
+        for f in all {
             let hits = self
                 .loaded
                 .as_mut()
@@ -427,36 +474,7 @@ impl Run<'_, '_> {
                 hits,
             });
         }
-        self.armed.verify().map_err(|e| e.of(m))?;
-        let speed_ns = (speed_before + speed::reference_ns()) / 2.0;
-        let prog_run = match (self.bpf_stats, before, after) {
-            (true, Some((t0, c0)), Some((t1, c1))) => Some((t1 - t0, c1 - c0)),
-            _ => None,
-        };
-        Ok(Sample {
-            mechanism: m,
-            iterations: producers.iter().map(|p| p.events).sum(),
-            elapsed: producers
-                .iter()
-                .map(|p| p.elapsed)
-                .max()
-                .unwrap_or_default(),
-            hits: counting.then(|| producers.iter().filter_map(|p| p.hits).sum()),
-            prog_run,
-            cpu: self.cpu,
-            producers,
-            speed_ns,
-            lead_in_ns_per_event,
-            lost,
-        })
-    }
-
-    pub fn mechanism(&self) -> Mechanism {
-        self.mechanism
-    }
-
-    pub fn cpu(&self) -> usize {
-        self.cpu
+        Ok(producers)
     }
 }
 

@@ -2,7 +2,7 @@
 //! function run once. Every mechanism is measured through one of these, and
 //! each trigger is also measured alone ("base") for reference.
 
-use std::ffi::{CStr, CString};
+use std::ffi::CString;
 use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
@@ -286,11 +286,6 @@ impl CommWriter {
         }
         Ok(())
     }
-
-    /// The name the thread had before the run (restored on drop).
-    pub fn saved_name(&self) -> &CStr {
-        &self.saved
-    }
 }
 
 impl Drop for CommWriter {
@@ -347,17 +342,6 @@ impl Target {
         Target::Nop5,
         Target::Usdt,
     ];
-
-    /// Short name used in mechanism names: `uprobe-nop`, `base-push`...
-    pub const fn name(self) -> &'static str {
-        match self {
-            Target::Nop => "nop",
-            Target::Push => "push",
-            Target::Ret => "ret",
-            Target::Nop5 => "nop5",
-            Target::Usdt => "usdt",
-        }
-    }
 
     /// The ELF symbol libbpf resolves the uprobe against.
     pub const fn symbol(self) -> &'static str {

@@ -4,7 +4,9 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::ops::Range;
 
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -343,6 +345,9 @@ fn whisker(
     Some(((a.max(lo), a < lo), (b.min(hi), b > hi)))
 }
 
+/// A panel's chart: ns over the base across, one band per row down.
+type Chart<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
 fn panel<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     area: &DrawingArea<DB, Shift>,
@@ -350,80 +355,22 @@ fn panel<DB: DrawingBackend>(
     trigger: &str,
     rows: &[&Row],
 ) -> DrawResult<DB> {
-    let runs = m.runs.len();
     let mut bases: Vec<&str> = rows.iter().map(|r| r.base.as_str()).collect();
     bases.dedup();
-    // The scale: every median, and the whiskers of real runs. An emulated
-    // run's noise would squash the rest: its whiskers are cut at the edge.
-    let (mut lo, mut hi) = (0.0f64, 1.0f64);
-    for row in rows {
-        for (cell, run) in row.cells.iter().zip(&m.runs) {
-            if let Cell::Overhead { median, stddev, .. } = cell {
-                let noise = if run.emulated.is_some() { 0.0 } else { *stddev };
-                lo = lo.min(median - noise);
-                hi = hi.max(median + noise);
-            }
-        }
-    }
+    let (lo, hi) = extent(m, rows);
     let name_width = rows.iter().map(|r| r.name.len()).max().unwrap_or(4) as u32 * 9 + 16;
     let plot_width = f64::from(WIDTH - name_width - MARGIN_LEFT - MARGIN_RIGHT);
-    let span = hi - lo;
-    let left = lo - 0.02 * span;
-    // Room on the right for the value written after each bar or whisker:
-    // end + its width in data units (which depend on the right edge) must
-    // fit.
-    let mut right = hi + 0.02 * span;
-    for row in rows {
-        for (cell, run) in row.cells.iter().zip(&m.runs) {
-            if let Cell::Overhead {
-                median,
-                stddev,
-                rounds,
-            } = cell
-            {
-                let end = whisker(*median, *stddev, *rounds, lo, hi).map_or(*median, |w| w.1 .0);
-                let share = (value_label(*median, *stddev, *rounds, run).chars().count() as f64
-                    * CHAR_WIDTH
-                    + 10.0)
-                    / plot_width;
-                right = right.max((end.max(0.0) - share * left) / (1.0 - share.min(0.9)));
-            }
-        }
-    }
-    let x = left..right;
+    let x = x_range(m, rows, lo, hi, plot_width);
     let n = rows.len() as f64;
-    let mut chart = ChartBuilder::on(area)
-        .caption(
-            format!("{trigger} — over {}", bases.join(", ")),
-            (FONT, 17).into_font().style(FontStyle::Bold),
-        )
-        .margin_left(MARGIN_LEFT)
-        .margin_right(MARGIN_RIGHT)
-        .margin_top(4)
-        .x_label_area_size(44)
-        .y_label_area_size(name_width)
-        .build_cartesian_2d(x.clone(), 0.0..n)?;
-    chart
-        .configure_mesh()
-        .disable_y_mesh()
-        .y_labels(0)
-        .x_labels(10)
-        .x_label_formatter(&|v| format!("{v:.0}"))
-        .x_desc("ns per event over the base")
-        .label_style((FONT, 14))
-        .axis_desc_style((FONT, 14))
-        .light_line_style(TRANSPARENT)
-        .bold_line_style(RGBColor(0xDD, 0xDD, 0xDD))
-        .draw()?;
+    let caption = format!("{trigger} — over {}", bases.join(", "));
+    let mut chart = frame(area, caption, x.clone(), n, name_width)?;
+    let band = 0.84 / m.runs.len() as f64;
     if lo < 0.0 {
         chart.draw_series(std::iter::once(PathElement::new(
             vec![(0.0, 0.0), (0.0, n)],
             BLACK.stroke_width(1),
         )))?;
     }
-
-    let band = 0.84 / runs as f64;
-    let grey = RGBColor(0x77, 0x77, 0x77);
     for (i, row) in rows.iter().enumerate() {
         let row_top = n - i as f64;
         if i > 0 {
@@ -445,66 +392,160 @@ fn panel<DB: DrawingBackend>(
         ))?;
         for (j, (cell, run)) in row.cells.iter().zip(&m.runs).enumerate() {
             let top = row_top - 0.08 - band * j as f64;
-            let bottom = top - band * 0.82;
-            let mid = (top + bottom) / 2.0;
-            let label = |text: String, at: f64, colour: RGBColor| {
-                EmptyElement::at((at, mid))
-                    + Text::new(
-                        text,
-                        (6, 0),
-                        (FONT, 13)
-                            .into_font()
-                            .color(&colour)
-                            .pos(Pos::new(HPos::Left, VPos::Center)),
-                    )
-            };
-            match cell {
-                Cell::Overhead {
-                    median,
-                    stddev,
-                    rounds,
-                } => {
-                    chart.draw_series(std::iter::once(Rectangle::new(
-                        [(0.0, top), (*median, bottom)],
-                        bar_style(run, j),
-                    )))?;
-                    let mut end = *median;
-                    if let Some(((a, a_cut), (b, b_cut))) =
-                        whisker(*median, *stddev, *rounds, lo, hi)
-                    {
-                        let cap = band * 0.22;
-                        let mut segments = vec![vec![(a, mid), (b, mid)]];
-                        // A cut end has no cap: the noise goes on.
-                        if !a_cut {
-                            segments.push(vec![(a, mid - cap), (a, mid + cap)]);
-                        }
-                        if !b_cut {
-                            segments.push(vec![(b, mid - cap), (b, mid + cap)]);
-                        }
-                        for segment in segments {
-                            chart.draw_series(std::iter::once(PathElement::new(
-                                segment,
-                                BLACK.stroke_width(1),
-                            )))?;
-                        }
-                        end = end.max(b);
-                    }
-                    let text = value_label(*median, *stddev, *rounds, run);
-                    chart.draw_series(std::iter::once(label(text, end.max(0.0), BLACK)))?;
-                }
-                Cell::Skipped(_) => {
-                    chart.draw_series(std::iter::once(label("skipped".into(), 0.0, grey)))?;
-                }
-                Cell::Failed(_) => {
-                    chart.draw_series(std::iter::once(label("FAILED".into(), 0.0, RED)))?;
-                }
-                Cell::Missing => {
-                    chart.draw_series(std::iter::once(label("not run".into(), 0.0, grey)))?;
-                }
-                Cell::Base { .. } => {}
+            bar(&mut chart, cell, run, j, top, band, (lo, hi))?;
+        }
+    }
+    Ok(())
+}
+
+/// The scale of a panel: every median, and the whiskers of real runs. An
+/// emulated run's noise would squash the rest: its whiskers are cut at
+/// the edge.
+fn extent(m: &Matrix, rows: &[&Row]) -> (f64, f64) {
+    let (mut lo, mut hi) = (0.0f64, 1.0f64);
+    for row in rows {
+        for (cell, run) in row.cells.iter().zip(&m.runs) {
+            if let Cell::Overhead { median, stddev, .. } = cell {
+                let noise = if run.emulated.is_some() { 0.0 } else { *stddev };
+                lo = lo.min(median - noise);
+                hi = hi.max(median + noise);
             }
         }
     }
+    (lo, hi)
+}
+
+/// The x axis of a panel whose scale is `lo..hi`, `plot_width` pixels
+/// wide: a margin each side, and room on the right for the value written
+/// after each bar or whisker: end + its width in data units (which depend
+/// on the right edge) must fit.
+fn x_range(m: &Matrix, rows: &[&Row], lo: f64, hi: f64, plot_width: f64) -> Range<f64> {
+    let span = hi - lo;
+    let left = lo - 0.02 * span;
+    let mut right = hi + 0.02 * span;
+    for row in rows {
+        for (cell, run) in row.cells.iter().zip(&m.runs) {
+            if let Cell::Overhead {
+                median,
+                stddev,
+                rounds,
+            } = cell
+            {
+                let end = whisker(*median, *stddev, *rounds, lo, hi).map_or(*median, |w| w.1 .0);
+                let share = (value_label(*median, *stddev, *rounds, run).chars().count() as f64
+                    * CHAR_WIDTH
+                    + 10.0)
+                    / plot_width;
+                right = right.max((end.max(0.0) - share * left) / (1.0 - share.min(0.9)));
+            }
+        }
+    }
+    left..right
+}
+
+/// A panel's frame: its caption, the x axis and its grid, `n` rows, and
+/// `name_width` pixels left of the plot for the mechanisms' names.
+fn frame<'a, DB: DrawingBackend>(
+    area: &'a DrawingArea<DB, Shift>,
+    caption: String,
+    x: Range<f64>,
+    n: f64,
+    name_width: u32,
+) -> Result<Chart<'a, DB>, DrawingAreaErrorKind<DB::ErrorType>> {
+    let mut chart = ChartBuilder::on(area)
+        .caption(caption, (FONT, 17).into_font().style(FontStyle::Bold))
+        .margin_left(MARGIN_LEFT)
+        .margin_right(MARGIN_RIGHT)
+        .margin_top(4)
+        .x_label_area_size(44)
+        .y_label_area_size(name_width)
+        .build_cartesian_2d(x, 0.0..n)?;
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .y_labels(0)
+        .x_labels(10)
+        .x_label_formatter(&|v| format!("{v:.0}"))
+        .x_desc("ns per event over the base")
+        .label_style((FONT, 14))
+        .axis_desc_style((FONT, 14))
+        .light_line_style(TRANSPARENT)
+        .bold_line_style(RGBColor(0xDD, 0xDD, 0xDD))
+        .draw()?;
+    Ok(chart)
+}
+
+/// One run's `cell` of a row, the `j`th band from `top` down, `band`
+/// high, on the scale `lo..hi`: its bar, whisker and value, or what it
+/// is instead (`skipped`, `FAILED`, `not run`). A base's cell has none.
+fn bar<DB: DrawingBackend>(
+    chart: &mut Chart<'_, DB>,
+    cell: &Cell,
+    run: &Run,
+    j: usize,
+    top: f64,
+    band: f64,
+    (lo, hi): (f64, f64),
+) -> DrawResult<DB> {
+    let bottom = top - band * 0.82;
+    let mid = (top + bottom) / 2.0;
+    let grey = RGBColor(0x77, 0x77, 0x77);
+    let label = |text: String, at: f64, colour: RGBColor| {
+        EmptyElement::at((at, mid))
+            + Text::new(
+                text,
+                (6, 0),
+                (FONT, 13)
+                    .into_font()
+                    .color(&colour)
+                    .pos(Pos::new(HPos::Left, VPos::Center)),
+            )
+    };
+    let (median, stddev, rounds) = match cell {
+        Cell::Overhead {
+            median,
+            stddev,
+            rounds,
+        } => (*median, *stddev, *rounds),
+        Cell::Skipped(_) => {
+            chart.draw_series(std::iter::once(label("skipped".into(), 0.0, grey)))?;
+            return Ok(());
+        }
+        Cell::Failed(_) => {
+            chart.draw_series(std::iter::once(label("FAILED".into(), 0.0, RED)))?;
+            return Ok(());
+        }
+        Cell::Missing => {
+            chart.draw_series(std::iter::once(label("not run".into(), 0.0, grey)))?;
+            return Ok(());
+        }
+        Cell::Base { .. } => return Ok(()),
+    };
+    chart.draw_series(std::iter::once(Rectangle::new(
+        [(0.0, top), (median, bottom)],
+        bar_style(run, j),
+    )))?;
+    let mut end = median;
+    if let Some(((a, a_cut), (b, b_cut))) = whisker(median, stddev, rounds, lo, hi) {
+        let cap = band * 0.22;
+        let mut segments = vec![vec![(a, mid), (b, mid)]];
+        // A cut end has no cap: the noise goes on.
+        if !a_cut {
+            segments.push(vec![(a, mid - cap), (a, mid + cap)]);
+        }
+        if !b_cut {
+            segments.push(vec![(b, mid - cap), (b, mid + cap)]);
+        }
+        for segment in segments {
+            chart.draw_series(std::iter::once(PathElement::new(
+                segment,
+                BLACK.stroke_width(1),
+            )))?;
+        }
+        end = end.max(b);
+    }
+    let text = value_label(median, stddev, rounds, run);
+    chart.draw_series(std::iter::once(label(text, end.max(0.0), BLACK)))?;
     Ok(())
 }
 

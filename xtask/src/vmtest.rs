@@ -832,16 +832,7 @@ fn run(a: &Args) -> Result<i32> {
     let initrd = initramfs(&k)?;
     let accel = choose_accel(a.accel);
     let (rundir, rundir_path) = job_dir()?;
-    let out = Out::open(&out::dir(
-        a.out.as_deref(),
-        env::var("CARGO_TARGET_DIR").ok().as_deref(),
-        &repo,
-        &k.release,
-    ))?;
-    // What an earlier run left must not pass for this one's.
-    for stale in [summary::FILE, summary::STEPS_FILE] {
-        let _ = fs::remove_file(out.dir.join(stale));
-    }
+    let out = open_out(a, &repo, &k.release)?;
 
     let t = Instant::now();
     let script = prepare_job(a, &repo, &k, accel)?;
@@ -879,7 +870,36 @@ fn run(a: &Args) -> Result<i32> {
             .map(|t| summary::parse_steps(&t))
             .unwrap_or_default(),
     };
-    let rc = match s.save(&dir) {
+    let rc = save_summary(&s, &dir, rc);
+    println!(
+        "vmtest: kernel {} boot {} total {} exit {rc}",
+        k.release,
+        boot.map_or("-".into(), vm::secs),
+        vm::secs(o.finished - o.started)
+    );
+    Ok(rc)
+}
+
+/// The output directory for `release` (`--out`, else under the target
+/// directory), locked, with what an earlier run left there removed: it
+/// must not pass for this one's.
+fn open_out(a: &Args, repo: &Path, release: &str) -> Result<Out> {
+    let out = Out::open(&out::dir(
+        a.out.as_deref(),
+        env::var("CARGO_TARGET_DIR").ok().as_deref(),
+        repo,
+        release,
+    ))?;
+    for stale in [summary::FILE, summary::STEPS_FILE] {
+        let _ = fs::remove_file(out.dir.join(stale));
+    }
+    Ok(out)
+}
+
+/// Saves the summary into `dir`. A run that passed but whose summary
+/// could not be saved exits 2; any other keeps its `rc`.
+fn save_summary(s: &Summary, dir: &Path, rc: i32) -> i32 {
+    match s.save(dir) {
         Ok(()) => rc,
         Err(e) => {
             say!("{}", format!("{e:#}").replace('\n', " "));
@@ -889,14 +909,7 @@ fn run(a: &Args) -> Result<i32> {
                 rc
             }
         }
-    };
-    println!(
-        "vmtest: kernel {} boot {} total {} exit {rc}",
-        k.release,
-        boot.map_or("-".into(), vm::secs),
-        vm::secs(o.finished - o.started)
-    );
-    Ok(rc)
+    }
 }
 
 /// The job directory: visible in the guest under the same path (the host
