@@ -58,7 +58,7 @@ fn the_executable_replaced_mid_run_keeps_exact_counts() {
             "--repeat",
             "7",
             "--iterations",
-            "20000",
+            "5000",
             "--budget",
             "0",
             "--format",
