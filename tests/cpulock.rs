@@ -5,13 +5,15 @@
 //!
 //! Needs root, like the rest of the suite.
 
-use std::fs;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use bpf_overhead::env_vars::EMULATED_ENV;
 use bpf_overhead::measure::cpulock::{self, Wait};
 use serial_test::serial;
+
+#[path = "common/procs.rs"]
+mod procs;
 
 const BIN: &str = env!("CARGO_BIN_EXE_bpf-overhead");
 
@@ -31,20 +33,6 @@ fn spawn(args: &[&str]) -> Child {
         .stderr(Stdio::piped())
         .spawn()
         .expect("bpf-overhead starts")
-}
-
-/// Whether `pid` holds a BPF program (a `prog_id:` in the fdinfo of any
-/// of its threads): it is measuring.
-fn measuring(pid: u32) -> bool {
-    let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
-        return false;
-    };
-    tasks.flatten().any(|task| {
-        fs::read_dir(task.path().join("fdinfo")).is_ok_and(|fds| {
-            fds.flatten()
-                .any(|fd| fs::read_to_string(fd.path()).is_ok_and(|i| i.contains("\nprog_id:")))
-        })
-    })
 }
 
 const RUN: [&str; 7] = [
@@ -75,7 +63,11 @@ fn runs_on_one_cpu_take_turns_and_say_whom_they_wait_for() {
     let mut overlaps = 0;
     while runs.iter_mut().any(|r| r.try_wait().unwrap().is_none()) {
         assert!(Instant::now() < deadline, "the runs did not end in 300 s");
-        let at_once: Vec<u32> = pids.iter().copied().filter(|&p| measuring(p)).collect();
+        let at_once: Vec<u32> = pids
+            .iter()
+            .copied()
+            .filter(|&p| procs::holds_a_program(p))
+            .collect();
         if at_once.len() > 1 {
             overlaps += 1;
         }
@@ -148,7 +140,10 @@ fn no_wait_fails_at_once_naming_the_holder() {
         .unwrap();
     std::thread::sleep(Duration::from_secs(2));
     assert!(run.try_wait().unwrap().is_none(), "it did not wait");
-    assert!(!measuring(run.id()), "it measured on a CPU that was taken");
+    assert!(
+        !procs::holds_a_program(run.id()),
+        "it measured on a CPU that was taken"
+    );
     drop(lock);
     let out = run.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -14,21 +14,10 @@ use bpf_overhead::env_vars::EMULATED_ENV;
 use serde_json::Value;
 use serial_test::serial;
 
-const BIN: &str = env!("CARGO_BIN_EXE_bpf-overhead");
+#[path = "common/procs.rs"]
+mod procs;
 
-/// Whether `pid` holds a BPF program (a `prog_id:` in the fdinfo of any
-/// of its threads: the measuring thread has a file table of its own).
-fn holds_a_program(pid: u32) -> bool {
-    let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
-        return false;
-    };
-    tasks.flatten().any(|task| {
-        fs::read_dir(task.path().join("fdinfo")).is_ok_and(|fds| {
-            fds.flatten()
-                .any(|fd| fs::read_to_string(fd.path()).is_ok_and(|i| i.contains("\nprog_id:")))
-        })
-    })
-}
+const BIN: &str = env!("CARGO_BIN_EXE_bpf-overhead");
 
 /// Replaces `path` the way a linker or `cp new tmp && mv tmp path` does:
 /// a new file, renamed over the old one (a new inode at the path; the
@@ -72,7 +61,7 @@ fn the_executable_replaced_mid_run_keeps_exact_counts() {
     // Replace it once the first uprobe is attached (the warm-up): every
     // later run loads and attaches again, after the replacement.
     let deadline = Instant::now() + Duration::from_secs(60);
-    while !holds_a_program(run.id()) {
+    while !procs::holds_a_program(run.id()) {
         assert!(
             run.try_wait().unwrap().is_none(),
             "the run ended before attaching anything"
