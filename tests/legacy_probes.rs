@@ -132,7 +132,7 @@ fn killed_runs_probe_is_removed(events: &Path, mechanism: &str) {
 
     let out = Command::new(BIN)
         .args(["-m", mechanism, "--repeat", "1", "--iterations", "1000"])
-        .args(["--no-prog-stats"])
+        .args(["--no-prog-stats", "--budget", "0"])
         .env_remove(EMULATED_ENV)
         .env("RUST_LOG", "info")
         .output()
