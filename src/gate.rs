@@ -74,6 +74,14 @@ impl Threshold {
         }
     }
 
+    /// What the run's rounds must be able to see: the same shares.
+    pub fn precision(self) -> crate::pipeline::Precision {
+        match self {
+            Threshold::Fixed(t) => crate::pipeline::Precision { comm: t, other: t },
+            Threshold::ByTrigger => crate::pipeline::Precision::DEFAULT,
+        }
+    }
+
     /// For the report's first line: `6%`, or `6% (15% on the comm trigger)`.
     pub fn describe(self) -> String {
         let pct = |t: f64| (t * 1000.0).round() / 10.0;

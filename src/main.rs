@@ -19,10 +19,8 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use bpf_overhead::document::{self, Document, Host, Status};
 use bpf_overhead::gate::{self, Threshold};
-use bpf_overhead::measure::{
-    cpulock, Batch, CpuPin, ProgWork, DEFAULT_ITERATIONS, MAX_BATCH, MAX_PROG_WORK,
-};
-use bpf_overhead::pipeline::{self, Plan, Precision, DEFAULT_REPEATS};
+use bpf_overhead::measure::{cpulock, Batch, CpuPin, ProgWork, MAX_BATCH, MAX_PROG_WORK};
+use bpf_overhead::pipeline::{self, Plan, DEFAULT_REPEATS};
 use bpf_overhead::report::{self, Matrix};
 use bpf_overhead::{render, Error, Mechanism};
 
@@ -239,10 +237,6 @@ fn parse_secs(s: &str) -> Result<Duration, String> {
     }
 }
 
-fn budget(cli: &Cli) -> Duration {
-    cli.budget.unwrap_or_else(pipeline::default_budget)
-}
-
 fn parse_cpu(s: &str) -> Result<usize, String> {
     let s = s.trim();
     if s.parse::<i128>().is_ok_and(|v| v < 0) {
@@ -447,28 +441,27 @@ fn check_producers(cli: &Cli) -> Result<(), Failure> {
 
 /// The run the command line asks for.
 fn plan(cli: &Cli) -> Plan {
+    let defaults = Plan::new(&cli.mechanisms);
     Plan {
-        iterations: cli.iterations.unwrap_or(DEFAULT_ITERATIONS),
-        run_time: match cli.iterations {
-            Some(_) => None,
-            None => pipeline::default_run_time(),
-        },
+        iterations: cli.iterations.unwrap_or(defaults.iterations),
+        // A count asked for is a count: no sizing to a run time.
+        run_time: defaults.run_time.filter(|_| cli.iterations.is_none()),
         repeats: cli.repeat,
         cpu: cli.cpu,
         stats_run: !cli.no_prog_stats,
         batch: cli.batch,
         prog_work: cli.prog_work,
-        budget: budget(cli),
-        precision: match cli.threshold {
-            Some(t) => Precision {
-                comm: t / 100.0,
-                other: t / 100.0,
-            },
-            None => Precision::DEFAULT,
-        },
+        budget: cli.budget.unwrap_or(defaults.budget),
+        precision: threshold(cli).precision(),
         producers: cli.producers,
-        ..Plan::new(&cli.mechanisms)
+        ..defaults
     }
+}
+
+/// `--threshold`, or the defaults by trigger.
+fn threshold(cli: &Cli) -> Threshold {
+    cli.threshold
+        .map_or(Threshold::ByTrigger, |t| Threshold::Fixed(t / 100.0))
 }
 
 /// `--baseline`'s document, checked before the run: readable, a result,
@@ -547,10 +540,7 @@ struct Gate {
 
 /// Compares `doc` with the baseline `old`, read from `path`.
 fn judge(cli: &Cli, path: &Path, old: &Document, doc: &Document) -> Gate {
-    let threshold = cli
-        .threshold
-        .map_or(Threshold::ByTrigger, |t| Threshold::Fixed(t / 100.0));
-    let report = gate::compare(old, doc, threshold);
+    let report = gate::compare(old, doc, threshold(cli));
     let text = render::gate_report(
         &report,
         &format!(

@@ -52,7 +52,7 @@ const MIN_SCALED_EVENTS: u64 = 1000;
 pub const DEFAULT_BUDGET: Duration = Duration::from_secs(45);
 /// [`DEFAULT_BUDGET`], or none under emulation, where nothing timed is
 /// read.
-pub fn default_budget() -> Duration {
+fn default_budget() -> Duration {
     if crate::document::emulated().is_some() {
         Duration::ZERO
     } else {
@@ -70,7 +70,7 @@ pub const SURE_SHARE: f64 = 0.6;
 
 /// [`DEFAULT_RUN_TIME`], or none under emulation: scaling needs the
 /// warm-up run's time per event, and there is no warm-up there.
-pub fn default_run_time() -> Option<Duration> {
+fn default_run_time() -> Option<Duration> {
     crate::document::emulated()
         .is_none()
         .then_some(DEFAULT_RUN_TIME)
@@ -390,11 +390,16 @@ impl Outcome {
         overhead.max(FLOOR_OF_BASE * crate::stats::median(&base))
     }
 
-    /// The smallest change of its cost that this run could detect against
-    /// a baseline as noisy as itself, as a share of [`Self::reference_ns`].
-    pub fn detectable(&self) -> Option<f64> {
+    /// The smallest change of its cost, in ns per event, that this run
+    /// could detect against a baseline as noisy as itself.
+    pub fn detectable_ns(&self) -> Option<f64> {
         let o = self.overheads();
-        crate::stats::detectable_ns(&o, &o).map(|ns| ns / self.reference_ns())
+        crate::stats::detectable_ns(&o, &o)
+    }
+
+    /// [`Self::detectable_ns`] as a share of [`Self::reference_ns`].
+    pub fn detectable(&self) -> Option<f64> {
+        self.detectable_ns().map(|ns| ns / self.reference_ns())
     }
 
     /// Measured precisely enough for `plan.precision`: it sees
@@ -889,12 +894,6 @@ fn mechanism_result(plan: &Plan, o: &Outcome) -> MechanismResult {
         Summary::of(&values)
     };
     let base_ns = |b: &Sample, a: &Sample| (b.ns_per_event() + a.ns_per_event()) / 2.0;
-    let detectable_ns = paired_ok
-        .then(|| {
-            let overheads = o.overheads();
-            crate::stats::detectable_ns(&overheads, &overheads)
-        })
-        .flatten();
     MechanismResult {
         name: m.name().into(),
         base: m.base().name().into(),
@@ -908,7 +907,7 @@ fn mechanism_result(plan: &Plan, o: &Outcome) -> MechanismResult {
         reason,
         k_events_per_sec: ok.then(|| Summary::of(&rates)).flatten(),
         ns_per_event: ok.then(|| crate::stats::median(&ns)),
-        overhead_ns: paired(&|s, b, a| s.ns_per_event() - base_ns(b, a)),
+        overhead_ns: paired_ok.then(|| Summary::of(&o.overheads())).flatten(),
         ratio_to_base: paired(&|s, b, a| {
             s.events_per_sec() / ((b.events_per_sec() + a.events_per_sec()) / 2.0)
         }),
@@ -933,8 +932,8 @@ fn mechanism_result(plan: &Plan, o: &Outcome) -> MechanismResult {
             (s.ns_per_event() - base_ns(b, a))
                 / ((2.0 * s.speed_ns + b.speed_ns + a.speed_ns) / 4.0)
         }),
-        detectable: detectable_ns.map(|d| d / o.reference_ns()),
-        detectable_ns,
+        detectable: paired_ok.then(|| o.detectable()).flatten(),
+        detectable_ns: paired_ok.then(|| o.detectable_ns()).flatten(),
     }
 }
 

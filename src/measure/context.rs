@@ -7,6 +7,8 @@
 use std::fs;
 use std::time::Instant;
 
+use nix::sys::resource::{getrusage, UsageWho};
+use nix::sys::time::TimeVal;
 use serde::{Deserialize, Serialize};
 
 /// The conditions of a run, over its whole length.
@@ -51,8 +53,8 @@ pub fn snapshot(cpu: usize) -> Option<Snapshot> {
         cpu,
         at: Instant::now(),
         ticks: cpu_ticks(&fs::read_to_string("/proc/stat").ok()?, cpu)?,
-        process_ns: rusage(libc::RUSAGE_SELF).0,
-        involuntary: rusage(libc::RUSAGE_THREAD).1,
+        process_ns: rusage(UsageWho::RUSAGE_SELF).0,
+        involuntary: rusage(UsageWho::RUSAGE_THREAD).1,
         load: load_average()?,
     })
 }
@@ -125,16 +127,15 @@ pub fn thread_cpu_time() -> std::time::Duration {
 }
 
 /// (CPU time in ns, involuntary context switches) of `who`.
-fn rusage(who: libc::c_int) -> (u64, u64) {
-    let mut ru = std::mem::MaybeUninit::<libc::rusage>::zeroed();
-    // SAFETY: ru is valid for writing a rusage.
-    if unsafe { libc::getrusage(who, ru.as_mut_ptr()) } != 0 {
+fn rusage(who: UsageWho) -> (u64, u64) {
+    let Ok(ru) = getrusage(who) else {
         return (0, 0);
-    }
-    // SAFETY: getrusage filled it.
-    let ru = unsafe { ru.assume_init() };
-    let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
-    (ns(ru.ru_utime) + ns(ru.ru_stime), ru.ru_nivcsw as u64)
+    };
+    let ns = |t: TimeVal| t.tv_sec() as u64 * 1_000_000_000 + t.tv_usec() as u64 * 1000;
+    (
+        ns(ru.user_time()) + ns(ru.system_time()),
+        ru.involuntary_context_switches() as u64,
+    )
 }
 
 fn load_average() -> Option<f64> {
