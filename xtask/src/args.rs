@@ -8,6 +8,8 @@ use anyhow::{bail, ensure, Result};
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::{Parser, Subcommand};
 
+use crate::arch::Arch;
+
 const VMTEST_ABOUT: &str = "\
 Boot KERNEL under qemu and run this crate's test binaries in it as root, with the
 host's root file system mounted read-only over 9p (plus a RAM overlay, so everything
@@ -213,6 +215,10 @@ struct VmtestCli {
     /// Boot the bzImage even when its vmlinux has a PVH entry
     #[arg(long)]
     bzimage: bool,
+    /// The guest's architecture: x86_64 (default) or arm64 (Debian's arm64 kernel
+    /// under qemu-system-aarch64, TCG; the tests cross-built)
+    #[arg(long, value_name = "ARCH", default_value = "x86_64", value_parser = arch)]
+    arch: Arch,
 }
 
 /// `cargo xtask ci`'s options.
@@ -284,6 +290,7 @@ pub enum Job {
 #[derive(Debug, PartialEq, Eq)]
 pub struct Args {
     pub kernel: String,
+    pub arch: Arch,
     pub job: Job,
     pub cargo_args: Vec<String>,
     pub bench_args: Vec<String>,
@@ -374,6 +381,7 @@ fn vmtest_args(v: Box<VmtestCli>, dashdash: bool, env_accel: Option<&str>) -> Re
     };
     Ok(Args {
         kernel,
+        arch: v.arch,
         job,
         cargo_args: v.cargo_args,
         bench_args: v.bench_args,
@@ -425,6 +433,10 @@ fn env_pair(v: &str) -> Result<(String, String), String> {
         }
         _ => Err("wants NAME=VALUE".into()),
     }
+}
+
+fn arch(v: &str) -> Result<Arch, String> {
+    Arch::parse(v).map_err(|e| e.to_string())
 }
 
 fn directory(v: &str) -> Result<String, String> {
@@ -522,6 +534,9 @@ mod tests {
         assert_eq!(a.kernel, "6.1");
         assert_eq!(a.job, Job::Tests(vec!["--nocapture".into()]));
         assert_eq!((a.timeout, a.alive_timeout, a.accel), (1800, 30, None));
+        assert_eq!(a.arch, Arch::X86_64);
+        let a = p(&["--arch", "arm64", "6.12"]).unwrap().unwrap();
+        assert_eq!((a.arch, a.kernel.as_str()), (Arch::Arm64, "6.12"));
         assert_eq!((a.boot_timeout, a.memory.as_str(), a.smp), (300, "2G", 2));
         let a = p(&["6.12", "--", "--nocapture", "fentry"])
             .unwrap()
@@ -602,6 +617,10 @@ mod tests {
         );
         assert!(e(&["6.1", "--smp", "x"]).starts_with("--smp wants a positive number"));
         assert!(e(&["6.1", "--accel", "hvf"]).contains("must be kvm or tcg"));
+        assert_eq!(
+            e(&["6.1", "--arch", "s390x"]),
+            "--arch wants x86_64 or arm64, not 's390x'"
+        );
         assert!(e(&["6.1", "--env", "noequals"]).contains("--env wants NAME=VALUE"));
         assert!(e(&["6.1", "--exec"]).starts_with("--exec needs a value"));
         assert!(e(&["6.1", "--out"]).starts_with("--out needs a value"));

@@ -16,8 +16,9 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, ensure, Context, Result};
 
 use crate::args::{CiArgs, CI_STEPS};
+use crate::lint;
 use crate::summary::Summary;
-use crate::{lint, vmtest};
+use crate::vmtest::{self, shown};
 
 /// The CI kernels, one a line: both `cargo xtask ci` and the GitHub workflow
 /// (through `cargo xtask ci --matrix`) read it.
@@ -208,18 +209,6 @@ fn host_command(name: &str) -> Command {
     };
     cmd.stdin(Stdio::null());
     cmd
-}
-
-fn shown(cmd: &Command) -> String {
-    let prog = Path::new(cmd.get_program())
-        .file_name()
-        .unwrap_or_default()
-        .to_string_lossy()
-        .into_owned();
-    std::iter::once(prog)
-        .chain(cmd.get_args().map(|a| a.to_string_lossy().into_owned()))
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 /// One kernel's run, as ci saw it.

@@ -12,6 +12,7 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::{bail, ensure, Context, Result};
 
+use crate::arch::Arch;
 use crate::say;
 
 /// The suites searched for kernels: bullseye-security has 5.10 and a 6.1
@@ -36,7 +37,7 @@ pub const LISTS_RETRY_AGE: Duration = Duration::from_secs(3600);
 pub const ACCEPTED: &str = "accepted: a Debian kernel series (5.10, 6.1, 6.12, 6.18, 7.3…), \
     `newest`, a Debian release (6.1.0-57-amd64) or package name, or the path to a bzImage/vmlinux";
 
-/// How Debian packaged one kernel release (amd64 flavour).
+/// How Debian packaged one kernel release (the plain amd64 or arm64 flavour).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Release {
     /// `uname -r`, e.g. 6.1.0-57-amd64, 6.12.118+deb13-amd64, 7.3.4+deb13-amd64.
@@ -58,9 +59,10 @@ pub fn series_of(release: &str) -> String {
     release.split('.').take(2).collect::<Vec<_>>().join(".")
 }
 
-/// A plain amd64 kernel release: `X.Y.Z…-amd64`, not a flavour such as -rt or -cloud.
-pub fn plain_release(rel: &str) -> bool {
-    let Some(base) = rel.strip_suffix("-amd64") else {
+/// A plain kernel release of `arch`: `X.Y.Z…-amd64` or `-arm64`, not a flavour
+/// such as -rt, -cloud or arm64's -16k.
+pub fn plain_release(rel: &str, arch: Arch) -> bool {
+    let Some(base) = rel.strip_suffix(&format!("-{}", arch.debian())) else {
         return false;
     };
     let mut dots = base.split('.');
@@ -78,8 +80,8 @@ pub fn plain_release(rel: &str) -> bool {
         .is_none_or(|(_, last)| last.starts_with(|c: char| c.is_ascii_digit()))
 }
 
-/// The releases that the package names describe, oldest first.
-pub fn releases<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<Release> {
+/// The releases of `arch` that the package names describe, oldest first.
+pub fn releases<'a>(names: impl IntoIterator<Item = &'a str>, arch: Arch) -> Vec<Release> {
     #[derive(Default)]
     struct Seen {
         unsigned: bool,
@@ -105,7 +107,7 @@ pub fn releases<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<Release> {
         } else {
             continue;
         };
-        if plain_release(rel) {
+        if plain_release(rel, arch) {
             slot(by_rel.entry(rel.to_owned()).or_default());
         }
     }
@@ -227,16 +229,21 @@ pub fn choose(kernel: &str, rels: &[Release]) -> Result<Release> {
     }
 }
 
-/// The runner's private apt: configuration, lists and caches under one directory.
+/// The runner's private apt: configuration, lists and caches under one
+/// directory, one per architecture (`apt/` for amd64, `apt-arm64/`): apt
+/// then lists only that architecture's packages.
 pub struct Apt {
     dir: PathBuf,
+    arch: Arch,
 }
 
 impl Apt {
-    pub fn new(cache: &Path) -> Apt {
-        Apt {
-            dir: cache.join("apt"),
-        }
+    pub fn new(cache: &Path, arch: Arch) -> Apt {
+        let dir = match arch {
+            Arch::X86_64 => cache.join("apt"),
+            other => cache.join(format!("apt-{}", other.debian())),
+        };
+        Apt { dir, arch }
     }
 
     fn conf_path(&self) -> PathBuf {
@@ -248,6 +255,7 @@ impl Apt {
     /// are not read.
     pub fn conf(&self) -> String {
         let d = self.dir.display();
+        let a = self.arch.debian();
         format!(
             "Dir::Etc \"{d}/etc\";\n\
              Dir::Etc::main \"apt.conf\";\n\
@@ -263,8 +271,8 @@ impl Apt {
              Dir::Cache \"{d}/cache\";\n\
              Dir::Cache::srcpkgcache \"\";\n\
              Dir::Log \"{d}/log\";\n\
-             APT::Architecture \"amd64\";\n\
-             APT::Architectures {{ \"amd64\"; }};\n\
+             APT::Architecture \"{a}\";\n\
+             APT::Architectures {{ \"{a}\"; }};\n\
              Acquire::Languages \"none\";\n\
              Acquire::GzipIndexes \"true\";\n\
              APT::Sandbox::User \"root\";\n\
@@ -386,7 +394,10 @@ impl Apt {
                 .unwrap_or("")
         );
         let text = String::from_utf8_lossy(&out.stdout);
-        Ok(releases(text.lines().filter_map(|l| l.split(' ').next())))
+        Ok(releases(
+            text.lines().filter_map(|l| l.split(' ').next()),
+            self.arch,
+        ))
     }
 
     /// Where downloaded .deb files wait until their kernel is unpacked and checked.
@@ -499,7 +510,7 @@ mod tests {
     ];
 
     fn rels() -> Vec<Release> {
-        releases(NAMES.iter().copied())
+        releases(NAMES.iter().copied(), Arch::X86_64)
     }
 
     fn pick(k: &str) -> Result<Release> {
@@ -570,7 +581,9 @@ mod tests {
             .filter(|n| !n.starts_with("linux-modules-7.3"))
             .collect();
         assert_eq!(
-            choose("newest", &releases(without)).unwrap().name,
+            choose("newest", &releases(without, Arch::X86_64))
+                .unwrap()
+                .name,
             "7.2.13+deb14-amd64"
         );
     }
@@ -641,7 +654,7 @@ mod tests {
 
     #[test]
     fn private_apt_configuration() {
-        let apt = Apt::new(Path::new("/c"));
+        let apt = Apt::new(Path::new("/c"), Arch::X86_64);
         let conf = apt.conf();
         for want in [
             "Dir::Etc \"/c/apt/etc\";",
@@ -659,5 +672,63 @@ mod tests {
             "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg check-valid-until=no] \
              http://deb.debian.org/debian-security bullseye-security main"
         ));
+        let arm = Apt::new(Path::new("/c"), Arch::Arm64).conf();
+        for want in [
+            "Dir::State \"/c/apt-arm64/state\";",
+            "APT::Architecture \"arm64\";",
+            "APT::Architectures { \"arm64\"; };",
+        ] {
+            assert!(arm.contains(want), "{want} in {arm}");
+        }
+        assert!(!arm.contains("amd64"));
+    }
+
+    /// arm64 package names as apt lists them (a sample of the real lists).
+    const ARM64: &[&str] = &[
+        "linux-image-6.12.118+deb13-arm64",
+        "linux-image-6.12.118+deb13-arm64-unsigned",
+        "linux-image-6.12.118+deb13-arm64-16k-unsigned",
+        "linux-image-6.12.118+deb13-cloud-arm64-unsigned",
+        "linux-image-6.12.74+deb13+1-arm64",
+        "linux-image-6.18.15+deb13-arm64",
+        "linux-image-6.18.15+deb13-arm64-16k",
+        "linux-binary-7.3.4+deb13-arm64",
+        "linux-binary-7.3.4+deb13-arm64-16k",
+        "linux-modules-7.3.4+deb13-arm64",
+        "linux-modules-7.3.4+deb13-arm64-16k",
+        "linux-image-7.3.4+deb13-arm64",
+        "linux-image-6.12-arm64",
+    ];
+
+    #[test]
+    fn arm64_releases_and_their_packages() {
+        let r = releases(ARM64.iter().copied(), Arch::Arm64);
+        let names: Vec<_> = r.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "6.12.74+deb13+1-arm64",
+                "6.12.118+deb13-arm64",
+                "6.18.15+deb13-arm64",
+                "7.3.4+deb13-arm64"
+            ]
+        );
+        assert_eq!(
+            choose("6.12", &r).unwrap().packages,
+            ["linux-image-6.12.118+deb13-arm64-unsigned"]
+        );
+        assert_eq!(
+            choose("newest", &r).unwrap().packages,
+            [
+                "linux-binary-7.3.4+deb13-arm64",
+                "linux-modules-7.3.4+deb13-arm64"
+            ]
+        );
+        // The other architecture's names are no releases of this one.
+        assert!(releases(ARM64.iter().copied(), Arch::X86_64).is_empty());
+        assert!(releases(NAMES.iter().copied(), Arch::Arm64).is_empty());
+        assert!(plain_release("6.12.118+deb13-arm64", Arch::Arm64));
+        assert!(!plain_release("6.12.118+deb13-arm64-16k", Arch::Arm64));
+        assert!(!plain_release("6.12.118+deb13-arm64", Arch::X86_64));
     }
 }

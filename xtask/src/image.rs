@@ -38,7 +38,7 @@ pub enum Compression {
 }
 
 impl Compression {
-    fn of(payload: &[u8]) -> Option<Compression> {
+    pub fn of(payload: &[u8]) -> Option<Compression> {
         const MAGICS: &[(Compression, &[u8])] = &[
             (Compression::Gzip, b"\x1f\x8b\x08"),
             (Compression::Xz, b"\xfd7zXZ\x00"),

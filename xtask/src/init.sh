@@ -34,10 +34,12 @@ mount -t devtmpfs devtmpfs /dev
 # vmtest.out=...: where to mount the output share, if any.
 rundir=
 out=
+tools=
 for w in $(cat /proc/cmdline); do
 	case $w in
 	vmtest.rundir=*) rundir=${w#*=} ;;
 	vmtest.out=*) out=${w#*=} ;;
+	vmtest.tools=*) tools=${w#*=} ;;
 	esac
 done
 [ -n "$rundir" ] || die "no vmtest.rundir= on the kernel command line"
@@ -86,9 +88,23 @@ for d in /sys/class/virtio-ports/*; do
 done
 [ -n "$port" ] || die "no virtio-serial port vmtest.status (kernel needs VIRTIO_CONSOLE)"
 
+# vmtest.tools=busybox: the host root's programs are of another architecture
+# (an arm64 guest on an x86-64 host): job.sh runs with this busybox's sh and
+# applets, from the overlay's RAM, first in its PATH.
+shell="/bin/bash --noprofile --norc"
+envs=
+if [ "$tools" = busybox ]; then
+	mkdir -p $r/run/vmtest-bin
+	cp /bin/busybox $r/run/vmtest-bin/busybox
+	chroot $r /run/vmtest-bin/busybox --install -s /run/vmtest-bin ||
+		die "cannot install busybox's applets in /run/vmtest-bin"
+	shell=/run/vmtest-bin/sh
+	envs=VMTEST_TOOLS=/run/vmtest-bin
+fi
+
 say "guest up $(cut -d' ' -f1 /proc/uptime)s (uptime)"
 # Clean environment: job.sh exports what the test needs.
-env -i /bin/chroot $r /bin/bash --noprofile --norc "$rundir/job.sh" </dev/console >/dev/console 2>&1
+env -i $envs /bin/chroot $r $shell "$rundir/job.sh" </dev/console >/dev/console 2>&1
 rc=$?
 # A WARN() is not fatal (an oops is: oops=panic) but worth showing; quiet hid it.
 if dmesg | grep -q 'WARNING: CPU:'; then

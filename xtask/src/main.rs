@@ -5,7 +5,10 @@
 //!   kernel (a Debian kernel by series or release, or one you built).
 //! - `ci`: what .ci/run runs: lint, host tests, every CI kernel in a VM, the report.
 
+mod arch;
 mod args;
+mod arm64;
+mod arm64_image;
 mod ci;
 mod cpio;
 mod debian;

@@ -21,6 +21,9 @@ pub struct Summary {
     pub kernel: String,
     /// The release booted.
     pub release: String,
+    /// The guest's architecture: "x86_64" or "arm64" (older files: x86_64).
+    #[serde(default = "x86_64")]
+    pub arch: String,
     /// "kvm" or "tcg".
     pub accel: String,
     /// Getting the kernel ready: apt lists, download, unpack and check (close
@@ -42,6 +45,10 @@ pub struct Summary {
     pub why: Vec<String>,
     /// What the guest ran (default mode), in order.
     pub steps: Vec<Step>,
+}
+
+fn x86_64() -> String {
+    "x86_64".into()
 }
 
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
+use crate::arch::Arch;
 use crate::args::Accel;
 
 /// What the guest init prints when it is about to run the command.
@@ -45,6 +46,7 @@ pub fn signalled() -> Option<i32> {
 }
 
 pub struct Vm<'a> {
+    pub arch: Arch,
     pub accel: Accel,
     pub smp: u32,
     pub memory: &'a str,
@@ -65,13 +67,28 @@ fn qemu_value(p: &Path) -> String {
 /// any oops panics, a panic powers off, and where the job is. no_timer_check:
 /// under TCG on a loaded host the IO-APIC timer check can fail and panic the
 /// boot ("IO-APIC + timer doesn't work!", seen with Debian 6.1).
-/// `vmtest.out=` tells the init to mount the output share there.
-pub fn cmdline(rundir: &Path, out: bool, append: &str) -> String {
+/// `vmtest.out=` tells the init to mount the output share there. arm64:
+/// the PL011 console, early output through `earlycon` (the device tree's
+/// stdout-path).
+/// `foreign`: the host root's programs cannot run in the guest, its init's
+/// busybox stands in (`vmtest.tools=busybox`).
+pub fn cmdline(arch: Arch, foreign: bool, rundir: &Path, out: bool, append: &str) -> String {
+    let early = match arch {
+        Arch::X86_64 => "earlyprintk=serial,ttyS0,115200",
+        Arch::Arm64 => "earlycon",
+    };
+    let quirks = match arch {
+        Arch::X86_64 => " no_timer_check",
+        Arch::Arm64 => "",
+    };
     let mut c = format!(
-        "console=ttyS0 earlyprintk=serial,ttyS0,115200 panic=-1 oops=panic no_timer_check \
-         vmtest.rundir={}",
+        "console={} {early} panic=-1 oops=panic{quirks} vmtest.rundir={}",
+        arch.console(),
         rundir.display()
     );
+    if foreign {
+        c.push_str(" vmtest.tools=busybox");
+    }
     if out {
         c.push_str(" vmtest.out=");
         c.push_str(GUEST_OUT);
@@ -85,14 +102,10 @@ pub fn cmdline(rundir: &Path, out: bool, append: &str) -> String {
 
 impl Vm<'_> {
     pub fn qemu_args(&self) -> Vec<String> {
-        let accel: &[&str] = match self.accel {
-            Accel::Kvm => &["-accel", "kvm", "-cpu", "host"],
-            // Multi-threaded TCG oopses the guest when kprobes or trampolines
-            // patch live kernel text: one host thread for all vCPUs.
-            Accel::Tcg => &["-accel", "tcg,thread=single", "-cpu", "max"],
-        };
-        let mut a: Vec<String> = ["-M", "q35"].iter().map(|s| s.to_string()).collect();
-        a.extend(accel.iter().map(|s| s.to_string()));
+        let mut a: Vec<String> = machine_args(self.arch, self.accel)
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
         let rest = [
             "-smp".to_owned(),
             self.smp.to_string(),
@@ -142,6 +155,29 @@ impl Vm<'_> {
 
     pub fn status_path(&self) -> PathBuf {
         self.rundir.join("status")
+    }
+}
+
+/// The machine, the accelerator and the CPU.
+fn machine_args(arch: Arch, accel: Accel) -> &'static [&'static str] {
+    match (arch, accel) {
+        (Arch::X86_64, Accel::Kvm) => &["-M", "q35", "-accel", "kvm", "-cpu", "host"],
+        // Multi-threaded TCG oopses the guest when kprobes or trampolines
+        // patch live kernel text: one host thread for all vCPUs.
+        (Arch::X86_64, Accel::Tcg) => &["-M", "q35", "-accel", "tcg,thread=single", "-cpu", "max"],
+        (Arch::Arm64, Accel::Kvm) => &["-M", "virt", "-accel", "kvm", "-cpu", "host"],
+        // virt: PCI for the same virtio devices, a PL011 console.
+        // pauth-impdef: QEMU's own pointer-authentication hash instead of
+        // the architected QARMA5, which costs Debian's kernel (built with
+        // pointer authentication) much time under TCG.
+        (Arch::Arm64, Accel::Tcg) => &[
+            "-M",
+            "virt",
+            "-accel",
+            "tcg,thread=single",
+            "-cpu",
+            "max,pauth-impdef=on",
+        ],
     }
 }
 
@@ -241,13 +277,19 @@ fn kill(child: &mut Child) {
 
 /// Runs qemu, streaming its console, until it exits or a watchdog fires.
 pub fn run(vm: &Vm, verbose: bool, t: &Timeouts) -> Result<Outcome> {
-    let mut child = Command::new("qemu-system-x86_64")
+    let mut child = Command::new(vm.arch.qemu())
         .args(vm.qemu_args())
         // stdin: qemu would put a terminal into raw mode.
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .spawn()
-        .context("starting qemu-system-x86_64 (apt-get install -y qemu-system-x86)")?;
+        .with_context(|| {
+            format!(
+                "starting {} (apt-get install -y {})",
+                vm.arch.qemu(),
+                vm.arch.qemu_package()
+            )
+        })?;
     let started = Instant::now();
     let console = Arc::new(Mutex::new(Console::new(verbose)));
     let log = Arc::new(Mutex::new(Vec::<u8>::new()));
@@ -507,12 +549,19 @@ mod tests {
     #[test]
     fn qemu_command_line() {
         let vm = Vm {
+            arch: Arch::X86_64,
             accel: Accel::Tcg,
             smp: 2,
             memory: "2G",
             kernel: Path::new("/k/vmlinux"),
             initrd: Path::new("/k/initramfs.cpio"),
-            cmdline: cmdline(Path::new("/tmp/vmtest.x"), false, "nokaslr"),
+            cmdline: cmdline(
+                Arch::X86_64,
+                false,
+                Path::new("/tmp/vmtest.x"),
+                false,
+                "nokaslr",
+            ),
             rundir: Path::new("/tmp/vmtest.x"),
             out: None,
         };
@@ -531,7 +580,7 @@ mod tests {
         assert!(!a.contains("mount_tag=out"));
         let vm = Vm {
             out: Some(Path::new("/r/target/vmtest/6.1,x/.vmtest-run.1")),
-            cmdline: cmdline(Path::new("/tmp/vmtest.x"), true, ""),
+            cmdline: cmdline(Arch::X86_64, false, Path::new("/tmp/vmtest.x"), true, ""),
             ..vm
         };
         let a = vm.qemu_args().join(" ");
@@ -549,5 +598,44 @@ mod tests {
         assert!(vm
             .cmdline
             .ends_with(" vmtest.rundir=/tmp/vmtest.x vmtest.out=/run/vmtest-out"));
+    }
+
+    #[test]
+    fn arm64_command_line() {
+        let vm = Vm {
+            arch: Arch::Arm64,
+            accel: Accel::Tcg,
+            smp: 2,
+            memory: "2G",
+            kernel: Path::new("/k/vmlinuz"),
+            initrd: Path::new("/k/initramfs.cpio"),
+            cmdline: cmdline(Arch::Arm64, true, Path::new("/tmp/vmtest.x"), true, ""),
+            rundir: Path::new("/tmp/vmtest.x"),
+            out: Some(Path::new("/o")),
+        };
+        let a = vm.qemu_args().join(" ");
+        assert!(
+            a.starts_with("-M virt -accel tcg,thread=single -cpu max,pauth-impdef=on -smp 2 -m 2G"),
+            "{a}"
+        );
+        // The same virtio devices, over the virt machine's PCI.
+        for want in [
+            "-kernel /k/vmlinuz -initrd /k/initramfs.cpio",
+            "-device virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot",
+            "-device virtio-serial-pci,id=vser",
+            "-device virtio-9p-pci,fsdev=out,mount_tag=out",
+            "-serial stdio",
+        ] {
+            assert!(a.contains(want), "{want} in {a}");
+        }
+        assert_eq!(
+            vm.cmdline,
+            "console=ttyAMA0 earlycon panic=-1 oops=panic vmtest.rundir=/tmp/vmtest.x \
+             vmtest.tools=busybox vmtest.out=/run/vmtest-out"
+        );
+        assert_eq!(
+            machine_args(Arch::Arm64, Accel::Kvm),
+            ["-M", "virt", "-accel", "kvm", "-cpu", "host"]
+        );
     }
 }

@@ -8,9 +8,10 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Context, Result};
-use object::read::elf::{FileHeader, ProgramHeader};
 
+use crate::arch::Arch;
 use crate::args::{Accel, Args, Job};
+use crate::arm64;
 use crate::cpio::Cpio;
 use crate::debian::{self, Apt};
 use crate::env_vars::{ABSENT_ENV, CACHE_ENV, EMULATED_ENV, ENV_PREFIX, KTAP_ENV, STRICT_ENV};
@@ -184,7 +185,7 @@ fn find_bzimage(root: &Path, release: &str) -> Option<PathBuf> {
     .find(|p| p.is_file())
 }
 
-fn debian_kernel(kernel: &str, cache: &Path, force_bz: bool) -> Result<Kernel> {
+fn debian_kernel(kernel: &str, arch: Arch, cache: &Path, force_bz: bool) -> Result<Kernel> {
     for tool in ["apt-get", "apt-cache", "dpkg-deb"] {
         ensure!(
             which(tool).is_some(),
@@ -193,10 +194,10 @@ fn debian_kernel(kernel: &str, cache: &Path, force_bz: bool) -> Result<Kernel> {
     }
     let kernels = cache.join("kernels");
     // An exact release already cached needs no apt at all (and works offline).
-    if debian::plain_release(kernel) && kernels.join(kernel).join("root").is_dir() {
-        return cached_kernel(&kernels, kernel, force_bz);
+    if debian::plain_release(kernel, arch) && kernels.join(kernel).join("root").is_dir() {
+        return cached_kernel(&kernels, kernel, arch, force_bz);
     }
-    let apt = Apt::new(cache);
+    let apt = Apt::new(cache, arch);
     let apt_lock = lock(&cache.join("apt.lock"))?;
     let updated = apt.update(debian::LISTS_MAX_AGE)?;
     let mut rels = apt.releases()?;
@@ -213,10 +214,10 @@ fn debian_kernel(kernel: &str, cache: &Path, force_bz: bool) -> Result<Kernel> {
         drop(apt_lock);
         0
     } else {
-        fetch_release(&apt, apt_lock, &rel, &kernels, &kdir)?
+        fetch_release(&apt, apt_lock, &rel, &kernels, &kdir, arch)?
     };
     drop(_klock);
-    let mut k = cached_kernel(&kernels, &rel.name, force_bz)?;
+    let mut k = cached_kernel(&kernels, &rel.name, arch, force_bz)?;
     k.downloaded = downloaded;
     Ok(k)
 }
@@ -229,6 +230,7 @@ fn fetch_release(
     rel: &debian::Release,
     kernels: &Path,
     kdir: &Path,
+    arch: Arch,
 ) -> Result<u64> {
     remove_stale_unpacks(kernels);
     // Everything happens in a temporary directory, renamed into place once
@@ -267,7 +269,10 @@ fn fetch_release(
             rel.packages.join(" ")
         );
         check_signal()?;
-        prepare_bzimage(&bz, tmp.path(), false)?;
+        match arch {
+            Arch::X86_64 => prepare_bzimage(&bz, tmp.path(), false)?,
+            Arch::Arm64 => arm64::prepare(&bz, tmp.path())?,
+        };
         Ok(())
     })();
     if let Err(e) = unpacked {
@@ -294,7 +299,7 @@ fn fetch_release(
 }
 
 /// A kernel unpacked and checked into `kernels/<release>` earlier.
-fn cached_kernel(kernels: &Path, release: &str, force_bz: bool) -> Result<Kernel> {
+fn cached_kernel(kernels: &Path, release: &str, arch: Arch, force_bz: bool) -> Result<Kernel> {
     let kdir = kernels.join(release);
     let root = kdir.join("root");
     let trees = modules::trees(&root);
@@ -310,7 +315,9 @@ fn cached_kernel(kernels: &Path, release: &str, force_bz: bool) -> Result<Kernel
         )
     })?;
     let vmlinux = kdir.join("vmlinux");
-    let boot = if !force_bz && vmlinux.is_file() {
+    let boot = if arch == Arch::Arm64 {
+        arm64::cached_boot(&kdir, &bz)?
+    } else if !force_bz && vmlinux.is_file() {
         let data = fs::read(&vmlinux)?;
         image::check_elf(&data).with_context(|| {
             format!(
@@ -336,6 +343,7 @@ fn custom_kernel(
     path: &str,
     modules_dir: Option<&str>,
     cache: &Path,
+    arch: Arch,
     force_bz: bool,
 ) -> Result<Kernel> {
     let p = Path::new(path);
@@ -349,7 +357,11 @@ fn custom_kernel(
     let mut h = FNV_START;
     fnv(&mut h, &data);
     let dir = cache.join("custom").join(format!("{h:016x}"));
-    let (release, boot) = if image::is_elf(&data) {
+    let (release, boot) = if arch == Arch::Arm64 {
+        let boot = arm64::prepare(&p, &dir)?;
+        let image = if boot == p { data } else { fs::read(&boot)? };
+        (image::banner_release(&image), boot)
+    } else if image::is_elf(&data) {
         let info = image::check_elf(&data).with_context(|| path.to_string())?;
         ensure!(
             info.pvh,
@@ -400,18 +412,17 @@ fn custom_kernel(
     })
 }
 
-/// A statically linked busybox (a dynamic one cannot run in the initramfs).
-fn busybox() -> Result<PathBuf> {
+/// A statically linked busybox of the guest's architecture (a dynamic one
+/// cannot run in the initramfs): the host's for x86_64, Debian's arm64 one
+/// for arm64.
+fn busybox(arch: Arch, cache: &Path) -> Result<PathBuf> {
+    if arch == Arch::Arm64 {
+        return arm64::busybox(cache);
+    }
     let bb = which("busybox").context("busybox not found: apt-get install -y busybox-static")?;
     let data = fs::read(&bb)?;
-    let dynamic = (|| -> Option<bool> {
-        let h = object::elf::FileHeader64::<object::Endianness>::parse(&*data).ok()?;
-        let e = h.endian().ok()?;
-        let ph = h.program_headers(e, &*data).ok()?;
-        Some(ph.iter().any(|p| p.p_type(e) == object::elf::PT_INTERP))
-    })();
     ensure!(
-        dynamic == Some(false),
+        arm64::is_static(&data, Arch::X86_64),
         "{} is not a statically linked x86-64 busybox: apt-get install -y busybox-static",
         bb.display()
     );
@@ -420,9 +431,8 @@ fn busybox() -> Result<PathBuf> {
 
 /// The initramfs for `k`: busybox, the init, the modules it loads; cached in
 /// the kernel's directory under a hash of its contents.
-fn initramfs(k: &Kernel) -> Result<PathBuf> {
-    let bb_path = busybox()?;
-    let bb = fs::read(&bb_path)?;
+fn initramfs(k: &Kernel, bb_path: &Path) -> Result<PathBuf> {
+    let bb = fs::read(bb_path)?;
     let mods = match &k.modules {
         Some(dir) => Tree::open(dir)?.resolve(modules::WANTED)?,
         None => Vec::new(),
@@ -497,13 +507,23 @@ fn owner(dir: &Path) -> Option<(u32, u32)> {
     Some((m.uid(), m.gid()))
 }
 
-fn choose_accel(forced: Option<Accel>) -> Accel {
+fn choose_accel(forced: Option<Accel>, arch: Arch) -> Result<Accel> {
+    if !arch.is_host() {
+        ensure!(
+            forced != Some(Accel::Kvm),
+            "--accel kvm: an {} guest on this {} host runs under TCG only",
+            arch.name(),
+            std::env::consts::ARCH
+        );
+        say!("accel=tcg (an {} guest on this host)", arch.name());
+        return Ok(Accel::Tcg);
+    }
     if let Some(a) = forced {
         say!(
             "accel={} (forced)",
             if a == Accel::Kvm { "kvm" } else { "tcg" }
         );
-        return a;
+        return Ok(a);
     }
     let kvm = Path::new("/dev/kvm");
     // SAFETY: access(2) on a NUL-terminated path.
@@ -515,7 +535,7 @@ fn choose_accel(forced: Option<Accel>) -> Accel {
         .any(|l| l.split_whitespace().any(|f| f == "vmx" || f == "svm"));
     if writable && virt {
         say!("accel=kvm (/dev/kvm and vmx/svm present)");
-        Accel::Kvm
+        Ok(Accel::Kvm)
     } else {
         if kvm.exists() {
             say!(
@@ -524,7 +544,7 @@ fn choose_accel(forced: Option<Accel>) -> Accel {
         } else {
             say!("accel=tcg (no /dev/kvm)");
         }
-        Accel::Tcg
+        Ok(Accel::Tcg)
     }
 }
 
@@ -628,28 +648,61 @@ pub fn test_build_args(all: bool, user: &[String]) -> Vec<String> {
     args
 }
 
+/// The cross build of an arm64 guest's binaries (Debian's Rust, the cross
+/// gcc, target/arm64; `scripts/setup --arm64` installs them): `cargo test
+/// --no-run --release --target aarch64-unknown-linux-gnu` with the arguments
+/// it is given.
+pub const CROSS_BUILD_ARM64: &str = "scripts/cross-build-arm64";
+
+/// The build of the guest's test binaries for `arch`: `cargo test --no-run`
+/// with [`test_build_args`], or for another architecture than the host's
+/// its cross build (always a release build), JSON on stdout with `json`.
+pub fn build_command(repo: &Path, arch: Arch, all: bool, user: &[String], json: bool) -> Command {
+    let args = test_build_args(all, user);
+    let json = json.then_some("--message-format=json-render-diagnostics");
+    let mut c = if arch.is_host() {
+        let mut c = Command::new(env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+        c.args(["test", "--no-run"]).args(json).args(args);
+        c
+    } else {
+        let mut c = Command::new(repo.join(CROSS_BUILD_ARM64));
+        c.args(json)
+            .args(args.into_iter().filter(|a| a != "--release"));
+        c
+    };
+    c.current_dir(repo).stdin(Stdio::null());
+    c
+}
+
+/// A command as one line, the program without its directory.
+pub fn shown(cmd: &Command) -> String {
+    let prog = Path::new(cmd.get_program())
+        .file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned();
+    std::iter::once(prog)
+        .chain(cmd.get_args().map(|a| a.to_string_lossy().into_owned()))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// The test executables and the command.
-fn build_tests(repo: &Path, cargo_args: &[String]) -> Result<(Vec<String>, Option<String>)> {
-    say!(
-        "building tests: cargo test --no-run {}",
-        cargo_args.join(" ")
-    );
+fn build_tests(
+    repo: &Path,
+    arch: Arch,
+    all: bool,
+    user: &[String],
+) -> Result<(Vec<String>, Option<String>)> {
+    let mut cmd = build_command(repo, arch, all, user, true);
+    say!("building tests: {}", shown(&cmd));
     let t = Instant::now();
-    let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let out = Command::new(cargo)
-        .current_dir(repo)
-        .args([
-            "test",
-            "--no-run",
-            "--message-format=json-render-diagnostics",
-        ])
-        .args(cargo_args)
-        .stdin(Stdio::null())
+    let out = cmd
         .stderr(Stdio::inherit())
         .output()
-        .context("running cargo")?;
+        .with_context(|| format!("running {}", shown(&cmd)))?;
     check_signal()?;
-    ensure!(out.status.success(), "cargo test --no-run failed");
+    ensure!(out.status.success(), "{} failed", shown(&cmd));
     let json = String::from_utf8_lossy(&out.stdout);
     let exes = test_executables(&json);
     ensure!(!exes.is_empty(), "cargo built no test executables");
@@ -732,7 +785,9 @@ fn job_script(
     bench: Option<&Bench>,
 ) -> String {
     let mut s = String::from("# generated by cargo xtask vmtest\n");
-    s += "export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n";
+    // VMTEST_TOOLS: the init's busybox applets, when the host root's own
+    // programs are of another architecture.
+    s += "export PATH=${VMTEST_TOOLS:+$VMTEST_TOOLS:}/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n";
     s += "export HOME=/root USER=root LOGNAME=root TERM=dumb LANG=C.UTF-8\n";
     s += &format!(
         "export CARGO_MANIFEST_DIR={}\n",
@@ -804,14 +859,16 @@ fn tests_script(repo: &Path, targs: &[String], exes: &[String], bench: Option<&B
         s += &format!("echo {}\n", sh_quote(&line));
         // stderr piped: no progress bar on the serial console; its
         // output (and a gate's verdict) kept in command.log.
+        // POSIX sh (no PIPESTATUS, no SECONDS): an arm64 guest runs this
+        // with busybox's sh.
         s += &format!(
-            "t=$EPOCHREALTIME; s=$SECONDS\n{} 2>&1 | tee {}/command.log\n",
+            "t=$EPOCHREALTIME\n{{ {} 2>&1; echo $? >/tmp/vmtest-command.rc; }} | tee {}/command.log\n",
             words.join(" "),
             vm::GUEST_OUT
         );
-        s += "r=${PIPESTATUS[0]}; [ $rc -ne 0 ] || rc=$r\n";
+        s += "r=$(cat /tmp/vmtest-command.rc); [ $rc -ne 0 ] || rc=$r\n";
         s += &step("bpf-overhead");
-        s += "echo \"vmtest: bpf-overhead exit $r in $((SECONDS - s))s\"\n";
+        s += "echo \"vmtest: bpf-overhead exit $r in $(( ${EPOCHREALTIME%.*} - ${t%.*} ))s\"\n";
     }
     s += "exit $rc\n";
     s
@@ -821,16 +878,18 @@ fn run(a: &Args) -> Result<i32> {
     let start = Instant::now();
     let repo = repo_root();
     ensure!(
-        which("qemu-system-x86_64").is_some(),
-        "qemu-system-x86_64 not found: apt-get install -y qemu-system-x86"
+        which(a.arch.qemu()).is_some(),
+        "{} not found: apt-get install -y {}",
+        a.arch.qemu(),
+        a.arch.qemu_package()
     );
-    busybox()?;
     let cache = cache_dir()?;
+    let bb = busybox(a.arch, &cache)?;
     let k = kernel(a, &cache)?;
     let fetch = start.elapsed();
     check_signal()?;
-    let initrd = initramfs(&k)?;
-    let accel = choose_accel(a.accel);
+    let initrd = initramfs(&k, &bb)?;
+    let accel = choose_accel(a.accel, a.arch)?;
     let (rundir, rundir_path) = job_dir()?;
     let out = open_out(a, &repo, &k.release)?;
 
@@ -839,12 +898,13 @@ fn run(a: &Args) -> Result<i32> {
     let build = t.elapsed();
     fs::write(rundir_path.join("job.sh"), script)?;
     let vm = Vm {
+        arch: a.arch,
         accel,
         smp: a.smp,
         memory: &a.memory,
         kernel: &k.boot,
         initrd: &initrd,
-        cmdline: vm::cmdline(&rundir_path, true, &a.append),
+        cmdline: vm::cmdline(a.arch, !a.arch.is_host(), &rundir_path, true, &a.append),
         rundir: &rundir_path,
         out: Some(out.staging.path()),
     };
@@ -857,6 +917,7 @@ fn run(a: &Args) -> Result<i32> {
     let s = Summary {
         kernel: a.kernel.clone(),
         release: k.release.clone(),
+        arch: a.arch.name().into(),
         accel: accel_name(accel).into(),
         fetch_s: summary::tenths(fetch),
         downloaded_bytes: k.downloaded,
@@ -961,20 +1022,20 @@ fn accel_name(a: Accel) -> &'static str {
 fn kernel(a: &Args, cache: &Path) -> Result<Kernel> {
     let is_path = a.kernel.contains('/') || Path::new(&a.kernel).exists();
     if is_path {
-        custom_kernel(&a.kernel, a.modules.as_deref(), cache, a.bzimage)
+        custom_kernel(&a.kernel, a.modules.as_deref(), cache, a.arch, a.bzimage)
     } else {
         ensure!(
             a.modules.is_none(),
             "--modules is for a KERNEL given as a path"
         );
-        debian_kernel(&a.kernel, cache, a.bzimage)
+        debian_kernel(&a.kernel, a.arch, cache, a.bzimage)
     }
 }
 
 /// The guest's job script; in default mode it builds the test binaries first.
 fn prepare_job(a: &Args, repo: &Path, k: &Kernel, accel: Accel) -> Result<String> {
     let (exes, command) = match &a.job {
-        Job::Tests(_) => build_tests(repo, &test_build_args(a.all_tests, &a.cargo_args))?,
+        Job::Tests(_) => build_tests(repo, a.arch, a.all_tests, &a.cargo_args)?,
         _ => (Vec::new(), None),
     };
     let bench = match (&a.job, command) {
@@ -984,14 +1045,29 @@ fn prepare_job(a: &Args, repo: &Path, k: &Kernel, accel: Accel) -> Result<String
         _ => None,
     };
     let series = debian::series_of(&k.release);
-    let absent = repo.join("ci/absent").join(&series);
+    let absent = repo.join(absent_file(a.arch, &series));
     let absent = absent.is_file().then_some(absent.as_path());
     if let Some(f) = absent {
-        say!("kernel series {series}: {ABSENT_ENV}={}", f.display());
+        say!(
+            "kernel series {series} ({}): {ABSENT_ENV}={}",
+            a.arch.name(),
+            f.display()
+        );
     }
     let host: Vec<(String, String)> = env::vars().collect();
     let env = guest_env(a, accel, absent, &host);
     Ok(job_script(repo, &env, &a.job, &exes, bench.as_ref()))
+}
+
+/// Where a kernel series' declared absences are, relative to the repository:
+/// `ci/absent/<series>` for x86_64, `ci/absent/<arch>/<series>` for another
+/// architecture (what it lacks differs: nop5 is x86-only, arm64 gained
+/// trampolines and fprobe later).
+pub fn absent_file(arch: Arch, series: &str) -> PathBuf {
+    match arch {
+        Arch::X86_64 => Path::new("ci/absent").join(series),
+        other => Path::new("ci/absent").join(other.name()).join(series),
+    }
 }
 
 /// The exit status and why, said as it is decided.
@@ -1149,14 +1225,14 @@ not json
         let want = "steps.tsv\n\
              echo 'vmtest: running target/debug/bpf-overhead --iterations 1000 --repeat 1 \
              --no-prog-stats --save /run/vmtest-out/result.json --baseline /b.json'\n\
-             t=$EPOCHREALTIME; s=$SECONDS\n\
-             /r/target/debug/bpf-overhead --iterations 1000 --repeat 1 \
+             t=$EPOCHREALTIME\n\
+             { /r/target/debug/bpf-overhead --iterations 1000 --repeat 1 \
              --no-prog-stats --save /run/vmtest-out/result.json --baseline /b.json \
-             2>&1 | tee /run/vmtest-out/command.log\n\
-             r=${PIPESTATUS[0]}; [ $rc -ne 0 ] || rc=$r\n\
+             2>&1; echo $? >/tmp/vmtest-command.rc; } | tee /run/vmtest-out/command.log\n\
+             r=$(cat /tmp/vmtest-command.rc); [ $rc -ne 0 ] || rc=$r\n\
              printf '%s\\t%s\\t%s\\t%s\\n' bpf-overhead $r $t $EPOCHREALTIME \
              >>/run/vmtest-out/steps.tsv\n\
-             echo \"vmtest: bpf-overhead exit $r in $((SECONDS - s))s\"\n\
+             echo \"vmtest: bpf-overhead exit $r in $(( ${EPOCHREALTIME%.*} - ${t%.*} ))s\"\n\
              exit $rc\n";
         assert!(s.ends_with(want), "{s}");
         let kvm = Bench::new("/b".into(), Accel::Kvm, &[]);
@@ -1242,7 +1318,7 @@ not json
         for (name, data, want) in cases {
             let p = dir.path().join(name);
             fs::write(&p, data).unwrap();
-            let err = custom_kernel(p.to_str().unwrap(), None, &cache, false).err();
+            let err = custom_kernel(p.to_str().unwrap(), None, &cache, Arch::X86_64, false).err();
             let msg = format!("{:#}", err.expect(name));
             assert!(msg.contains(want) && !msg.contains('\n'), "{name}: {msg}");
         }
@@ -1250,11 +1326,11 @@ not json
 
         let p = dir.path().join("good.bzImage");
         fs::write(&p, &good).unwrap();
-        let k = custom_kernel(p.to_str().unwrap(), None, &cache, false).unwrap();
+        let k = custom_kernel(p.to_str().unwrap(), None, &cache, Arch::X86_64, false).unwrap();
         assert_eq!(k.release, fixtures::RELEASE);
         assert_eq!(k.boot.file_name().unwrap(), "vmlinux");
         assert_eq!(fs::read(&k.boot).unwrap(), elf);
-        let k = custom_kernel(p.to_str().unwrap(), None, &cache, true).unwrap();
+        let k = custom_kernel(p.to_str().unwrap(), None, &cache, Arch::X86_64, true).unwrap();
         assert_eq!(
             k.boot,
             p.canonicalize().unwrap(),
@@ -1282,6 +1358,58 @@ not json
         assert!(s.contains("00-9pnet.ko\n01-9p.ko\n"), "load order");
         assert!(s.contains("vmtest.status"), "the init is in");
         assert!(s.contains("TRAILER!!!"));
+    }
+
+    #[test]
+    fn absences_per_series_and_architecture() {
+        assert_eq!(
+            absent_file(Arch::X86_64, "6.12"),
+            Path::new("ci/absent/6.12")
+        );
+        assert_eq!(
+            absent_file(Arch::Arm64, "6.12"),
+            Path::new("ci/absent/arm64/6.12")
+        );
+        // The files this repository has parse as lists: a name and a reason a line.
+        for arch in [Arch::X86_64, Arch::Arm64] {
+            for series in ["5.10", "6.1", "6.12", "7.3"] {
+                let f = repo_root().join(absent_file(arch, series));
+                let Ok(text) = fs::read_to_string(&f) else {
+                    continue;
+                };
+                for l in text.lines() {
+                    let (name, why) = l.split_once('#').unwrap_or((l, ""));
+                    assert!(
+                        name.trim().is_empty() || !why.trim().is_empty(),
+                        "{}: '{l}' gives no reason",
+                        f.display()
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn cross_builds_for_another_architecture() {
+        let repo = Path::new("/r");
+        let host = build_command(repo, Arch::X86_64, false, &[], true);
+        assert!(
+            shown(&host).ends_with(
+                "test --no-run --message-format=json-render-diagnostics --release --test overhead \
+                 --test cleanup"
+            ),
+            "{}",
+            shown(&host)
+        );
+        let arm = build_command(repo, Arch::Arm64, false, &[], true);
+        assert_eq!(arm.get_program(), "/r/scripts/cross-build-arm64");
+        assert_eq!(
+            shown(&arm),
+            "cross-build-arm64 --message-format=json-render-diagnostics --test overhead \
+             --test cleanup",
+            "the script builds release"
+        );
+        assert_eq!(arm.get_current_dir(), Some(repo));
     }
 
     #[test]
