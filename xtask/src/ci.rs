@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Context, Result};
 
+use crate::arch::Arch;
 use crate::args::{CiArgs, CI_STEPS};
 use crate::lint;
 use crate::summary::Summary;
@@ -47,14 +48,17 @@ fn run(c: &CiArgs) -> Result<i32> {
     let kernels = if c.kernels.is_empty() {
         read_kernels(&fs::read_to_string(repo.join(KERNELS_FILE)).context(KERNELS_FILE)?)?
     } else {
-        c.kernels.clone()
+        c.kernels
+            .iter()
+            .map(|k| CiKernel::from_line(k))
+            .collect::<Result<_>>()?
     };
     if c.matrix {
-        println!("{}", serde_json::json!({ "kernel": kernels }));
+        println!("{}", matrix(&kernels));
         return Ok(0);
     }
     if let Some(dir) = &c.collect {
-        let ok = collect(dir, &kernels, &[], c.markdown)?;
+        let ok = collect(dir, &names(&kernels), &[], c.markdown)?;
         return Ok(if ok { 0 } else { 1 });
     }
     let start = Instant::now();
@@ -102,22 +106,72 @@ fn say(s: &str) {
     eprintln!("ci: {s}");
 }
 
-/// The kernels file: one KERNEL a line; `#` starts a comment.
-pub fn read_kernels(text: &str) -> Result<Vec<String>> {
-    let kernels: Vec<String> = text
+/// One CI kernel: KERNEL as `cargo xtask vmtest` takes it, and its guest's
+/// architecture.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CiKernel {
+    pub kernel: String,
+    pub arch: Arch,
+}
+
+impl CiKernel {
+    /// `KERNEL` or `KERNEL --arch ARCH`.
+    pub fn from_line(line: &str) -> Result<CiKernel> {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let (kernel, arch) = match words.as_slice() {
+            [k] => (*k, Arch::X86_64),
+            [k, "--arch", a] => (
+                *k,
+                Arch::parse(a).with_context(|| format!("'{line}': --arch"))?,
+            ),
+            _ => bail!("one KERNEL [--arch ARCH] a line, not '{line}'"),
+        };
+        Ok(CiKernel {
+            kernel: kernel.to_owned(),
+            arch,
+        })
+    }
+
+    /// Its name in tables, directories and artifacts: KERNEL, and for
+    /// another architecture than x86_64 KERNEL-ARCH (`newest-arm64`).
+    pub fn name(&self) -> String {
+        match self.arch {
+            Arch::X86_64 => self.kernel.clone(),
+            other => format!("{}-{}", self.kernel, other.name()),
+        }
+    }
+}
+
+fn names(kernels: &[CiKernel]) -> Vec<String> {
+    kernels.iter().map(CiKernel::name).collect()
+}
+
+/// The kernels file: one `KERNEL [--arch ARCH]` a line; `#` starts a comment.
+pub fn read_kernels(text: &str) -> Result<Vec<CiKernel>> {
+    let kernels = text
         .lines()
         .map(|l| l.split('#').next().unwrap_or_default().trim())
         .filter(|l| !l.is_empty())
-        .map(str::to_owned)
-        .collect();
+        .map(|l| CiKernel::from_line(l).with_context(|| KERNELS_FILE.to_owned()))
+        .collect::<Result<Vec<_>>>()?;
     ensure!(!kernels.is_empty(), "{KERNELS_FILE} lists no kernel");
-    for k in &kernels {
-        ensure!(
-            !k.contains(char::is_whitespace),
-            "{KERNELS_FILE}: one KERNEL a line, not '{k}'"
-        );
-    }
     Ok(kernels)
+}
+
+/// The GitHub Actions matrix: one entry a kernel, with its name (the job's,
+/// the artifact's, the directory under target/ci) and architecture.
+pub fn matrix(kernels: &[CiKernel]) -> serde_json::Value {
+    let include: Vec<_> = kernels
+        .iter()
+        .map(|k| {
+            serde_json::json!({
+                "name": k.name(),
+                "kernel": k.kernel,
+                "arch": k.arch.name(),
+            })
+        })
+        .collect();
+    serde_json::json!({ "include": include })
 }
 
 fn cargo() -> Command {
@@ -219,7 +273,7 @@ pub struct KernelRun {
 }
 
 /// The guest build, the kernels, the table and the report.
-fn vm_steps(c: &CiArgs, kernels: &[String]) -> Result<Vec<Done>> {
+fn vm_steps(c: &CiArgs, kernels: &[CiKernel]) -> Result<Vec<Done>> {
     let out = &c.out;
     if out.exists() {
         fs::remove_dir_all(out).with_context(|| format!("emptying {}", out.display()))?;
@@ -229,30 +283,38 @@ fn vm_steps(c: &CiArgs, kernels: &[String]) -> Result<Vec<Done>> {
 
     // Built once, before the VMs start: each vmtest's own build is then a
     // no-op, and the kernels running at once do not wait on cargo's lock.
-    let t = Instant::now();
-    let mut build = cargo();
-    build
-        .args(["test", "--no-run"])
-        .args(vmtest::test_build_args(false, &[]))
-        .stdin(Stdio::null());
-    say(&format!("guest-build: {}", shown(&build)));
-    let ok = build.status().is_ok_and(|s| s.success());
-    done.push(Done {
-        name: "guest-build".into(),
-        ok,
-        secs: t.elapsed().as_secs_f64(),
-    });
+    // Once for each architecture (an arm64 guest's is a cross build).
+    let mut archs: Vec<Arch> = kernels.iter().map(|k| k.arch).collect();
+    archs.sort_by_key(|a| a.name());
+    archs.dedup();
+    for arch in archs {
+        let t = Instant::now();
+        let repo = vmtest::repo_root();
+        let mut build = vmtest::build_command(&repo, arch, false, &[], false);
+        let name = match arch {
+            Arch::X86_64 => "guest-build".to_owned(),
+            other => format!("guest-build-{}", other.name()),
+        };
+        say(&format!("{name}: {}", shown(&build)));
+        let ok = build.status().is_ok_and(|s| s.success());
+        done.push(Done {
+            name,
+            ok,
+            secs: t.elapsed().as_secs_f64(),
+        });
+    }
 
     let t = Instant::now();
     let jobs = c.jobs.min(kernels.len()).max(1);
+    let names = names(kernels);
     say(&format!(
         "kernels: {} in VMs, {jobs} at a time, into {}",
-        kernels.join(" "),
+        names.join(" "),
         out.display()
     ));
     let runs = run_kernels(kernels, out, jobs)?;
     let vms_secs = t.elapsed().as_secs_f64();
-    let ok = collect(out, kernels, &runs, false)?;
+    let ok = collect(out, &names, &runs, false)?;
     done.push(Done {
         name: format!("kernels ({jobs} at a time)"),
         ok,
@@ -263,7 +325,7 @@ fn vm_steps(c: &CiArgs, kernels: &[String]) -> Result<Vec<Done>> {
 
 /// Each kernel's `vmtest --out DIR/KERNEL`, `jobs` at a time; every kernel
 /// runs whatever the others do.
-fn run_kernels(kernels: &[String], out: &Path, jobs: usize) -> Result<Vec<KernelRun>> {
+fn run_kernels(kernels: &[CiKernel], out: &Path, jobs: usize) -> Result<Vec<KernelRun>> {
     let exe = env::current_exe().context("finding xtask's own executable")?;
     let queue = Mutex::new(kernels.iter().cloned().collect::<VecDeque<_>>());
     let runs = Mutex::new(Vec::new());
@@ -287,7 +349,8 @@ pub fn kernel_dir(out: &Path, kernel: &str) -> PathBuf {
     out.join(kernel.replace('/', "_"))
 }
 
-fn run_kernel(exe: &Path, kernel: &str, out: &Path, stdout: &Mutex<()>) -> KernelRun {
+fn run_kernel(exe: &Path, k: &CiKernel, out: &Path, stdout: &Mutex<()>) -> KernelRun {
+    let kernel = &k.name();
     let dir = kernel_dir(out, kernel);
     let t = Instant::now();
     let exit = (|| -> Result<i32> {
@@ -295,7 +358,8 @@ fn run_kernel(exe: &Path, kernel: &str, out: &Path, stdout: &Mutex<()>) -> Kerne
         let log = Mutex::new(File::create(dir.join("vmtest.log"))?);
         let mut child = Command::new(exe)
             .arg("vmtest")
-            .arg(kernel)
+            .args(["--arch", k.arch.name()])
+            .arg(&k.kernel)
             .arg("--out")
             .arg(&dir)
             .stdin(Stdio::null())
@@ -620,13 +684,33 @@ mod tests {
 
     #[test]
     fn the_kernels_file() {
-        let k = read_kernels("# CI kernels\n5.10\n6.1  # bookworm\n\nnewest\n").unwrap();
-        assert_eq!(k, ["5.10", "6.1", "newest"]);
+        let k = read_kernels(
+            "# CI kernels\n5.10\n6.1  # bookworm\n\nnewest\nnewest --arch arm64 # TCG\n",
+        )
+        .unwrap();
+        assert_eq!(names(&k), ["5.10", "6.1", "newest", "newest-arm64"]);
+        assert_eq!(
+            k[3],
+            CiKernel {
+                kernel: "newest".into(),
+                arch: Arch::Arm64
+            }
+        );
         assert!(read_kernels("# none\n").is_err());
-        assert!(read_kernels("6.1 6.12\n").is_err());
+        for bad in ["6.1 6.12\n", "6.1 --arch\n", "6.1 --arch s390x\n"] {
+            let msg = format!("{:#}", read_kernels(bad).unwrap_err());
+            assert!(
+                msg.starts_with(KERNELS_FILE) && !msg.contains('\n'),
+                "{msg}"
+            );
+        }
+        assert_eq!(
+            matrix(&k[2..]).to_string(),
+            r#"{"include":[{"arch":"x86_64","kernel":"newest","name":"newest"},{"arch":"arm64","kernel":"newest","name":"newest-arm64"}]}"#
+        );
         let repo = vmtest::repo_root();
         let ours = read_kernels(&fs::read_to_string(repo.join(KERNELS_FILE)).unwrap()).unwrap();
-        assert_eq!(ours, ["5.10", "6.1", "6.12", "newest"]);
+        assert_eq!(names(&ours), ["5.10", "6.1", "6.12", "newest"]);
     }
 
     #[test]
