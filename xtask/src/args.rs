@@ -29,6 +29,13 @@ KERNEL is one of:
   6.1.0-57-amd64        an exact Debian release (or one of its package names)
   PATH                  a bzImage or vmlinux you built; modules: only what is built in,
                         unless --modules DIR (a modules_install root or lib/modules/<ver>)
+With --arch arm64 the same spellings name Debian's arm64 kernels (6.12.118+deb13-arm64;
+a PATH is an arm64 Image, Image.gz or EFI zboot vmlinuz.efi), booted under
+qemu-system-aarch64 -M virt (TCG) with an arm64 busybox (Debian's busybox-static, fetched
+through the runner's arm64 apt in CACHE/apt-arm64) and the tests cross-built by
+scripts/cross-build-arm64; the host root's programs being x86-64, the guest runs the job
+with busybox's sh and applets, and arm64 binaries with the host's multiarch libraries
+(scripts/setup --arm64).
 Debian kernels are fetched with the runner's own apt configuration (sources, lists and
 state in CACHE/apt, never the host's), unpacked (not installed) and checked in a temporary
 directory, then moved to CACHE/kernels/<release>/ with the vmlinux extracted from the
@@ -38,7 +45,8 @@ completely to a whole ELF) are refused before boot.
 
 What runs in the guest (cwd = repo root; env VMTEST_OUT (see Output),
 BPF_OVERHEAD_STRICT=1, BPF_OVERHEAD_EMULATED=tcg under TCG,
-BPF_OVERHEAD_ABSENT=<repo>/ci/absent/<series> when that file exists, RUST_BACKTRACE=0,
+BPF_OVERHEAD_ABSENT=<repo>/ci/absent/<series> (arm64: ci/absent/arm64/<series>) when that
+file exists, RUST_BACKTRACE=0,
 CARGO_MANIFEST_DIR, and any BPF_OVERHEAD_* from the host environment):
   default              `cargo test --release --no-run --test overhead --test cleanup` on the
                        host, then each test executable with TEST-ARGS (default:
@@ -57,7 +65,7 @@ CARGO_MANIFEST_DIR, and any BPF_OVERHEAD_* from the host environment):
                        in user space. Under TCG (BPF_OVERHEAD_EMULATED=tcg) the suite
                        fires 10000 events a mechanism with no warm-up run: counting is as
                        exact, and no rate measured there is a performance figure
-  --cmd 'SHELL CODE'   run this bash code instead (no cargo build)
+  --cmd 'SHELL CODE'   run this bash code instead (no cargo build; arm64: busybox sh)
   --exec PROG ARGS...  run PROG with ARGS (everything after --exec)
 
 Output: DIR (--out) is shared into the guest read-write (9p, tag `out`) at $VMTEST_OUT
@@ -75,7 +83,8 @@ damaged image, missing host tools, build failure); 1 when the guest panicked (oo
 showed no sign of life, never reached the command, gave no exit status, or (default
 mode) printed no cargo `test result:` line; 124 on timeout.
 
-Host packages: qemu-system-x86 busybox-static (apt-get install -y ...); apt and dpkg-deb.";
+Host packages: qemu-system-x86 busybox-static (apt-get install -y ...), qemu-system-arm for
+arm64; apt and dpkg-deb.";
 
 const CI_ABOUT: &str = "\
 CI: lint, the runner's own tests, the README's test command on this host and the KTAP

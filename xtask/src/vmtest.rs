@@ -96,6 +96,7 @@ fn which(prog: &str) -> Option<PathBuf> {
 }
 
 /// A kernel ready to boot.
+#[derive(Debug)]
 struct Kernel {
     release: String,
     /// What qemu's -kernel gets: the vmlinux (PVH) or the bzImage.
@@ -1028,6 +1029,15 @@ fn kernel(a: &Args, cache: &Path) -> Result<Kernel> {
             a.modules.is_none(),
             "--modules is for a KERNEL given as a path"
         );
+        for other in [Arch::X86_64, Arch::Arm64] {
+            ensure!(
+                other == a.arch || !debian::plain_release(&a.kernel, other),
+                "{} is an {} release: add --arch {}",
+                a.kernel,
+                other.name(),
+                other.name()
+            );
+        }
         debian_kernel(&a.kernel, a.arch, cache, a.bzimage)
     }
 }
@@ -1336,6 +1346,41 @@ not json
             p.canonicalize().unwrap(),
             "--bzimage boots the bzImage"
         );
+    }
+
+    #[test]
+    fn custom_arm64_kernels() {
+        use crate::arm64_image::fixtures;
+        use crate::image::Compression;
+        let dir = tempfile::tempdir().unwrap();
+        let cache = dir.path().join("cache");
+        let img = fixtures::image();
+        let z = dir.path().join("vmlinuz.efi");
+        fs::write(&z, fixtures::zboot(Compression::Zstd, &img)).unwrap();
+        let k = custom_kernel(z.to_str().unwrap(), None, &cache, Arch::Arm64, false).unwrap();
+        assert_eq!(k.release, fixtures::RELEASE);
+        assert_eq!(k.boot.file_name().unwrap(), "Image");
+        assert_eq!(fs::read(&k.boot).unwrap(), img);
+        let cut = dir.path().join("Image");
+        fs::write(&cut, &img[..img.len() - 10]).unwrap();
+        let msg = format!(
+            "{:#}",
+            custom_kernel(cut.to_str().unwrap(), None, &cache, Arch::Arm64, false).unwrap_err()
+        );
+        assert!(msg.contains("Image: truncated Image: PE section"), "{msg}");
+        // An x86 bzImage is no arm64 kernel.
+        let bz = dir.path().join("bzImage");
+        let elf = crate::image::fixtures::elf(true);
+        fs::write(
+            &bz,
+            crate::image::fixtures::bzimage(Compression::Gzip, &elf),
+        )
+        .unwrap();
+        let msg = format!(
+            "{:#}",
+            custom_kernel(bz.to_str().unwrap(), None, &cache, Arch::Arm64, false).unwrap_err()
+        );
+        assert!(msg.contains("not an arm64 kernel"), "{msg}");
     }
 
     #[test]
