@@ -1055,8 +1055,11 @@ fn prepare_job(a: &Args, repo: &Path, k: &Kernel, accel: Accel) -> Result<String
         _ => None,
     };
     let series = debian::series_of(&k.release);
-    let absent = repo.join(absent_file(a.arch, &series));
-    let absent = absent.is_file().then_some(absent.as_path());
+    let absent = absent_files(a.arch, &series)
+        .into_iter()
+        .map(|f| repo.join(f))
+        .find(|f| f.is_file());
+    let absent = absent.as_deref();
     if let Some(f) = absent {
         say!(
             "kernel series {series} ({}): {ABSENT_ENV}={}",
@@ -1069,14 +1072,20 @@ fn prepare_job(a: &Args, repo: &Path, k: &Kernel, accel: Accel) -> Result<String
     Ok(job_script(repo, &env, &a.job, &exes, bench.as_ref()))
 }
 
-/// Where a kernel series' declared absences are, relative to the repository:
-/// `ci/absent/<series>` for x86_64, `ci/absent/<arch>/<series>` for another
-/// architecture (what it lacks differs: nop5 is x86-only, arm64 gained
-/// trampolines and fprobe later).
-pub fn absent_file(arch: Arch, series: &str) -> PathBuf {
+/// Where a kernel series' declared absences may be, relative to the
+/// repository, the first that exists being used: `ci/absent/<series>` for
+/// x86_64 (none: every mechanism must run); for another architecture
+/// `ci/absent/<arch>/<series>`, else `ci/absent/<arch>/default`, what any
+/// kernel of that architecture lacks (arm64: the x86-only nop5 targets), so
+/// that `newest` moving on needs no new file.
+pub fn absent_files(arch: Arch, series: &str) -> Vec<PathBuf> {
+    let base = Path::new("ci/absent");
     match arch {
-        Arch::X86_64 => Path::new("ci/absent").join(series),
-        other => Path::new("ci/absent").join(other.name()).join(series),
+        Arch::X86_64 => vec![base.join(series)],
+        other => {
+            let dir = base.join(other.name());
+            vec![dir.join(series), dir.join("default")]
+        }
     }
 }
 
@@ -1408,20 +1417,37 @@ not json
     #[test]
     fn absences_per_series_and_architecture() {
         assert_eq!(
-            absent_file(Arch::X86_64, "6.12"),
-            Path::new("ci/absent/6.12")
+            absent_files(Arch::X86_64, "6.12"),
+            [Path::new("ci/absent/6.12")]
         );
         assert_eq!(
-            absent_file(Arch::Arm64, "6.12"),
-            Path::new("ci/absent/arm64/6.12")
+            absent_files(Arch::Arm64, "6.12"),
+            [
+                Path::new("ci/absent/arm64/6.12"),
+                Path::new("ci/absent/arm64/default")
+            ]
         );
-        // The files this repository has parse as lists: a name and a reason a line.
+        // The files this repository has: a name and a reason a line, and
+        // every arm64 list declares what the default one does.
+        let default = fs::read_to_string(repo_root().join("ci/absent/arm64/default")).unwrap();
+        let names = |t: &str| -> Vec<String> {
+            t.lines()
+                .map(|l| l.split('#').next().unwrap().trim().to_owned())
+                .filter(|n| !n.is_empty())
+                .collect()
+        };
+        assert!(!names(&default).is_empty());
         for arch in [Arch::X86_64, Arch::Arm64] {
-            for series in ["5.10", "6.1", "6.12", "7.3"] {
-                let f = repo_root().join(absent_file(arch, series));
+            for series in ["5.10", "6.1", "6.12", "7.3", "default"] {
+                let f = repo_root().join(&absent_files(arch, series)[0]);
                 let Ok(text) = fs::read_to_string(&f) else {
                     continue;
                 };
+                if arch == Arch::Arm64 {
+                    for n in names(&default) {
+                        assert!(names(&text).contains(&n), "{}: {n}", f.display());
+                    }
+                }
                 for l in text.lines() {
                     let (name, why) = l.split_once('#').unwrap_or((l, ""));
                     assert!(
