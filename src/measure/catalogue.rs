@@ -125,12 +125,19 @@ const fn base(name: &'static str, trigger: Trigger) -> Entry {
         kind: Kind::Base,
         program: None,
         hook: "nothing attached",
-        needs: "nothing",
+        needs: match trigger {
+            Trigger::Call(Nop5) => NOP5,
+            _ => "nothing",
+        },
     }
 }
 
 const KPROBES: &str = "CONFIG_KPROBES (kprobe PMU or kprobe_events)";
 const UPROBES: &str = "CONFIG_UPROBES (uprobe PMU or uprobe_events)";
+/// nop5 is an x86 instruction: no other architecture has its target
+/// ([`Target::arches`]), and its mechanisms skip there.
+const NOP5: &str = "x86_64 (the target's nopl is an x86 instruction)";
+const UPROBES_NOP5: &str = "CONFIG_UPROBES (uprobe PMU or uprobe_events), x86_64 (nopl)";
 const TRAMPOLINES: &str = "BTF (CONFIG_DEBUG_INFO_BTF), BPF trampolines";
 
 const fn kernel(
@@ -178,7 +185,10 @@ const fn uprobe(name: &'static str, target: Target, ret: bool) -> Entry {
         kind: Kind::Uprobe { ret },
         program: Some(if ret { "prog_uretprobe" } else { "prog_uprobe" }),
         hook: target.symbol(),
-        needs: UPROBES,
+        needs: match target {
+            Nop5 => UPROBES_NOP5,
+            _ => UPROBES,
+        },
     }
 }
 
