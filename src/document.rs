@@ -41,6 +41,11 @@ pub struct Document {
     pub kernel_release: String,
     /// The CPU's model name from /proc/cpuinfo.
     pub cpu_model: String,
+    /// The machine's architecture as Rust names it (`x86_64`, `aarch64`):
+    /// that of the binary, which runs only on its own. Absent from results
+    /// of versions that ran on x86_64 only.
+    #[serde(default = "x86_64")]
+    pub arch: String,
     /// The CPU every run was pinned to.
     pub cpu: usize,
     /// The emulator in use (`tcg`), or null on real or virtualised hardware.
@@ -195,6 +200,12 @@ fn one() -> usize {
 
 fn default_batch() -> u32 {
     100
+}
+
+/// `arch` of documents written before it was recorded: those versions
+/// built for x86_64 only.
+fn x86_64() -> String {
+    "x86_64".into()
 }
 
 impl MechanismResult {
@@ -617,6 +628,7 @@ fn check_summary(
 pub struct Host {
     pub kernel_release: String,
     pub cpu_model: String,
+    pub arch: String,
     pub timestamp: String,
     pub emulated: Option<String>,
 }
@@ -626,6 +638,7 @@ impl Host {
         Self {
             kernel_release: kernel_release(),
             cpu_model: cpu_model(),
+            arch: std::env::consts::ARCH.into(),
             timestamp: rfc3339_utc(SystemTime::now()),
             emulated: emulated(),
         }
@@ -723,6 +736,7 @@ pub(crate) mod tests {
             timestamp: "2026-05-01T12:00:00Z".into(),
             kernel_release: "6.18.0".into(),
             cpu_model: "Test CPU".into(),
+            arch: "x86_64".into(),
             cpu: 0,
             emulated: None,
             iterations: 100_000,
@@ -809,6 +823,23 @@ pub(crate) mod tests {
         // Version 1, from before the bracketed rounds, still reads.
         value["schema_version"] = 1.into();
         Document::from_json(&value.to_string()).unwrap();
+    }
+
+    /// Results from before `arch` was recorded came from x86_64-only
+    /// versions, and read as such.
+    #[test]
+    fn a_document_without_arch_is_x86_64() {
+        let mut value: serde_json::Value = serde_json::from_str(&document().to_json()).unwrap();
+        value["arch"] = "aarch64".into();
+        assert_eq!(
+            Document::from_json(&value.to_string()).unwrap().arch,
+            "aarch64"
+        );
+        value.as_object_mut().unwrap().remove("arch");
+        assert_eq!(
+            Document::from_json(&value.to_string()).unwrap().arch,
+            "x86_64"
+        );
     }
 
     #[test]
