@@ -89,8 +89,8 @@ arm64; apt and dpkg-deb.";
 const CI_ABOUT: &str = "\
 CI: lint, the runner's own tests, the README's test command on this host and the KTAP
 checks, then the suite in a VM on every CI kernel (ci/kernels: Debian's 5.10, 6.1, 6.12
-and newest), where every mechanism must attach and count (strict), then the kernels'
-results side by side. Every step and every kernel runs even if one fails; the exit
+and newest on x86_64, 6.12 on arm64), where every mechanism must attach and count (strict)
+or be declared absent, then the kernels' results side by side. Every step and every kernel runs even if one fails; the exit
 status is 1 if any failed.";
 
 const CI_AFTER: &str = "\
@@ -105,10 +105,12 @@ Steps (--skip NAME leaves one out):
                what is checked and why the actionlint wheel is kjanat's fork)
   host-tests   cargo sudo-test -- --nocapture (the README's test command)
   check-ktap   scripts/check-ktap, as root (sudo when not root)
-  kernels      each kernel of ci/kernels: `cargo xtask vmtest KERNEL --out DIR/KERNEL`,
-               --jobs at a time (default 2), after one build of the guest's test
-               binaries; the runner's output goes to DIR/KERNEL/vmtest.log too,
-               each line prefixed with [KERNEL]
+  kernels      each kernel of ci/kernels (`KERNEL [--arch ARCH]` a line; named KERNEL,
+               or KERNEL-ARCH for arm64): `cargo xtask vmtest --arch ARCH KERNEL --out
+               DIR/NAME`, --jobs at a time (default 2), after one build of the guest's
+               test binaries per architecture (arm64: scripts/cross-build-arm64); the
+               runner's output goes to DIR/NAME/vmtest.log too, each line prefixed
+               with [NAME]
   report       DIR/report.txt and DIR/report.svg: `bpf-overhead report` over every
                DIR/KERNEL/result.json
 
@@ -244,7 +246,8 @@ pub struct CiArgs {
     /// the 90 s budget a kernel. Two keeps each kernel well inside it
     #[arg(long, short = 'j', value_name = "N", default_value_t = 2, value_parser = positive_usize)]
     pub jobs: usize,
-    /// Only these kernels (comma-separated or repeated; default: ci/kernels)
+    /// Only these kernels, each as a line of ci/kernels (comma-separated or repeated;
+    /// default: ci/kernels), e.g. --kernel "6.1,6.12 --arch arm64"
     #[arg(long = "kernel", value_name = "KERNEL", value_delimiter = ',')]
     pub kernels: Vec<String>,
     /// Leave out a step: fmt, clippy, xtask-tests, actionlint, host-tests, check-ktap

@@ -710,7 +710,10 @@ mod tests {
         );
         let repo = vmtest::repo_root();
         let ours = read_kernels(&fs::read_to_string(repo.join(KERNELS_FILE)).unwrap()).unwrap();
-        assert_eq!(names(&ours), ["5.10", "6.1", "6.12", "newest"]);
+        assert_eq!(
+            names(&ours),
+            ["5.10", "6.1", "6.12", "newest", "6.12-arm64"]
+        );
     }
 
     #[test]
