@@ -57,8 +57,10 @@ fn plan(names: &[&str], prog_work: u32) -> Plan {
 
 fn run(names: &[&str], prog_work: u32) -> Document {
     let t = Instant::now();
-    let doc =
-        pipeline::execute(&plan(names, prog_work), Host::current, |_| {}).unwrap_or_else(|e| {
+    let plan = plan(names, prog_work);
+    let doc = pipeline::check_privileges(&plan)
+        .and_then(|privileged| pipeline::execute(&plan, &privileged, Host::current, |_| {}))
+        .unwrap_or_else(|e| {
             eprintln!("gate_power: {e}");
             std::process::exit(1)
         });
@@ -384,7 +386,8 @@ fn length() {
                 ..Plan::new(&selection)
             };
             let t = Instant::now();
-            let doc = pipeline::execute(&plan, Host::current, |_| {}).unwrap();
+            let privileged = pipeline::check_privileges(&plan).unwrap();
+            let doc = pipeline::execute(&plan, &privileged, Host::current, |_| {}).unwrap();
             let secs = t.elapsed().as_secs_f64();
             for (i, name) in AB.iter().enumerate() {
                 let d = doc

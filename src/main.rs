@@ -19,7 +19,9 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use bpf_overhead::document::{self, Document, Host, Status};
 use bpf_overhead::gate::{self, Threshold};
-use bpf_overhead::measure::{cpulock, Batch, CpuPin, ProgWork, MAX_BATCH, MAX_PROG_WORK};
+use bpf_overhead::measure::{
+    cpulock, Batch, CpuPin, Privileged, ProgWork, MAX_BATCH, MAX_PROG_WORK,
+};
 use bpf_overhead::pipeline::{self, Plan, DEFAULT_REPEATS};
 use bpf_overhead::report::{self, Matrix};
 use bpf_overhead::{render, Error, Mechanism};
@@ -384,12 +386,12 @@ fn run(cli: &Cli) -> Result<ExitCode, Failure> {
         None => None,
     };
     check_duration(&plan)?;
-    pipeline::check_privileges(&plan)?;
+    let privileged = pipeline::check_privileges(&plan)?;
     let Some(_cpus) = hold_cpus(cli, &plan)? else {
         return Ok(ExitCode::from(cpulock::EXIT_BUSY));
     };
     plan.stop = Some(stop_on_signal());
-    let doc = execute(&plan)?;
+    let doc = execute(&plan, &privileged)?;
     let interrupted = plan.stopped_by();
 
     // The result file first: whatever happens to stdout, it is written.
@@ -519,9 +521,9 @@ fn stop_on_signal() -> &'static AtomicUsize {
 }
 
 /// Runs the plan, with a progress bar on a terminal.
-fn execute(plan: &Plan) -> Result<Document, Failure> {
+fn execute(plan: &Plan, privileged: &Privileged) -> Result<Document, Failure> {
     let bar = progress_bar();
-    let doc = pipeline::execute(plan, Host::current, |step| {
+    let doc = pipeline::execute(plan, privileged, Host::current, |step| {
         if bar.length() != Some(step.total) {
             bar.set_length(step.total);
         }

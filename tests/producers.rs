@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use bpf_overhead::document::{Host, Status};
 use bpf_overhead::expect::{Expectations, Verdict};
-use bpf_overhead::measure::{online_cpus, DEFAULT_ITERATIONS};
+use bpf_overhead::measure::{online_cpus, Privileged, DEFAULT_ITERATIONS};
 use bpf_overhead::pipeline::{self, Plan};
 use bpf_overhead::Mechanism;
 use serial_test::serial;
@@ -27,7 +27,8 @@ fn exact_per_producer(name: &str) {
         producers: NonZeroUsize::new(2).unwrap(),
         ..Plan::new(&[m])
     };
-    let doc = pipeline::execute(&plan, Host::current, |_| {}).unwrap();
+    let privileged = Privileged::check(&plan.mechanisms).unwrap();
+    let doc = pipeline::execute(&plan, &privileged, Host::current, |_| {}).unwrap();
     let result = doc.mechanism(name).unwrap();
     let expect = Expectations::from_env().unwrap();
     match expect.judge(name, result.status, result.reason.as_deref()) {

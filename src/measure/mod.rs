@@ -14,6 +14,7 @@ mod load;
 mod producer;
 pub mod run;
 pub mod speed;
+pub mod support;
 pub mod sys;
 pub mod trigger;
 
@@ -24,4 +25,5 @@ pub use run::{
     measure, on_measuring_thread, online_cpus, with_run, Batch, CpuPin, Options, ProducerSample,
     ProgWork, Run, Sample, DEFAULT_ITERATIONS,
 };
+pub use support::{Privileged, Ready, Support};
 pub use trigger::{Driver, Target, Trigger, MAX_BATCH};

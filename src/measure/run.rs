@@ -13,7 +13,6 @@ use nix::sched::{sched_getaffinity, sched_setaffinity, unshare, CloneFlags, CpuS
 use nix::sys::signal::{SigSet, Signal};
 use nix::unistd::{gettid, Pid};
 
-use super::caps;
 use super::catalogue::Mechanism;
 use super::context;
 use super::error::{Error, Result};
@@ -21,6 +20,7 @@ use super::keeper;
 use super::load::{self, Loaded, Settings};
 use super::producer::{producer_cpus, Fired, Producer};
 use super::speed;
+use super::support::Ready;
 use super::sys;
 use super::trigger::{Armed, DEFAULT_BATCH, MAX_BATCH};
 
@@ -503,25 +503,21 @@ fn check_hits(mechanism: Mechanism, hits: Option<u64>, events: u64) -> Result<()
     }
 }
 
-/// Sets up `mechanism` (privilege and feature checks, CPU pin, trigger,
-/// load, producers, attach), hands the run to `f`, then undoes all of it,
-/// in reverse order, however `f` ends (error or panic included).
+/// Sets up `ready`'s mechanism (CPU pin, trigger, load, producers,
+/// attach: its checks were made before, once), hands the run to `f`, then
+/// undoes all of it, in reverse order, however `f` ends (error or panic
+/// included).
 pub fn with_run<R>(
-    mechanism: Mechanism,
+    ready: Ready<'_>,
     opts: &Options,
     f: impl FnOnce(&mut Run<'_, '_>) -> Result<R>,
 ) -> Result<R> {
-    sys::check_privileges()?;
-    if let Some(missing) = caps::missing(mechanism) {
-        return Err(Error::environment(format!("{mechanism} needs {missing}")));
+    let mechanism = ready.mechanism();
+    let stats = opts.bpf_stats && !mechanism.is_base();
+    if let Some(missing) = ready.stats_lacking().filter(|_| stats) {
+        return Err(Error::unsupported(format!("no prog ns: needs {missing}")).of(mechanism));
     }
-    if opts.bpf_stats && !mechanism.is_base() {
-        if let Some(missing) = caps::missing_for_stats() {
-            return Err(Error::unsupported(format!("no prog ns: needs {missing}")).of(mechanism));
-        }
-    }
-    let _tracefs = mechanism.check_support()?;
-    let _stats = if opts.bpf_stats && !mechanism.is_base() {
+    let _stats = if stats {
         Some(sys::enable_run_time_stats().map_err(|e| e.of(mechanism))?)
     } else {
         None
@@ -577,12 +573,12 @@ pub fn with_run<R>(
     })
 }
 
-/// One measurement of `mechanism` with `opts`: `opts.iterations` events,
-/// scaled for a base as its trigger says.
-pub fn measure(mechanism: Mechanism, opts: &Options) -> Result<Sample> {
-    let events = NonZeroU64::new(mechanism.events(opts.iterations.get()))
+/// One measurement of `ready`'s mechanism with `opts`: `opts.iterations`
+/// events, scaled for a base as its trigger says.
+pub fn measure(ready: Ready<'_>, opts: &Options) -> Result<Sample> {
+    let events = NonZeroU64::new(ready.mechanism().events(opts.iterations.get()))
         .expect("scaling a non-zero count keeps it non-zero");
-    with_run(mechanism, opts, |run| run.measure(events))
+    with_run(ready, opts, |run| run.measure(events))
 }
 
 #[cfg(test)]
