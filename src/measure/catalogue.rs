@@ -542,6 +542,13 @@ impl fmt::Display for Mechanism {
     }
 }
 
+/// Its name, for [`Error::of`], which sits below the catalogue.
+impl From<Mechanism> for &'static str {
+    fn from(m: Mechanism) -> Self {
+        m.name()
+    }
+}
+
 impl FromStr for Mechanism {
     type Err = String;
 

@@ -11,9 +11,9 @@ use libbpf_rs::{Link, OpenObject, ProgramMut, UprobeOpts};
 use super::bpf_consts::MAX_SLOTS;
 use super::catalogue::{Kind, Mechanism};
 use super::error::{errno_of, Error, Result};
+use super::skel::{types, OverheadSkel, OverheadSkelBuilder};
 use super::sys;
 use super::trigger::{USDT_NAME, USDT_PROVIDER};
-use crate::skel::{types, OverheadSkel, OverheadSkelBuilder};
 
 /// The BPF object loaded for one run: the mechanism's program (attached
 /// by [`Loaded::attach`]) and the trigger's driver, if it has one. Dropping
