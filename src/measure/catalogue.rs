@@ -98,7 +98,19 @@ impl Kind {
 
     /// A session program: every entry must have its exit.
     pub const fn is_session(self) -> bool {
-        matches!(self, KprobeSession | UprobeSession)
+        match self {
+            KprobeSession | UprobeSession => true,
+            Base
+            | Kprobe
+            | RawTracepoint
+            | Tracepoint
+            | BtfTracepoint
+            | Trampoline
+            | Uprobe { .. }
+            | KprobeMulti
+            | UprobeMulti { .. }
+            | Usdt => false,
+        }
     }
 }
 
@@ -159,7 +171,7 @@ const fn looped(
 ) -> Entry {
     let hook = match (driver, kind) {
         (Driver::Kfunc, RawTracepoint | Tracepoint | BtfTracepoint) => LOOP_TRACEPOINT,
-        _ => driver.function(),
+        (Driver::Kfunc | Driver::Helper, every_kind!()) => driver.function(),
     };
     Entry {
         name,
@@ -186,7 +198,19 @@ const fn uprobe_multi(name: &'static str, target: Target, kind: Kind) -> Entry {
     let (program, needs) = match kind {
         UprobeMulti { ret: false } => ("prog_uprobe_multi", UPROBE_MULTI),
         UprobeMulti { ret: true } => ("prog_uretprobe_multi", UPROBE_MULTI),
-        _ => ("prog_uprobe_session", UPROBE_SESSION),
+        UprobeSession => ("prog_uprobe_session", UPROBE_SESSION),
+        Base
+        | Kprobe
+        | RawTracepoint
+        | Tracepoint
+        | BtfTracepoint
+        | Trampoline
+        | Uprobe { .. }
+        | KprobeMulti
+        | KprobeSession
+        | Usdt => {
+            panic!("uprobe_multi() builds uprobe.multi and uprobe.session entries only")
+        }
     };
     Entry {
         name,

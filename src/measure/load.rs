@@ -140,10 +140,17 @@ impl Loaded<'_> {
 
 /// Whether `mechanism` attaches to a function of this executable.
 pub(crate) fn on_exe(mechanism: Mechanism) -> bool {
-    matches!(
-        mechanism.kind(),
-        Kind::Uprobe { .. } | Kind::UprobeMulti { .. } | Kind::UprobeSession | Kind::Usdt
-    )
+    match mechanism.kind() {
+        Kind::Uprobe { .. } | Kind::UprobeMulti { .. } | Kind::UprobeSession | Kind::Usdt => true,
+        Kind::Base
+        | Kind::Kprobe
+        | Kind::RawTracepoint
+        | Kind::Tracepoint
+        | Kind::BtfTracepoint
+        | Kind::Trampoline
+        | Kind::KprobeMulti
+        | Kind::KprobeSession => false,
+    }
 }
 
 fn attach_program(mechanism: Mechanism, prog: &ProgramMut<'_>) -> libbpf_rs::Result<Link> {
