@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 
 use bpf_overhead::document::{Document, Host};
 use bpf_overhead::gate::{self, Threshold, Verdict};
-use bpf_overhead::measure::{online_cpus, CpuPin, ProgWork};
+use bpf_overhead::measure::{online_cpus, CpuPin, Options, ProgWork};
 use bpf_overhead::pipeline::{self, Plan};
 use bpf_overhead::stats::{mean, median, stddev};
 use bpf_overhead::Mechanism;
@@ -50,7 +50,10 @@ fn plan(names: &[&str], prog_work: u32) -> Plan {
     let selection: Vec<Mechanism> = names.iter().map(|n| n.parse().unwrap()).collect();
     Plan {
         stats_run: false,
-        prog_work: ProgWork::new(prog_work).expect("a valid --prog-work"),
+        run: Options {
+            prog_work: ProgWork::new(prog_work).expect("a valid --prog-work"),
+            ..Options::default()
+        },
         ..Plan::new(&selection)
     }
 }

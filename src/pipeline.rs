@@ -37,8 +37,8 @@ use crate::document::{
 use crate::measure::keeper::Keeper;
 use crate::measure::{context, cpulock, CpuPin};
 use crate::measure::{
-    measure, on_measuring_thread, Batch, Error, Mechanism, Options, Privileged, ProgWork, Result,
-    Sample, Support, Trigger, DEFAULT_ITERATIONS,
+    measure, on_measuring_thread, Error, Mechanism, Options, Privileged, Result, Sample, Support,
+    Trigger, DEFAULT_ITERATIONS,
 };
 use crate::stats::Summary;
 
@@ -132,8 +132,11 @@ pub const DEFAULT_REPEATS: NonZeroUsize = NonZeroUsize::new(7).unwrap();
 pub struct Plan {
     /// The mechanisms to run, each base included, in catalogue order.
     pub mechanisms: Vec<Mechanism>,
-    /// Events per mechanism run (a base scales it: [`Mechanism::events`]).
-    pub iterations: NonZeroU64,
+    /// Every run's own settings (events, CPU, batch, program work,
+    /// producers), as [`with_run`](crate::measure::with_run) takes them
+    /// and the load writes them into the BPF object: set once, copied
+    /// nowhere. Its `bpf_stats` is turned on for the stats run only.
+    pub run: Options,
     /// Instead, scale each mechanism's events so that its timed runs last
     /// about this long, from its warm-up run: a slow mechanism (a uprobe
     /// on `ret`, 10 µs an event) then costs no more time than a fast one,
@@ -145,17 +148,8 @@ pub struct Plan {
     /// nothing is timed that anyone reads: the timed pass finds what the
     /// kernel lacks just as well.
     pub warmup: bool,
-    /// `None`: CPU 0, or the first allowed CPU if 0 is not.
-    pub cpu: Option<usize>,
     /// Make the extra run with BPF run-time stats.
     pub stats_run: bool,
-    /// Loop iterations per driver run (kernel-loop trigger).
-    pub batch: Batch,
-    /// Extra work every program does per hit.
-    pub prog_work: ProgWork,
-    /// Producers firing at once, each on its own CPU. With more than one,
-    /// each round also measures one producer alone, for the scaling.
-    pub producers: NonZeroUsize,
     /// After `repeats` rounds, more rounds of the mechanisms not yet sure
     /// (`Outcome::is_sure`) while the timed rounds have taken less than
     /// this. Zero: exactly `repeats` rounds (so under emulation, where
@@ -176,15 +170,11 @@ impl Plan {
         let emulated = crate::document::emulated().is_some();
         Self {
             mechanisms: expand(selection),
-            iterations: DEFAULT_ITERATIONS,
+            run: Options::default(),
             run_time: default_run_time(),
             repeats: DEFAULT_REPEATS,
             warmup: !emulated,
-            cpu: None,
             stats_run: true,
-            batch: Batch::default(),
-            prog_work: ProgWork::default(),
-            producers: NonZeroUsize::MIN,
             budget: default_budget(),
             precision: Precision::DEFAULT,
             stop: None,
@@ -199,10 +189,13 @@ impl Plan {
     pub fn selftest(mechanism: Mechanism) -> Self {
         let emulated = crate::document::emulated().is_some();
         Self {
-            iterations: if emulated {
-                EMULATED_ITERATIONS
-            } else {
-                DEFAULT_ITERATIONS
+            run: Options {
+                iterations: if emulated {
+                    EMULATED_ITERATIONS
+                } else {
+                    DEFAULT_ITERATIONS
+                },
+                ..Options::default()
             },
             repeats: NonZeroUsize::MIN,
             budget: Duration::ZERO,
@@ -224,19 +217,9 @@ impl Plan {
     /// The options of `outcome`'s runs: its own iterations when scaled.
     fn options_for(&self, outcome: &Outcome, bpf_stats: bool) -> Options {
         Options {
-            iterations: outcome.iterations.unwrap_or(self.iterations),
-            ..self.options(bpf_stats)
-        }
-    }
-
-    fn options(&self, bpf_stats: bool) -> Options {
-        Options {
-            iterations: self.iterations,
-            cpu: self.cpu,
+            iterations: outcome.iterations.unwrap_or(self.run.iterations),
             bpf_stats,
-            batch: self.batch,
-            prog_work: self.prog_work,
-            producers: self.producers,
+            ..self.run.clone()
         }
     }
 }
@@ -267,14 +250,14 @@ pub fn estimate_secs(plan: &Plan) -> f64 {
         let per_event = match ns_per_event.iter().find(|(t, _)| *t == trigger) {
             Some(&(_, per_event)) => per_event,
             None => {
-                let per_event = fastest_ns_per_event(trigger, plan.batch.get());
+                let per_event = fastest_ns_per_event(trigger, plan.run.batch.get());
                 ns_per_event.push((trigger, per_event));
                 per_event
             }
         };
         let stats_run = plan.stats_run && !m.is_base();
         let runs = 1 + plan.repeats.get() as u64 + u64::from(stats_run);
-        ns += runs as f64 * m.events(plan.iterations.get()) as f64 * per_event;
+        ns += runs as f64 * m.events(plan.run.iterations.get()) as f64 * per_event;
     }
     ns / 1e9
 }
@@ -482,7 +465,7 @@ pub fn run(
 ) -> Result<Runs> {
     // One measuring run per CPU at a time, across processes (re-entrant:
     // the command holds it already).
-    let _cpus = cpulock::hold_for(plan.cpu, plan.producers.get(), cpulock::Wait::Yes)?;
+    let _cpus = cpulock::hold_for(plan.run.cpu, plan.run.producers.get(), cpulock::Wait::Yes)?;
     let mut runs = on_measuring_thread(|| Ok(run_here(plan, privileged, progress)))?;
     runs.cpu_wait_s = cpulock::waited_for_held().as_secs_f64();
     Ok(runs)
@@ -501,7 +484,7 @@ fn run_here(plan: &Plan, privileged: &Privileged, mut progress: impl FnMut(&Step
         }
     }
     // The CPU never idles between runs (see keeper.rs).
-    let cpu = CpuPin::new(plan.cpu).map(|pin| pin.cpu);
+    let cpu = CpuPin::new(plan.run.cpu).map(|pin| pin.cpu);
     let _keeper = cpu.as_ref().ok().map(|&cpu| Keeper::start(cpu));
     let context_before = context::snapshot(*cpu.as_ref().unwrap_or(&0));
 
@@ -564,7 +547,10 @@ impl<P: FnMut(&Step)> Running<'_, P> {
 /// Step 1: one untimed run of every mechanism: the load-time support check.
 fn warm_up(at: &mut Running<'_, impl FnMut(&Step)>, outcomes: &mut [Outcome]) {
     let plan = at.plan;
-    let opts = plan.options(false);
+    let opts = Options {
+        bpf_stats: false,
+        ..plan.run.clone()
+    };
     at.step.total = outcomes.iter().filter(|o| o.is_ok()).count() as u64;
     for outcome in outcomes.iter_mut().filter(|o| o.is_ok()) {
         if plan.stopped_by().is_some() {
@@ -716,7 +702,7 @@ fn bracket(
 fn timed(at: &mut Running<'_, impl FnMut(&Step)>, o: &Outcome) -> Result<(Option<Sample>, Sample)> {
     let plan = at.plan;
     let opts = plan.options_for(o, false);
-    let single = (plan.producers.get() > 1)
+    let single = (plan.run.producers.get() > 1)
         .then(|| {
             let one = Options {
                 producers: NonZeroUsize::MIN,
@@ -830,7 +816,7 @@ pub fn document(plan: &Plan, runs: &Runs, host: Host) -> Document {
         .flat_map(|o| o.samples.first())
         .map(|s| s.cpu)
         .next()
-        .or(plan.cpu)
+        .or(plan.run.cpu)
         .unwrap_or(0);
     let mechanisms = outcomes.iter().map(|o| mechanism_result(plan, o)).collect();
     Document {
@@ -842,16 +828,16 @@ pub fn document(plan: &Plan, runs: &Runs, host: Host) -> Document {
         cpu_model: host.cpu_model,
         cpu,
         emulated: host.emulated,
-        iterations: plan.iterations.get(),
+        iterations: plan.run.iterations.get(),
         repeats: runs.rounds.max(1),
         budget_secs: plan.budget.as_secs_f64(),
         run_secs: plan.run_time.map(|t| t.as_secs_f64()),
         warmup_runs: usize::from(plan.warmup),
         order: ORDER_BRACKETED.into(),
         prog_stats: plan.stats_run,
-        batch: plan.batch.get(),
-        prog_work: plan.prog_work.get(),
-        producers: plan.producers.get(),
+        batch: plan.run.batch.get(),
+        prog_work: plan.run.prog_work.get(),
+        producers: plan.run.producers.get(),
         interrupted: plan.stopped_by().map(signal_name),
         retaken_runs: runs.retaken_runs,
         context: runs.context.clone(),
@@ -894,7 +880,7 @@ fn mechanism_result(plan: &Plan, o: &Outcome) -> MechanismResult {
         events_per_run: o
             .samples
             .first()
-            .map_or_else(|| m.events(plan.iterations.get()), |s| s.iterations),
+            .map_or_else(|| m.events(plan.run.iterations.get()), |s| s.iterations),
         status,
         reason,
         k_events_per_sec: ok.then(|| Summary::of(&rates)).flatten(),
@@ -905,7 +891,7 @@ fn mechanism_result(plan: &Plan, o: &Outcome) -> MechanismResult {
         }),
         hits: (!m.is_base() && ok).then(|| o.samples.iter().map(|s| s.hits.unwrap_or(0)).collect()),
         prog_ns_per_event: ok.then_some(o.prog_ns_per_event).flatten(),
-        producers: (ok && plan.producers.get() > 1).then(|| per_producer(&o.samples)),
+        producers: (ok && plan.run.producers.get() > 1).then(|| per_producer(&o.samples)),
         scaling: (ok && o.single.len() == o.samples.len())
             .then(|| {
                 let ratios: Vec<f64> = o
@@ -962,10 +948,10 @@ pub enum Availability {
 /// Finds out, with a one-event run of each, which of `mechanisms` this
 /// kernel runs. Without privileges every answer is [`Availability::Unknown`].
 pub fn survey(mechanisms: &[Mechanism], cpu: Option<usize>) -> Vec<(Mechanism, Availability)> {
-    let plan = Plan {
+    let opts = Options {
         iterations: NonZeroU64::MIN,
         cpu,
-        ..Plan::new(mechanisms)
+        ..Options::default()
     };
     let Ok(privileged) = Privileged::check(mechanisms) else {
         return mechanisms
@@ -973,7 +959,6 @@ pub fn survey(mechanisms: &[Mechanism], cpu: Option<usize>) -> Vec<(Mechanism, A
             .map(|&m| (m, Availability::Unknown))
             .collect();
     };
-    let opts = plan.options(false);
     let surveyed = on_measuring_thread(|| {
         let (support, mut problems) = Support::check(&privileged);
         Ok(mechanisms
@@ -1093,7 +1078,10 @@ mod tests {
             paired(m("raw_tp"), &[1100, 600, 1100], &[1000, 500, 1000]),
         ];
         let plan = Plan {
-            iterations: NonZeroU64::new(1000).unwrap(),
+            run: Options {
+                iterations: NonZeroU64::new(1000).unwrap(),
+                ..Options::default()
+            },
             repeats: NonZeroUsize::new(3).unwrap(),
             ..Plan::new(&[m("raw_tp")])
         };
@@ -1186,7 +1174,10 @@ mod tests {
     #[test]
     fn the_estimate_is_a_lower_bound_that_grows_with_the_plan() {
         let plan = |iterations: u64, repeats: usize| Plan {
-            iterations: NonZeroU64::new(iterations).unwrap(),
+            run: Options {
+                iterations: NonZeroU64::new(iterations).unwrap(),
+                ..Options::default()
+            },
             repeats: NonZeroUsize::new(repeats).unwrap(),
             ..Plan::new(&[m("raw_tp"), m("uprobe-nop")])
         };

@@ -11,6 +11,7 @@ use libbpf_rs::{Link, OpenObject, ProgramMut, UprobeOpts};
 use super::bpf_consts::MAX_SLOTS;
 use super::catalogue::{Kind, Mechanism};
 use super::error::{errno_of, Error, Result};
+use super::options::Options;
 use super::skel::{types, OverheadSkel, OverheadSkelBuilder};
 use super::sys;
 use super::trigger::{USDT_NAME, USDT_PROVIDER};
@@ -26,22 +27,13 @@ pub(crate) struct Loaded<'obj> {
     skel: OverheadSkel<'obj>,
 }
 
-/// What a load sets in the object's read-only data.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Settings {
-    /// Loop iterations per driver run.
-    pub batch: u32,
-    /// Extra work per hit.
-    pub prog_work: u32,
-}
-
 /// Loads the skeleton with only `mechanism`'s program and its trigger's
 /// driver enabled. `None` when the run needs neither (a comm or call base).
-pub(crate) fn load(
+pub(crate) fn load<'obj>(
     mechanism: Mechanism,
-    storage: &mut MaybeUninit<OpenObject>,
-    settings: Settings,
-) -> Result<Option<Loaded<'_>>> {
+    storage: &'obj mut MaybeUninit<OpenObject>,
+    opts: &Options,
+) -> Result<Option<Loaded<'obj>>> {
     let driver = driver_program(mechanism);
     let wanted: Vec<&str> = mechanism.program().into_iter().chain(driver).collect();
     if wanted.is_empty() {
@@ -58,8 +50,8 @@ pub(crate) fn load(
         .rodata_data
         .as_deref_mut()
         .ok_or_else(|| Error::failed("BPF object has no .rodata"))?;
-    rodata.batch_iters = settings.batch;
-    rodata.prog_work = settings.prog_work;
+    rodata.batch_iters = opts.batch.get();
+    rodata.prog_work = opts.prog_work.get();
     let mut enabled = 0;
     for mut prog in open.open_object_mut().progs_mut() {
         if wanted.iter().any(|w| prog.name() == *w) {

@@ -11,6 +11,7 @@ pub mod cpulock;
 pub mod error;
 pub mod keeper;
 mod load;
+pub mod options;
 mod producer;
 pub mod run;
 pub mod speed;
@@ -27,9 +28,9 @@ mod skel {
 pub use bpf_consts::MAX_PROG_WORK;
 pub use catalogue::{Kind, Mechanism};
 pub use error::{Error, Result};
+pub use options::{Batch, Options, ProgWork, DEFAULT_ITERATIONS};
 pub use run::{
-    measure, on_measuring_thread, online_cpus, with_run, Batch, CpuPin, Options, ProducerSample,
-    ProgWork, Run, Sample, DEFAULT_ITERATIONS,
+    measure, on_measuring_thread, online_cpus, with_run, CpuPin, ProducerSample, Run, Sample,
 };
 pub use support::{Privileged, Ready, Support};
 pub use trigger::{Driver, Target, Trigger, MAX_BATCH};

@@ -103,7 +103,7 @@ fn measure(name: &str) -> Result<Checked, Failure> {
     for line in &lines {
         println!("{line}");
     }
-    check_counts(&doc, result, plan.iterations.get())?;
+    check_counts(&doc, result, plan.run.iterations.get())?;
     Ok(Checked::Passed(lines))
 }
 
