@@ -78,13 +78,14 @@ macro_rules! every_kind {
 }
 
 impl Kind {
-    /// The entry of `enum bpf_attach_type` a kernel must know for it.
-    const fn attach_type(self) -> Option<&'static str> {
+    /// The entry of `enum bpf_attach_type` a kernel must know for it, and
+    /// whether it is a session: one match, so a new kind is placed once.
+    const fn link_type(self) -> (Option<&'static str>, bool) {
         match self {
-            KprobeMulti => Some("BPF_TRACE_KPROBE_MULTI"),
-            KprobeSession => Some("BPF_TRACE_KPROBE_SESSION"),
-            UprobeMulti { .. } => Some("BPF_TRACE_UPROBE_MULTI"),
-            UprobeSession => Some("BPF_TRACE_UPROBE_SESSION"),
+            KprobeMulti => (Some("BPF_TRACE_KPROBE_MULTI"), false),
+            KprobeSession => (Some("BPF_TRACE_KPROBE_SESSION"), true),
+            UprobeMulti { .. } => (Some("BPF_TRACE_UPROBE_MULTI"), false),
+            UprobeSession => (Some("BPF_TRACE_UPROBE_SESSION"), true),
             Base
             | Kprobe
             | RawTracepoint
@@ -92,25 +93,17 @@ impl Kind {
             | BtfTracepoint
             | Trampoline
             | Uprobe { .. }
-            | Usdt => None,
+            | Usdt => (None, false),
         }
+    }
+
+    const fn attach_type(self) -> Option<&'static str> {
+        self.link_type().0
     }
 
     /// A session program: every entry must have its exit.
     pub const fn is_session(self) -> bool {
-        match self {
-            KprobeSession | UprobeSession => true,
-            Base
-            | Kprobe
-            | RawTracepoint
-            | Tracepoint
-            | BtfTracepoint
-            | Trampoline
-            | Uprobe { .. }
-            | KprobeMulti
-            | UprobeMulti { .. }
-            | Usdt => false,
-        }
+        self.link_type().1
     }
 }
 

@@ -14,7 +14,7 @@ use super::error::{errno_of, Error, Result};
 use super::options::Options;
 use super::skel::{types, OverheadSkel, OverheadSkelBuilder};
 use super::sys;
-use super::trigger::{USDT_NAME, USDT_PROVIDER};
+use super::trigger::{Trigger, USDT_NAME, USDT_PROVIDER};
 
 /// The BPF object loaded for one run: the mechanism's program (attached
 /// by [`Loaded::attach`]) and the trigger's driver, if it has one. Dropping
@@ -130,18 +130,13 @@ impl Loaded<'_> {
     }
 }
 
-/// Whether `mechanism` attaches to a function of this executable.
+/// Whether `mechanism` attaches to a function of this executable: what a
+/// call fires is a function here (a test ties it to the kinds that attach
+/// by this executable's path).
 pub(crate) fn on_exe(mechanism: Mechanism) -> bool {
-    match mechanism.kind() {
-        Kind::Uprobe { .. } | Kind::UprobeMulti { .. } | Kind::UprobeSession | Kind::Usdt => true,
-        Kind::Base
-        | Kind::Kprobe
-        | Kind::RawTracepoint
-        | Kind::Tracepoint
-        | Kind::BtfTracepoint
-        | Kind::Trampoline
-        | Kind::KprobeMulti
-        | Kind::KprobeSession => false,
+    match mechanism.trigger() {
+        Trigger::Call(_) => !mechanism.is_base(),
+        Trigger::TaskRename | Trigger::Loop(_) => false,
     }
 }
 
@@ -275,6 +270,19 @@ mod tests {
         // Each one is "?"-declared: only the one enabled per run loads.
         for prog in open.open_object().progs() {
             assert!(!prog.autoload(), "{:?} is auto-loaded", prog.name());
+        }
+    }
+
+    /// The mechanisms a call fires are those attach_program attaches by
+    /// this executable's path.
+    #[test]
+    fn what_attaches_to_this_executable() {
+        for m in Mechanism::all() {
+            let by_path = matches!(
+                m.kind(),
+                Kind::Uprobe { .. } | Kind::UprobeMulti { .. } | Kind::UprobeSession | Kind::Usdt
+            );
+            assert_eq!(on_exe(m), by_path, "{m}");
         }
     }
 }
