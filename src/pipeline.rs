@@ -136,6 +136,8 @@ pub struct Plan {
     /// producers), as [`with_run`](crate::measure::with_run) takes them
     /// and the load writes them into the BPF object: set once, copied
     /// nowhere. Its `bpf_stats` is turned on for the stats run only.
+    /// With more than one producer, each round also measures one producer
+    /// alone, for the scaling.
     pub run: Options,
     /// Instead, scale each mechanism's events so that its timed runs last
     /// about this long, from its warm-up run: a slow mechanism (a uprobe
