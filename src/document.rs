@@ -41,6 +41,11 @@ pub struct Document {
     pub kernel_release: String,
     /// The CPU's model name from /proc/cpuinfo.
     pub cpu_model: String,
+    /// The machine's architecture as Rust names it (`x86_64`, `aarch64`):
+    /// that of the binary, which runs only on its own. Absent from results
+    /// of versions that ran on x86_64 only.
+    #[serde(default = "x86_64")]
+    pub arch: String,
     /// The CPU every run was pinned to.
     pub cpu: usize,
     /// The emulator in use (`tcg`), or null on real or virtualised hardware.
@@ -195,6 +200,12 @@ fn one() -> usize {
 
 fn default_batch() -> u32 {
     100
+}
+
+/// `arch` of documents written before it was recorded: those versions
+/// built for x86_64 only.
+fn x86_64() -> String {
+    "x86_64".into()
 }
 
 impl MechanismResult {
@@ -617,6 +628,7 @@ fn check_summary(
 pub struct Host {
     pub kernel_release: String,
     pub cpu_model: String,
+    pub arch: String,
     pub timestamp: String,
     pub emulated: Option<String>,
 }
@@ -626,6 +638,7 @@ impl Host {
         Self {
             kernel_release: kernel_release(),
             cpu_model: cpu_model(),
+            arch: std::env::consts::ARCH.into(),
             timestamp: rfc3339_utc(SystemTime::now()),
             emulated: emulated(),
         }
@@ -647,17 +660,30 @@ pub fn kernel_release() -> String {
         .unwrap_or_else(|_| "unknown".into())
 }
 
-/// The first "model name" of /proc/cpuinfo (x86); "unknown" without one.
+/// The CPU model from /proc/cpuinfo ([`cpu_model_of`]); "unknown" without one.
 pub fn cpu_model() -> String {
     fs::read_to_string("/proc/cpuinfo")
         .ok()
-        .and_then(|text| {
-            text.lines().find_map(|l| {
-                let (key, value) = l.split_once(':')?;
-                (key.trim() == "model name").then(|| value.trim().to_string())
-            })
-        })
+        .and_then(|text| cpu_model_of(&text))
         .unwrap_or_else(|| "unknown".into())
+}
+
+/// x86's "model name"; arm64 names no model, only the implementer and
+/// part numbers (0x41 0xd0c: Arm's Neoverse N1), which say as much.
+fn cpu_model_of(cpuinfo: &str) -> Option<String> {
+    let field = |name: &str| {
+        cpuinfo.lines().find_map(|l| {
+            let (key, value) = l.split_once(':')?;
+            (key.trim() == name).then(|| value.trim().to_string())
+        })
+    };
+    field("model name").or_else(|| {
+        Some(format!(
+            "CPU implementer {} part {}",
+            field("CPU implementer")?,
+            field("CPU part")?
+        ))
+    })
 }
 
 /// `2026-05-01T12:00:00Z`, without pulling in a date crate.
@@ -723,6 +749,7 @@ pub(crate) mod tests {
             timestamp: "2026-05-01T12:00:00Z".into(),
             kernel_release: "6.18.0".into(),
             cpu_model: "Test CPU".into(),
+            arch: "x86_64".into(),
             cpu: 0,
             emulated: None,
             iterations: 100_000,
@@ -809,6 +836,36 @@ pub(crate) mod tests {
         // Version 1, from before the bracketed rounds, still reads.
         value["schema_version"] = 1.into();
         Document::from_json(&value.to_string()).unwrap();
+    }
+
+    #[test]
+    fn the_cpu_model_is_named_on_x86_and_arm64() {
+        let x86 = "processor\t: 0\nmodel name\t: AMD EPYC 7B13\nflags\t\t: fpu\n";
+        assert_eq!(cpu_model_of(x86).as_deref(), Some("AMD EPYC 7B13"));
+        let arm64 = "processor\t: 0\nBogoMIPS\t: 50.00\nCPU implementer\t: 0x41\n\
+                     CPU architecture: 8\nCPU variant\t: 0x3\nCPU part\t: 0xd0c\n";
+        assert_eq!(
+            cpu_model_of(arm64).as_deref(),
+            Some("CPU implementer 0x41 part 0xd0c")
+        );
+        assert_eq!(cpu_model_of("processor\t: 0\n"), None);
+    }
+
+    /// Results from before `arch` was recorded came from x86_64-only
+    /// versions, and read as such.
+    #[test]
+    fn a_document_without_arch_is_x86_64() {
+        let mut value: serde_json::Value = serde_json::from_str(&document().to_json()).unwrap();
+        value["arch"] = "aarch64".into();
+        assert_eq!(
+            Document::from_json(&value.to_string()).unwrap().arch,
+            "aarch64"
+        );
+        value.as_object_mut().unwrap().remove("arch");
+        assert_eq!(
+            Document::from_json(&value.to_string()).unwrap().arch,
+            "x86_64"
+        );
     }
 
     #[test]

@@ -271,6 +271,13 @@ pub fn warnings(baseline: &Document, current: &Document) -> Vec<String> {
             baseline.iterations, current.iterations
         ));
     }
+    if baseline.arch != current.arch {
+        warnings.push(format!(
+            "the baseline ran on {}, this run on {}: uprobes, trampolines and fprobes \
+             work differently there, so the comparison means little",
+            baseline.arch, current.arch
+        ));
+    }
     if baseline.cpu_model != current.cpu_model {
         warnings.push(format!(
             "the baseline ran on another CPU model ({:?}, now {:?}): ratios to base shift \
@@ -884,6 +891,12 @@ mod tests {
         let warnings = warnings(&baseline, &current);
         assert_eq!(warnings.len(), 3, "{warnings:?}");
         assert!(warnings[0].contains("100000 events per run, this run 2000"));
+        current.arch = "aarch64".into();
+        let warnings = super::warnings(&baseline, &current);
+        assert!(
+            warnings[1].contains("the baseline ran on x86_64, this run on aarch64"),
+            "{warnings:?}"
+        );
         // The kernel differing is the point of the gate: no warning.
         current = document();
         current.kernel_release = "6.19.0".into();

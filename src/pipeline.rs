@@ -828,6 +828,7 @@ pub fn document(plan: &Plan, runs: &Runs, host: Host) -> Document {
         timestamp: host.timestamp,
         kernel_release: host.kernel_release,
         cpu_model: host.cpu_model,
+        arch: host.arch,
         cpu,
         emulated: host.emulated,
         iterations: plan.run.iterations.get(),
@@ -956,10 +957,14 @@ pub fn survey(mechanisms: &[Mechanism], cpu: Option<usize>) -> Vec<(Mechanism, A
         ..Options::default()
     };
     let Ok(privileged) = Privileged::check(mechanisms) else {
-        return mechanisms
-            .iter()
-            .map(|&m| (m, Availability::Unknown))
-            .collect();
+        // What the architecture lacks needs no privileges to tell.
+        let here = |m: Mechanism| match m.trigger() {
+            Trigger::Call(target) => target
+                .absent_here()
+                .map_or(Availability::Unknown, Availability::No),
+            Trigger::TaskRename | Trigger::Loop(_) => Availability::Unknown,
+        };
+        return mechanisms.iter().map(|&m| (m, here(m))).collect();
     };
     let surveyed = on_measuring_thread(|| {
         let (support, mut problems) = Support::check(&privileged);
@@ -1067,6 +1072,7 @@ mod tests {
         Host {
             kernel_release: "6.18.0".into(),
             cpu_model: "Test CPU".into(),
+            arch: "x86_64".into(),
             timestamp: "2026-05-01T12:00:00Z".into(),
             emulated: None,
         }

@@ -18,8 +18,8 @@ use crate::pipeline::Availability;
 fn heading(doc: &Document) -> Vec<String> {
     let mut lines = vec![
         format!(
-            "bpf-overhead {}: kernel {}, {}, pinned to CPU {}",
-            doc.tool_version, doc.kernel_release, doc.cpu_model, doc.cpu
+            "bpf-overhead {}: kernel {} on {}, {}, pinned to CPU {}",
+            doc.tool_version, doc.kernel_release, doc.arch, doc.cpu_model, doc.cpu
         ),
         format!(
             "{} per run; up to {} timed round{} after {} warm-up, {} with its base{}",
@@ -594,9 +594,8 @@ mod tests {
     fn table_has_every_column_and_the_skip_reason() {
         let text = table(&document());
         let lines: Vec<&str> = text.lines().collect();
-        assert!(
-            lines[0].starts_with("bpf-overhead 0.1.0: kernel 6.18.0, Test CPU, pinned to CPU 0")
-        );
+        assert!(lines[0]
+            .starts_with("bpf-overhead 0.1.0: kernel 6.18.0 on x86_64, Test CPU, pinned to CPU 0"));
         assert!(
             lines[1].contains("100000 events per run; up to 3 timed rounds"),
             "{text}"

@@ -17,13 +17,15 @@ use crate::document::{Document, Status};
 #[derive(Clone, Debug, PartialEq)]
 pub struct Run {
     /// What the table's column and the chart's legend call it: the kernel
-    /// release when those are unique, else the file name (see
-    /// [`Matrix::new`]).
+    /// release when those are unique, else the file name, after the
+    /// architecture when the runs are of more than one (see [`labels`]).
     pub label: String,
     /// The file as given.
     pub file: String,
     pub kernel_release: String,
     pub cpu_model: String,
+    /// `x86_64`, `aarch64`.
+    pub arch: String,
     pub timestamp: String,
     /// The emulator (`tcg`) when measured under one: its figures are not
     /// performance figures, and both renderers say so.
@@ -102,6 +104,7 @@ impl Matrix {
                 file: file.clone(),
                 kernel_release: doc.kernel_release.clone(),
                 cpu_model: doc.cpu_model.clone(),
+                arch: doc.arch.clone(),
                 timestamp: doc.timestamp.clone(),
                 emulated: doc.emulated.clone(),
                 iterations: doc.iterations,
@@ -220,8 +223,18 @@ fn check_common(docs: &[(String, Document)]) -> Result<(), String> {
 
 /// Each run's kernel release when no other run has the same one, else
 /// its file name when no other has that, else the file as given; all
-/// numbered when that still leaves two alike.
+/// numbered when that still leaves two alike. When the runs are of more
+/// than one architecture, each label starts with its run's (`aarch64
+/// 6.12.0`), so that x86_64 and arm64 runs read apart.
 fn labels(docs: &[(String, Document)]) -> Vec<String> {
+    let mixed = docs.iter().any(|(_, d)| d.arch != docs[0].1.arch);
+    let arch = |d: &Document, label: String| {
+        if mixed {
+            format!("{} {label}", d.arch)
+        } else {
+            label
+        }
+    };
     type Candidate = fn(&(String, Document)) -> String;
     let candidates: [Candidate; 3] = [
         |(_, d)| d.kernel_release.clone(),
@@ -232,6 +245,7 @@ fn labels(docs: &[(String, Document)]) -> Vec<String> {
         },
         |(f, _)| f.clone(),
     ];
+    let candidates = candidates.map(|c| move |run: &(String, Document)| arch(&run.1, c(run)));
     let labels: Vec<String> = docs
         .iter()
         .enumerate()
@@ -253,7 +267,7 @@ fn labels(docs: &[(String, Document)]) -> Vec<String> {
     }
     docs.iter()
         .enumerate()
-        .map(|(i, (_, d))| format!("{} #{}", d.kernel_release, i + 1))
+        .map(|(i, (_, d))| arch(d, format!("{} #{}", d.kernel_release, i + 1)))
         .collect()
 }
 
@@ -375,6 +389,48 @@ pub(crate) mod tests {
         let m = Matrix::new(&[("r.json".into(), doc.clone()), ("r.json".into(), doc)]).unwrap();
         let labels: Vec<&str> = m.runs.iter().map(|r| r.label.as_str()).collect();
         assert_eq!(labels, ["6.18.0 #1", "6.18.0 #2"]);
+    }
+
+    /// x86_64 against arm64: each label starts with its architecture,
+    /// which can alone tell runs apart; of one architecture, none does.
+    #[test]
+    fn labels_name_the_architecture_when_runs_mix_them() {
+        let x86 = document();
+        let mut arm = document();
+        arm.arch = "aarch64".into();
+        let labels = |docs: &[(String, Document)]| -> Vec<String> {
+            let m = Matrix::new(docs).unwrap();
+            m.runs.into_iter().map(|r| r.label).collect()
+        };
+        assert_eq!(
+            labels(&[
+                ("x.json".into(), x86.clone()),
+                ("a.json".into(), arm.clone())
+            ]),
+            ["x86_64 6.18.0", "aarch64 6.18.0"]
+        );
+        assert_eq!(
+            labels(&[
+                ("x.json".into(), x86.clone()),
+                ("a.json".into(), arm.clone()),
+                ("b.json".into(), arm.clone()),
+            ]),
+            ["x86_64 6.18.0", "aarch64 a.json", "aarch64 b.json"]
+        );
+        assert_eq!(
+            labels(&[
+                ("r.json".into(), x86),
+                ("r.json".into(), arm.clone()),
+                ("r.json".into(), arm.clone()),
+            ]),
+            ["x86_64 6.18.0 #1", "aarch64 6.18.0 #2", "aarch64 6.18.0 #3"]
+        );
+        let mut arm2 = arm.clone();
+        arm2.kernel_release = "6.12.0".into();
+        assert_eq!(
+            labels(&[("a.json".into(), arm), ("b.json".into(), arm2)]),
+            ["6.18.0", "6.12.0"]
+        );
     }
 
     #[test]

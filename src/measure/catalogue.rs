@@ -130,12 +130,21 @@ const fn base(name: &'static str, trigger: Trigger) -> Entry {
         kind: Kind::Base,
         program: None,
         hook: "nothing attached",
-        needs: "nothing",
+        needs: match trigger {
+            Trigger::Call(Nop5) => NOP5,
+            Trigger::Call(Nop | Push | Ret | Target::Usdt)
+            | Trigger::TaskRename
+            | Trigger::Loop(_) => "nothing",
+        },
     }
 }
 
 const KPROBES: &str = "CONFIG_KPROBES (kprobe PMU or kprobe_events)";
 const UPROBES: &str = "CONFIG_UPROBES (uprobe PMU or uprobe_events)";
+/// nop5 is an x86 instruction: no other architecture has its target
+/// ([`Target::arches`]), and its mechanisms skip there.
+const NOP5: &str = "x86_64 (the target's nopl is an x86 instruction)";
+const UPROBES_NOP5: &str = "CONFIG_UPROBES (uprobe PMU or uprobe_events), x86_64 (nopl)";
 const TRAMPOLINES: &str = "BTF (CONFIG_DEBUG_INFO_BTF), BPF trampolines";
 
 const fn kernel(
@@ -183,28 +192,40 @@ const fn uprobe(name: &'static str, target: Target, ret: bool) -> Entry {
         kind: Kind::Uprobe { ret },
         program: Some(if ret { "prog_uretprobe" } else { "prog_uprobe" }),
         hook: target.symbol(),
-        needs: UPROBES,
+        needs: match target {
+            Nop5 => UPROBES_NOP5,
+            Nop | Push | Ret | Target::Usdt => UPROBES,
+        },
     }
 }
 
-const fn uprobe_multi(name: &'static str, target: Target, kind: Kind) -> Entry {
-    let (program, needs) = match kind {
-        UprobeMulti { ret: false } => ("prog_uprobe_multi", UPROBE_MULTI),
-        UprobeMulti { ret: true } => ("prog_uretprobe_multi", UPROBE_MULTI),
-        UprobeSession => ("prog_uprobe_session", UPROBE_SESSION),
-        Base
-        | Kprobe
-        | RawTracepoint
-        | Tracepoint
-        | BtfTracepoint
-        | Trampoline
-        | Uprobe { .. }
-        | KprobeMulti
-        | KprobeSession
-        | Usdt => {
-            panic!("uprobe_multi() builds uprobe.multi and uprobe.session entries only")
-        }
+/// uprobe.multi (`ret`: uretprobe.multi) on `target`.
+const fn uprobe_multi(name: &'static str, target: Target, ret: bool) -> Entry {
+    let program = if ret {
+        "prog_uretprobe_multi"
+    } else {
+        "prog_uprobe_multi"
     };
+    on_target(name, target, UprobeMulti { ret }, program, UPROBE_MULTI)
+}
+
+const fn uprobe_session(name: &'static str, target: Target) -> Entry {
+    on_target(
+        name,
+        target,
+        UprobeSession,
+        "prog_uprobe_session",
+        UPROBE_SESSION,
+    )
+}
+
+const fn on_target(
+    name: &'static str,
+    target: Target,
+    kind: Kind,
+    program: &'static str,
+    needs: &'static str,
+) -> Entry {
     Entry {
         name,
         trigger: Trigger::Call(target),
@@ -286,21 +307,21 @@ pub static CATALOGUE: [Entry; 48] = [
     base("base-nop", Trigger::Call(Nop)),
     uprobe("uprobe-nop", Nop, false),
     uprobe("uretprobe-nop", Nop, true),
-    uprobe_multi("uprobe.multi-nop", Nop, UprobeMulti { ret: false }),
-    uprobe_multi("uretprobe.multi-nop", Nop, UprobeMulti { ret: true }),
-    uprobe_multi("uprobe.session-nop", Nop, UprobeSession),
+    uprobe_multi("uprobe.multi-nop", Nop, false),
+    uprobe_multi("uretprobe.multi-nop", Nop, true),
+    uprobe_session("uprobe.session-nop", Nop),
     base("base-push", Trigger::Call(Push)),
     uprobe("uprobe-push", Push, false),
     uprobe("uretprobe-push", Push, true),
-    uprobe_multi("uprobe.multi-push", Push, UprobeMulti { ret: false }),
-    uprobe_multi("uretprobe.multi-push", Push, UprobeMulti { ret: true }),
-    uprobe_multi("uprobe.session-push", Push, UprobeSession),
+    uprobe_multi("uprobe.multi-push", Push, false),
+    uprobe_multi("uretprobe.multi-push", Push, true),
+    uprobe_session("uprobe.session-push", Push),
     base("base-ret", Trigger::Call(Ret)),
     uprobe("uprobe-ret", Ret, false),
     uprobe("uretprobe-ret", Ret, true),
-    uprobe_multi("uprobe.multi-ret", Ret, UprobeMulti { ret: false }),
-    uprobe_multi("uretprobe.multi-ret", Ret, UprobeMulti { ret: true }),
-    uprobe_multi("uprobe.session-ret", Ret, UprobeSession),
+    uprobe_multi("uprobe.multi-ret", Ret, false),
+    uprobe_multi("uretprobe.multi-ret", Ret, true),
+    uprobe_session("uprobe.session-ret", Ret),
     base("base-nop5", Trigger::Call(Nop5)),
     uprobe("uprobe-nop5", Nop5, false),
     uprobe("uretprobe-nop5", Nop5, true),

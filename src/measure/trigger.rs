@@ -111,7 +111,11 @@ impl Trigger {
                     "kernel has no {LOOP_KFUNC}() kfunc (added in 6.10, needs CONFIG_NET): {why}"
                 ))
             }),
-            Trigger::Loop(Driver::Helper) | Trigger::TaskRename | Trigger::Call(_) => Ok(()),
+            Trigger::Call(target) => match target.absent_here() {
+                Some(why) => Err(Error::unsupported(why)),
+                None => Ok(()),
+            },
+            Trigger::TaskRename | Trigger::Loop(Driver::Helper) => Ok(()),
         }
     }
 
@@ -136,7 +140,13 @@ impl Trigger {
             Trigger::TaskRename => CommWriter::open().map(Armed::Comm),
             // Checked now: once a uprobe is attached, the first byte reads
             // as int3.
-            Trigger::Call(target) => target.verify().map(|()| Armed::Call(target)),
+            Trigger::Call(target) => {
+                target.verify()?;
+                target
+                    .function()
+                    .map(Armed::Call)
+                    .ok_or_else(|| Error::unsupported(target.absent_here().unwrap_or_default()))
+            }
             Trigger::Loop(_) => {
                 let fd = driver
                     .ok_or_else(|| Error::failed("the kernel-loop trigger has no driver program"))?
@@ -161,7 +171,7 @@ impl fmt::Display for Trigger {
 /// A trigger ready to fire on the calling thread.
 pub enum Armed {
     Comm(CommWriter),
-    Call(Target),
+    Call(unsafe extern "C" fn()),
     Loop { driver: OwnedFd, batch: u32 },
 }
 
@@ -172,8 +182,8 @@ impl Armed {
     pub fn fire(&mut self, n: u64) -> Result<u64> {
         match self {
             Armed::Comm(writer) => writer.write_n(n).map(|()| n),
-            Armed::Call(target) => {
-                let f = std::hint::black_box(target.function());
+            Armed::Call(f) => {
+                let f = std::hint::black_box(*f);
                 for _ in 0..n {
                     // SAFETY: the targets take no arguments, touch no memory
                     // and preserve every callee-saved register.
@@ -299,17 +309,20 @@ impl Drop for CommWriter {
 /// The user functions probed by uprobes, as in the kernel's bench
 /// (benchs/bench_trigger.c). Their first instruction decides the uprobe's
 /// cost: the kernel emulates `nop` and `push %rbp` in place but must
-/// single-step anything else out of line, e.g. `ret`.
+/// single-step anything else out of line, e.g. `ret`. Each architecture
+/// has its own (arm64's below, at its `code`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Target {
     /// First instruction `nop` (emulated).
     Nop,
-    /// First instruction `push %rbp`, a frame-pointer prologue (emulated).
+    /// First instruction `push %rbp`, a frame-pointer prologue (emulated);
+    /// on arm64 the frame-record store `stp x29, x30, [sp, #-16]!`.
     Push,
     /// First instruction `ret` (single-stepped).
     Ret,
     /// First instruction the 5-byte `nopl 0x0(%rax,%rax,1)`, which recent
     /// kernels optimize from a trap into a call (Jiri Olsa's series).
+    /// x86_64 only.
     Nop5,
     /// A USDT probe point (a `nop`) described by a `.note.stapsdt` note,
     /// [`USDT_PROVIDER`]:[`USDT_NAME`], as sys/sdt.h writes one.
@@ -354,22 +367,46 @@ impl Target {
         }
     }
 
-    /// The machine code the target must start with.
-    pub fn first_bytes(self) -> &'static [u8] {
+    /// The architectures (`std::env::consts::ARCH`) this binary has the
+    /// target on: nop5 is an x86 instruction, the rest exist everywhere.
+    pub const fn arches(self) -> &'static [&'static str] {
         match self {
-            Target::Nop | Target::Usdt => &[0x90],           // nop
-            Target::Push => &[0x55],                         // push %rbp
-            Target::Ret => &[0xc3],                          // ret
-            Target::Nop5 => &[0x0f, 0x1f, 0x44, 0x00, 0x00], // nopl 0x0(%rax,%rax,1)
+            Target::Nop5 => &["x86_64"],
+            Target::Nop | Target::Push | Target::Ret | Target::Usdt => &["x86_64", "aarch64"],
         }
     }
 
-    /// Fails unless the code starts with [`Target::first_bytes`].
+    /// Whether this binary has the target.
+    pub fn exists_here(self) -> bool {
+        code(self).is_some()
+    }
+
+    /// Why a mechanism calling the target cannot run on this architecture,
+    /// if it cannot.
+    pub fn absent_here(self) -> Option<String> {
+        (!self.exists_here()).then(|| {
+            format!(
+                "{} is not on {}: it exists on {} only",
+                self.symbol(),
+                std::env::consts::ARCH,
+                self.arches().join(", ")
+            )
+        })
+    }
+
+    /// The machine code the target starts with, on this architecture.
+    pub fn first_bytes(self) -> Option<&'static [u8]> {
+        code(self).map(|(_, bytes)| bytes)
+    }
+
+    /// Fails unless the code starts with [`Target::first_bytes`], and as
+    /// unsupported where the architecture has no such target.
     pub fn verify(self) -> Result<()> {
-        let want = self.first_bytes();
+        let (f, want) =
+            code(self).ok_or_else(|| Error::unsupported(self.absent_here().unwrap_or_default()))?;
         // SAFETY: the function's code is mapped, readable and longer than
         // its first instruction.
-        let code = unsafe { std::slice::from_raw_parts(self.function() as *const u8, want.len()) };
+        let code = unsafe { std::slice::from_raw_parts(f as *const u8, want.len()) };
         if code != want {
             return Err(Error::failed(format!(
                 "{} starts with bytes {code:02x?}, not {want:02x?}: the measurement would be of another instruction",
@@ -379,88 +416,121 @@ impl Target {
         Ok(())
     }
 
-    pub fn function(self) -> unsafe extern "C" fn() {
-        match self {
-            Target::Nop => uprobe_target_nop,
-            Target::Push => uprobe_target_push,
-            Target::Ret => uprobe_target_ret,
-            Target::Nop5 => uprobe_target_nop5,
-            Target::Usdt => usdt_target,
-        }
+    /// The function, where this architecture has it.
+    pub fn function(self) -> Option<unsafe extern "C" fn()> {
+        code(self).map(|(f, _)| f)
     }
 }
 
-// Written in assembly because the first instruction is what is being
-// measured, and a Rust function may begin with anything (a trial Rust target
-// started with an instruction the kernel single-steps: 30x slower).
-// `.type @function` matters: libbpf only resolves STT_FUNC symbols.
+/// A target's function and first instruction on x86_64.
 #[cfg(target_arch = "x86_64")]
-std::arch::global_asm!(
-    ".pushsection .text.uprobe_targets,\"ax\",@progbits",
-    ".globl uprobe_target_nop",
-    ".type uprobe_target_nop,@function",
-    "uprobe_target_nop:",
-    "nop",
-    "ret",
-    ".size uprobe_target_nop, .-uprobe_target_nop",
-    ".globl uprobe_target_push",
-    ".type uprobe_target_push,@function",
-    "uprobe_target_push:",
-    "push rbp",
-    "mov rbp, rsp",
-    "pop rbp",
-    "ret",
-    ".size uprobe_target_push, .-uprobe_target_push",
-    ".globl uprobe_target_ret",
-    ".type uprobe_target_ret,@function",
-    "uprobe_target_ret:",
-    "ret",
-    ".size uprobe_target_ret, .-uprobe_target_ret",
-    ".globl uprobe_target_nop5",
-    ".type uprobe_target_nop5,@function",
-    "uprobe_target_nop5:",
-    ".byte 0x0f, 0x1f, 0x44, 0x00, 0x00",
-    "ret",
-    ".size uprobe_target_nop5, .-uprobe_target_nop5",
-    ".globl usdt_target",
-    ".type usdt_target,@function",
-    "usdt_target:",
-    "990: nop",
-    "ret",
-    ".size usdt_target, .-usdt_target",
-    ".popsection",
-    // The USDT note for the nop at 990, laid out as sys/sdt.h's
-    // _SDT_ASM_BODY does: the probe's address, the .stapsdt.base anchor
-    // (which lets readers undo prelinking), no semaphore, provider, name,
-    // no arguments.
-    ".pushsection .note.stapsdt,\"\",\"note\"",
-    ".balign 4",
-    ".4byte 992f-991f, 994f-993f, 3",
-    "991: .asciz \"stapsdt\"",
-    "992: .balign 4",
-    "993: .8byte 990b",
-    ".8byte _.stapsdt.base",
-    ".8byte 0",
-    concat!(".asciz \"", usdt!(provider), "\""),
-    concat!(".asciz \"", usdt!(name), "\""),
-    ".asciz \"\"",
-    "994: .balign 4",
-    ".popsection",
-    ".pushsection .stapsdt.base,\"aG\",\"progbits\",.stapsdt.base,comdat",
-    ".weak _.stapsdt.base",
-    ".hidden _.stapsdt.base",
-    "_.stapsdt.base: .space 1",
-    ".size _.stapsdt.base, 1",
-    ".popsection",
-);
+fn code(target: Target) -> Option<(unsafe extern "C" fn(), &'static [u8])> {
+    Some(match target {
+        Target::Nop => (uprobe_target_nop, &[0x90]), // nop
+        Target::Usdt => (usdt_target, &[0x90]),
+        Target::Push => (uprobe_target_push, &[0x55]), // push %rbp
+        Target::Ret => (uprobe_target_ret, &[0xc3]),   // ret
+        // nopl 0x0(%rax,%rax,1)
+        Target::Nop5 => (uprobe_target_nop5, &[0x0f, 0x1f, 0x44, 0x00, 0x00]),
+    })
+}
 
-#[cfg(not(target_arch = "x86_64"))]
-compile_error!("bpf-overhead's uprobe targets are written for x86_64 only");
+/// A target's function and first instruction word (little-endian) on
+/// aarch64. The kernel simulates `nop` and the frame-record store
+/// `stp x29, x30, [sp, #-16]!` (arch/arm64/kernel/probes), and must
+/// single-step `ret`.
+#[cfg(target_arch = "aarch64")]
+fn code(target: Target) -> Option<(unsafe extern "C" fn(), &'static [u8])> {
+    const NOP: &[u8] = &0xd503201f_u32.to_le_bytes();
+    const STP_FP_LR: &[u8] = &0xa9bf7bfd_u32.to_le_bytes(); // stp x29, x30, [sp, #-16]!
+    const RET: &[u8] = &0xd65f03c0_u32.to_le_bytes();
+    Some(match target {
+        Target::Nop => (uprobe_target_nop, NOP),
+        Target::Usdt => (usdt_target, NOP),
+        Target::Push => (uprobe_target_push, STP_FP_LR),
+        Target::Ret => (uprobe_target_ret, RET),
+        Target::Nop5 => return None,
+    })
+}
+
+/// The targets, written in assembly because the first instruction is what
+/// is being measured, and a Rust function may begin with anything (a trial
+/// Rust target started with an instruction the kernel single-steps: 30x
+/// slower). Each is `symbol: [instructions]`; usdt_target's probe is at
+/// label 990. `.type` matters: libbpf only resolves STT_FUNC symbols.
+macro_rules! uprobe_targets {
+    (function: $function:literal, progbits: $progbits:literal,
+     $($symbol:literal: [$($insn:literal),+],)+) => {
+        std::arch::global_asm!(
+            concat!(".pushsection .text.uprobe_targets,\"ax\",", $progbits),
+            $(
+                concat!(".globl ", $symbol),
+                concat!(".type ", $symbol, ",", $function),
+                concat!($symbol, ":"),
+                $($insn,)+
+                concat!(".size ", $symbol, ", .-", $symbol),
+            )+
+            ".popsection",
+            // The USDT note for the nop at 990, laid out as sys/sdt.h's
+            // _SDT_ASM_BODY does on 64-bit targets: the probe's address,
+            // the .stapsdt.base anchor (which lets readers undo
+            // prelinking), no semaphore, provider, name, no arguments.
+            ".pushsection .note.stapsdt,\"\",\"note\"",
+            ".balign 4",
+            ".4byte 992f-991f, 994f-993f, 3",
+            "991: .asciz \"stapsdt\"",
+            "992: .balign 4",
+            "993: .8byte 990b",
+            ".8byte _.stapsdt.base",
+            ".8byte 0",
+            concat!(".asciz \"", usdt!(provider), "\""),
+            concat!(".asciz \"", usdt!(name), "\""),
+            ".asciz \"\"",
+            "994: .balign 4",
+            ".popsection",
+            ".pushsection .stapsdt.base,\"aG\",\"progbits\",.stapsdt.base,comdat",
+            ".weak _.stapsdt.base",
+            ".hidden _.stapsdt.base",
+            "_.stapsdt.base: .space 1",
+            ".size _.stapsdt.base, 1",
+            ".popsection",
+        );
+    };
+}
+
+#[cfg(target_arch = "x86_64")]
+uprobe_targets! {
+    function: "@function", progbits: "@progbits",
+    "uprobe_target_nop": ["nop", "ret"],
+    "uprobe_target_push": ["push rbp", "mov rbp, rsp", "pop rbp", "ret"],
+    "uprobe_target_ret": ["ret"],
+    "uprobe_target_nop5": [".byte 0x0f, 0x1f, 0x44, 0x00, 0x00", "ret"],
+    "usdt_target": ["990: nop", "ret"],
+}
+
+// The frame record goes as a C compiler's prologue puts it.
+#[cfg(target_arch = "aarch64")]
+uprobe_targets! {
+    function: "%function", progbits: "%progbits",
+    "uprobe_target_nop": ["nop", "ret"],
+    "uprobe_target_push": [
+        "stp x29, x30, [sp, #-16]!",
+        "mov x29, sp",
+        "ldp x29, x30, [sp], #16",
+        "ret"
+    ],
+    "uprobe_target_ret": ["ret"],
+    "usdt_target": ["990: nop", "ret"],
+}
+
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+compile_error!("bpf-overhead's uprobe targets are written for x86_64 and aarch64 only");
 
 extern "C" {
     fn uprobe_target_nop();
     fn uprobe_target_push();
     fn uprobe_target_ret();
+    #[cfg(target_arch = "x86_64")]
     fn uprobe_target_nop5();
     fn usdt_target();
 }
@@ -472,8 +542,29 @@ mod tests {
     #[test]
     fn each_target_starts_with_its_instruction() {
         for target in Target::ALL {
-            target.verify().unwrap();
+            if target.exists_here() {
+                target.verify().unwrap();
+            } else {
+                let err = target.verify().unwrap_err();
+                assert!(err.is_unsupported(), "{err}");
+                let want = format!("not on {}", std::env::consts::ARCH);
+                assert!(err.reason().contains(&want), "{err}");
+            }
         }
+    }
+
+    /// The declared architectures match the code this binary has.
+    #[test]
+    fn targets_exist_where_declared() {
+        for target in Target::ALL {
+            assert_eq!(
+                target.exists_here(),
+                target.arches().contains(&std::env::consts::ARCH),
+                "{target:?}"
+            );
+        }
+        assert!(Target::Nop.exists_here());
+        assert_eq!(Target::Nop5.exists_here(), cfg!(target_arch = "x86_64"));
     }
 
     /// The USDT note is what readelf, and so libbpf, read: provider, name,

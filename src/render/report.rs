@@ -45,13 +45,14 @@ fn run_size(run: &Run) -> String {
     }
 }
 
-/// What a run is: file, kernel, CPU, when, how much; and, when emulated,
+/// What a run is: file, kernel, architecture, CPU, when, how much; and, when emulated,
 /// that its figures are not performance figures.
 fn describe(run: &Run) -> String {
     let mut s = format!(
-        "{}: kernel {}, {}, {}, {} round{} of {}",
+        "{}: kernel {} on {}, {}, {}, {} round{} of {}",
         run.file,
         run.kernel_release,
+        run.arch,
         run.cpu_model,
         run.timestamp,
         run.repeats,
@@ -275,8 +276,9 @@ fn draw<DB: DrawingBackend>(
     Ok(())
 }
 
-/// A legend line: the run's label and what it is, the emulation notice
-/// kept whole however long the rest.
+/// A legend line: the run's label (which names the architecture when the
+/// runs are of several) and what it is, the emulation notice kept whole
+/// however long the rest.
 fn legend(run: &Run) -> String {
     const ROOM: usize = 112;
     let mut what = format!(
@@ -594,7 +596,7 @@ mod tests {
         assert!(tp.contains(" - ") && tp.ends_with("FAILED"), "{tp}");
         assert!(row("base ").contains("(952.4 ns)"), "{text}");
         assert!(
-            text.contains("6.1.0 (emulated)  c.json: kernel 6.1.0, Test CPU, 2026-05-01T12:00:00Z, 3 rounds of 100000 events; EMULATED (tcg): not performance figures"),
+            text.contains("6.1.0 (emulated)  c.json: kernel 6.1.0 on x86_64, Test CPU, 2026-05-01T12:00:00Z, 3 rounds of 100000 events; EMULATED (tcg): not performance figures"),
             "{text}"
         );
         assert!(

@@ -201,6 +201,7 @@ pub fn fixture() -> Value {
     doc["budget_secs"] = 0.0.into();
     doc["run_secs"] = serde_json::Value::Null;
     doc["cpu_wait_s"] = 0.0.into();
+    doc["arch"] = "x86_64".into();
     doc["context"] = serde_json::json!({
         "cpu": 0, "secs": 1.5, "steal_pct": 0.0, "other_pct": 1.0,
         "involuntary_switches": 3, "load_start": 0.5, "load_end": 0.6, "mhz": null

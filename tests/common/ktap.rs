@@ -38,8 +38,9 @@ pub fn record(name: &str, result: KtapResult, diagnostics: &[String]) -> Result<
     };
     let path = Path::new(&path);
     let header = format!(
-        "bpf-overhead suite (tests/overhead.rs): kernel {}, one test per mechanism",
-        kernel_release()
+        "bpf-overhead suite (tests/overhead.rs): kernel {} on {}, one test per mechanism",
+        kernel_release(),
+        std::env::consts::ARCH
     );
     append(
         path,
