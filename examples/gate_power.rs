@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 
 use bpf_overhead::document::{Document, Host};
 use bpf_overhead::gate::{self, Threshold, Verdict};
-use bpf_overhead::measure::{online_cpus, CpuPin, ProgWork};
+use bpf_overhead::measure::{online_cpus, CpuPin, Options, ProgWork};
 use bpf_overhead::pipeline::{self, Plan};
 use bpf_overhead::stats::{mean, median, stddev};
 use bpf_overhead::Mechanism;
@@ -50,15 +50,20 @@ fn plan(names: &[&str], prog_work: u32) -> Plan {
     let selection: Vec<Mechanism> = names.iter().map(|n| n.parse().unwrap()).collect();
     Plan {
         stats_run: false,
-        prog_work: ProgWork::new(prog_work).expect("a valid --prog-work"),
+        run: Options {
+            prog_work: ProgWork::new(prog_work).expect("a valid --prog-work"),
+            ..Options::default()
+        },
         ..Plan::new(&selection)
     }
 }
 
 fn run(names: &[&str], prog_work: u32) -> Document {
     let t = Instant::now();
-    let doc =
-        pipeline::execute(&plan(names, prog_work), Host::current, |_| {}).unwrap_or_else(|e| {
+    let plan = plan(names, prog_work);
+    let doc = pipeline::check_privileges(&plan)
+        .and_then(|privileged| pipeline::execute(&plan, &privileged, Host::current, |_| {}))
+        .unwrap_or_else(|e| {
             eprintln!("gate_power: {e}");
             std::process::exit(1)
         });
@@ -384,7 +389,8 @@ fn length() {
                 ..Plan::new(&selection)
             };
             let t = Instant::now();
-            let doc = pipeline::execute(&plan, Host::current, |_| {}).unwrap();
+            let privileged = pipeline::check_privileges(&plan).unwrap();
+            let doc = pipeline::execute(&plan, &privileged, Host::current, |_| {}).unwrap();
             let secs = t.elapsed().as_secs_f64();
             for (i, name) in AB.iter().enumerate() {
                 let d = doc

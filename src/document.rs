@@ -660,17 +660,30 @@ pub fn kernel_release() -> String {
         .unwrap_or_else(|_| "unknown".into())
 }
 
-/// The first "model name" of /proc/cpuinfo (x86); "unknown" without one.
+/// The CPU model from /proc/cpuinfo ([`cpu_model_of`]); "unknown" without one.
 pub fn cpu_model() -> String {
     fs::read_to_string("/proc/cpuinfo")
         .ok()
-        .and_then(|text| {
-            text.lines().find_map(|l| {
-                let (key, value) = l.split_once(':')?;
-                (key.trim() == "model name").then(|| value.trim().to_string())
-            })
-        })
+        .and_then(|text| cpu_model_of(&text))
         .unwrap_or_else(|| "unknown".into())
+}
+
+/// x86's "model name"; arm64 names no model, only the implementer and
+/// part numbers (0x41 0xd0c: Arm's Neoverse N1), which say as much.
+fn cpu_model_of(cpuinfo: &str) -> Option<String> {
+    let field = |name: &str| {
+        cpuinfo.lines().find_map(|l| {
+            let (key, value) = l.split_once(':')?;
+            (key.trim() == name).then(|| value.trim().to_string())
+        })
+    };
+    field("model name").or_else(|| {
+        Some(format!(
+            "CPU implementer {} part {}",
+            field("CPU implementer")?,
+            field("CPU part")?
+        ))
+    })
 }
 
 /// `2026-05-01T12:00:00Z`, without pulling in a date crate.
@@ -823,6 +836,19 @@ pub(crate) mod tests {
         // Version 1, from before the bracketed rounds, still reads.
         value["schema_version"] = 1.into();
         Document::from_json(&value.to_string()).unwrap();
+    }
+
+    #[test]
+    fn the_cpu_model_is_named_on_x86_and_arm64() {
+        let x86 = "processor\t: 0\nmodel name\t: AMD EPYC 7B13\nflags\t\t: fpu\n";
+        assert_eq!(cpu_model_of(x86).as_deref(), Some("AMD EPYC 7B13"));
+        let arm64 = "processor\t: 0\nBogoMIPS\t: 50.00\nCPU implementer\t: 0x41\n\
+                     CPU architecture: 8\nCPU variant\t: 0x3\nCPU part\t: 0xd0c\n";
+        assert_eq!(
+            cpu_model_of(arm64).as_deref(),
+            Some("CPU implementer 0x41 part 0xd0c")
+        );
+        assert_eq!(cpu_model_of("processor\t: 0\n"), None);
     }
 
     /// Results from before `arch` was recorded came from x86_64-only

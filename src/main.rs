@@ -19,7 +19,9 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use bpf_overhead::document::{self, Document, Host, Status};
 use bpf_overhead::gate::{self, Threshold};
-use bpf_overhead::measure::{cpulock, Batch, CpuPin, ProgWork, MAX_BATCH, MAX_PROG_WORK};
+use bpf_overhead::measure::{
+    cpulock, Batch, CpuPin, Options, Privileged, ProgWork, MAX_BATCH, MAX_PROG_WORK,
+};
 use bpf_overhead::pipeline::{self, Plan, DEFAULT_REPEATS};
 use bpf_overhead::report::{self, Matrix};
 use bpf_overhead::{render, Error, Mechanism};
@@ -384,12 +386,12 @@ fn run(cli: &Cli) -> Result<ExitCode, Failure> {
         None => None,
     };
     check_duration(&plan)?;
-    pipeline::check_privileges(&plan)?;
+    let privileged = pipeline::check_privileges(&plan)?;
     let Some(_cpus) = hold_cpus(cli, &plan)? else {
         return Ok(ExitCode::from(cpulock::EXIT_BUSY));
     };
     plan.stop = Some(stop_on_signal());
-    let doc = execute(&plan)?;
+    let doc = execute(&plan, &privileged)?;
     let interrupted = plan.stopped_by();
 
     // The result file first: whatever happens to stdout, it is written.
@@ -443,17 +445,20 @@ fn check_producers(cli: &Cli) -> Result<(), Failure> {
 fn plan(cli: &Cli) -> Plan {
     let defaults = Plan::new(&cli.mechanisms);
     Plan {
-        iterations: cli.iterations.unwrap_or(defaults.iterations),
+        run: Options {
+            iterations: cli.iterations.unwrap_or(defaults.run.iterations),
+            cpu: cli.cpu,
+            bpf_stats: false,
+            batch: cli.batch,
+            prog_work: cli.prog_work,
+            producers: cli.producers,
+        },
         // A count asked for is a count: no sizing to a run time.
         run_time: defaults.run_time.filter(|_| cli.iterations.is_none()),
         repeats: cli.repeat,
-        cpu: cli.cpu,
         stats_run: !cli.no_prog_stats,
-        batch: cli.batch,
-        prog_work: cli.prog_work,
         budget: cli.budget.unwrap_or(defaults.budget),
         precision: threshold(cli).precision(),
-        producers: cli.producers,
         ..defaults
     }
 }
@@ -491,7 +496,7 @@ fn hold_cpus(cli: &Cli, plan: &Plan) -> Result<Option<cpulock::CpuLock>, Failure
     } else {
         cpulock::Wait::Yes
     };
-    match cpulock::hold_for(plan.cpu, plan.producers.get(), wait) {
+    match cpulock::hold_for(plan.run.cpu, plan.run.producers.get(), wait) {
         Ok(lock) => Ok(Some(lock)),
         Err(cpulock::Refused::Busy(msg)) => {
             note(&format!("error: {msg}"));
@@ -519,9 +524,9 @@ fn stop_on_signal() -> &'static AtomicUsize {
 }
 
 /// Runs the plan, with a progress bar on a terminal.
-fn execute(plan: &Plan) -> Result<Document, Failure> {
+fn execute(plan: &Plan, privileged: &Privileged) -> Result<Document, Failure> {
     let bar = progress_bar();
-    let doc = pipeline::execute(plan, Host::current, |step| {
+    let doc = pipeline::execute(plan, privileged, Host::current, |step| {
         if bar.length() != Some(step.total) {
             bar.set_length(step.total);
         }
@@ -657,11 +662,13 @@ fn check_duration(plan: &Plan) -> Result<(), Failure> {
     } else {
         format!("{days:.1e} days")
     };
-    let fit = (plan.iterations.get() as f64 * DAY / secs).floor().max(1.0);
+    let fit = (plan.run.iterations.get() as f64 * DAY / secs)
+        .floor()
+        .max(1.0);
     Err(Failure::Input(format!(
         "--iterations {} with --repeat {}: this run would take at least {days}; \
          at most about {fit:.0} iterations finish in a day",
-        plan.iterations, plan.repeats
+        plan.run.iterations, plan.repeats
     )))
 }
 

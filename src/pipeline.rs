@@ -35,10 +35,9 @@ use crate::document::{
     Document, Host, MechanismResult, ProducerResult, Status, ORDER_BRACKETED, SCHEMA,
 };
 use crate::measure::keeper::Keeper;
-use crate::measure::sys::{self, Tracefs};
-use crate::measure::{caps, context, cpulock, CpuPin};
+use crate::measure::{context, cpulock, CpuPin};
 use crate::measure::{
-    measure, on_measuring_thread, Batch, Error, Mechanism, Options, ProgWork, Result, Sample,
+    measure, on_measuring_thread, Error, Mechanism, Options, Privileged, Result, Sample, Support,
     Trigger, DEFAULT_ITERATIONS,
 };
 use crate::stats::Summary;
@@ -133,8 +132,13 @@ pub const DEFAULT_REPEATS: NonZeroUsize = NonZeroUsize::new(7).unwrap();
 pub struct Plan {
     /// The mechanisms to run, each base included, in catalogue order.
     pub mechanisms: Vec<Mechanism>,
-    /// Events per mechanism run (a base scales it: [`Mechanism::events`]).
-    pub iterations: NonZeroU64,
+    /// Every run's own settings (events, CPU, batch, program work,
+    /// producers), as [`with_run`](crate::measure::with_run) takes them
+    /// and the load writes them into the BPF object: set once, copied
+    /// nowhere. Its `bpf_stats` is turned on for the stats run only.
+    /// With more than one producer, each round also measures one producer
+    /// alone, for the scaling.
+    pub run: Options,
     /// Instead, scale each mechanism's events so that its timed runs last
     /// about this long, from its warm-up run: a slow mechanism (a uprobe
     /// on `ret`, 10 µs an event) then costs no more time than a fast one,
@@ -146,17 +150,8 @@ pub struct Plan {
     /// nothing is timed that anyone reads: the timed pass finds what the
     /// kernel lacks just as well.
     pub warmup: bool,
-    /// `None`: CPU 0, or the first allowed CPU if 0 is not.
-    pub cpu: Option<usize>,
     /// Make the extra run with BPF run-time stats.
     pub stats_run: bool,
-    /// Loop iterations per driver run (kernel-loop trigger).
-    pub batch: Batch,
-    /// Extra work every program does per hit.
-    pub prog_work: ProgWork,
-    /// Producers firing at once, each on its own CPU. With more than one,
-    /// each round also measures one producer alone, for the scaling.
-    pub producers: NonZeroUsize,
     /// After `repeats` rounds, more rounds of the mechanisms not yet sure
     /// (`Outcome::is_sure`) while the timed rounds have taken less than
     /// this. Zero: exactly `repeats` rounds (so under emulation, where
@@ -177,15 +172,11 @@ impl Plan {
         let emulated = crate::document::emulated().is_some();
         Self {
             mechanisms: expand(selection),
-            iterations: DEFAULT_ITERATIONS,
+            run: Options::default(),
             run_time: default_run_time(),
             repeats: DEFAULT_REPEATS,
             warmup: !emulated,
-            cpu: None,
             stats_run: true,
-            batch: Batch::default(),
-            prog_work: ProgWork::default(),
-            producers: NonZeroUsize::MIN,
             budget: default_budget(),
             precision: Precision::DEFAULT,
             stop: None,
@@ -200,10 +191,13 @@ impl Plan {
     pub fn selftest(mechanism: Mechanism) -> Self {
         let emulated = crate::document::emulated().is_some();
         Self {
-            iterations: if emulated {
-                EMULATED_ITERATIONS
-            } else {
-                DEFAULT_ITERATIONS
+            run: Options {
+                iterations: if emulated {
+                    EMULATED_ITERATIONS
+                } else {
+                    DEFAULT_ITERATIONS
+                },
+                ..Options::default()
             },
             repeats: NonZeroUsize::MIN,
             budget: Duration::ZERO,
@@ -225,19 +219,9 @@ impl Plan {
     /// The options of `outcome`'s runs: its own iterations when scaled.
     fn options_for(&self, outcome: &Outcome, bpf_stats: bool) -> Options {
         Options {
-            iterations: outcome.iterations.unwrap_or(self.iterations),
-            ..self.options(bpf_stats)
-        }
-    }
-
-    fn options(&self, bpf_stats: bool) -> Options {
-        Options {
-            iterations: self.iterations,
-            cpu: self.cpu,
+            iterations: outcome.iterations.unwrap_or(self.run.iterations),
             bpf_stats,
-            batch: self.batch,
-            prog_work: self.prog_work,
-            producers: self.producers,
+            ..self.run.clone()
         }
     }
 }
@@ -268,14 +252,14 @@ pub fn estimate_secs(plan: &Plan) -> f64 {
         let per_event = match ns_per_event.iter().find(|(t, _)| *t == trigger) {
             Some(&(_, per_event)) => per_event,
             None => {
-                let per_event = fastest_ns_per_event(trigger, plan.batch.get());
+                let per_event = fastest_ns_per_event(trigger, plan.run.batch.get());
                 ns_per_event.push((trigger, per_event));
                 per_event
             }
         };
         let stats_run = plan.stats_run && !m.is_base();
         let runs = 1 + plan.repeats.get() as u64 + u64::from(stats_run);
-        ns += runs as f64 * m.events(plan.iterations.get()) as f64 * per_event;
+        ns += runs as f64 * m.events(plan.run.iterations.get()) as f64 * per_event;
     }
     ns / 1e9
 }
@@ -429,44 +413,20 @@ impl Outcome {
     }
 }
 
-/// Runs each mechanism's pre-load support check ([`Mechanism::check_support`]),
-/// tp first so that the tracefs it keeps mounted serves the others' checks
-/// instead of each mounting (and announcing) its own. Returns the guards to
-/// hold while the mechanisms run, and each mechanism's problem, if any.
-fn check_support(mechanisms: &[Mechanism]) -> (Vec<Tracefs>, Vec<Option<Error>>) {
-    let mut guards = Vec::new();
-    let mut problems: Vec<Option<Error>> = mechanisms.iter().map(|_| None).collect();
-    let mut order: Vec<usize> = (0..mechanisms.len()).collect();
-    order.sort_by_key(|&i| mechanisms[i].kind() != crate::measure::Kind::Tracepoint);
-    for i in order {
-        if let Some(missing) = caps::missing(mechanisms[i]) {
-            let m = mechanisms[i];
-            problems[i] = Some(Error::environment(format!("{m} needs {missing}")));
-            continue;
-        }
-        match mechanisms[i].check_support() {
-            Ok(guard) => guards.extend(guard),
-            Err(err) => problems[i] = Some(err),
-        }
-    }
-    (guards, problems)
-}
-
 /// Checks, before anything runs, that this process has the privileges
 /// every mechanism of the plan needs ([`caps`]), and the stats run's.
-/// The error is one line naming each missing capability and who needs it.
-pub fn check_privileges(plan: &Plan) -> Result<()> {
-    sys::check_privileges()?;
+/// The error is one line naming each missing capability and who needs it;
+/// the proof, what [`run`] takes.
+pub fn check_privileges(plan: &Plan) -> Result<Privileged> {
+    let privileged = Privileged::check(&plan.mechanisms)?;
     // Mechanisms that lack the same, together: "uprobe-nop, uretprobe-nop
     // need CAP_SYS_ADMIN to create uprobes...".
     let mut lacking: Vec<(Vec<&str>, String)> = Vec::new();
-    for m in &plan.mechanisms {
-        if let Some(missing) = caps::missing(*m) {
-            let missing = missing.to_string();
-            match lacking.iter_mut().find(|(_, what)| *what == missing) {
-                Some((names, _)) => names.push(m.name()),
-                None => lacking.push((vec![m.name()], missing)),
-            }
+    for (m, missing) in privileged.lacking() {
+        let missing = missing.to_string();
+        match lacking.iter_mut().find(|(_, what)| *what == missing) {
+            Some((names, _)) => names.push(m.name()),
+            None => lacking.push((vec![m.name()], missing)),
         }
     }
     let mut parts: Vec<String> = lacking
@@ -477,11 +437,11 @@ pub fn check_privileges(plan: &Plan) -> Result<()> {
         })
         .collect();
     let stats = plan.stats_run && plan.mechanisms.iter().any(|m| !m.is_base());
-    if let Some(missing) = caps::missing_for_stats().filter(|_| stats) {
+    if let Some(missing) = privileged.stats_lacking().filter(|_| stats) {
         parts.push(format!("the prog ns run needs {missing}"));
     }
     if parts.is_empty() {
-        return Ok(());
+        return Ok(privileged);
     }
     let leave_out = if stats && parts.len() > lacking.len() {
         "; run it as root, or leave those out (-m, --no-prog-stats)"
@@ -495,33 +455,38 @@ pub fn check_privileges(plan: &Plan) -> Result<()> {
 }
 
 /// Runs the plan (see the module documentation for the order) and
-/// returns one outcome per planned mechanism. Fails only for problems that
-/// stop the whole run (not privileged); a mechanism's own problems end up
-/// in its outcome.
-pub fn run(plan: &Plan, progress: impl FnMut(&Step) + Send) -> Result<Runs> {
-    sys::check_privileges()?;
+/// returns one outcome per planned mechanism. `privileged` is the check
+/// made before ([`check_privileges`], or [`Privileged::check`] where a
+/// mechanism's missing capabilities should fail only that mechanism).
+/// Fails only for problems that stop the whole run; a mechanism's own
+/// problems end up in its outcome.
+pub fn run(
+    plan: &Plan,
+    privileged: &Privileged,
+    progress: impl FnMut(&Step) + Send,
+) -> Result<Runs> {
     // One measuring run per CPU at a time, across processes (re-entrant:
     // the command holds it already).
-    let _cpus = cpulock::hold_for(plan.cpu, plan.producers.get(), cpulock::Wait::Yes)?;
-    let mut runs = on_measuring_thread(|| Ok(run_here(plan, progress)))?;
+    let _cpus = cpulock::hold_for(plan.run.cpu, plan.run.producers.get(), cpulock::Wait::Yes)?;
+    let mut runs = on_measuring_thread(|| Ok(run_here(plan, privileged, progress)))?;
     runs.cpu_wait_s = cpulock::waited_for_held().as_secs_f64();
     Ok(runs)
 }
 
-fn run_here(plan: &Plan, mut progress: impl FnMut(&Step)) -> Runs {
+fn run_here(plan: &Plan, privileged: &Privileged, mut progress: impl FnMut(&Step)) -> Runs {
     let mut outcomes: Vec<Outcome> = plan.mechanisms.iter().copied().map(Outcome::new).collect();
 
-    // Hold what the mechanisms need from the environment (tracefs) for the
-    // whole run, so it is set up once rather than per run; and skip what
-    // the kernel visibly lacks before loading anything.
-    let (_guards, problems) = check_support(&plan.mechanisms);
-    for (outcome, problem) in outcomes.iter_mut().zip(problems) {
-        if let Some(err) = problem {
+    // Check once, and hold what the mechanisms need from the environment
+    // (tracefs) for the whole run, so it is set up once rather than per
+    // run; and skip what the kernel visibly lacks before loading anything.
+    let (support, problems) = Support::check(privileged);
+    for (m, err) in problems {
+        if let Some(outcome) = outcomes.iter_mut().find(|o| o.mechanism == m) {
             outcome.fail(err);
         }
     }
     // The CPU never idles between runs (see keeper.rs).
-    let cpu = CpuPin::new(plan.cpu).map(|pin| pin.cpu);
+    let cpu = CpuPin::new(plan.run.cpu).map(|pin| pin.cpu);
     let _keeper = cpu.as_ref().ok().map(|&cpu| Keeper::start(cpu));
     let context_before = context::snapshot(*cpu.as_ref().unwrap_or(&0));
 
@@ -531,14 +496,20 @@ fn run_here(plan: &Plan, mut progress: impl FnMut(&Step)) -> Runs {
         what: String::new(),
         retaken: 0,
     };
+    let mut at = Running {
+        plan,
+        support: &support,
+        step: &mut step,
+        progress: &mut progress,
+    };
     if plan.warmup {
-        warm_up(plan, &mut outcomes, &mut step, &mut progress);
+        warm_up(&mut at, &mut outcomes);
     }
     propagate_base_problems(&mut outcomes);
-    let rounds = timed_rounds(plan, &mut outcomes, &mut step, &mut progress);
+    let rounds = timed_rounds(&mut at, &mut outcomes);
     propagate_base_problems(&mut outcomes);
     if plan.stats_run {
-        stats_run(plan, &mut outcomes, &mut step, &mut progress);
+        stats_run(&mut at, &mut outcomes);
     }
     if let Some(signal) = plan.stopped_by() {
         cut_short(&mut outcomes, signal);
@@ -554,28 +525,47 @@ fn run_here(plan: &Plan, mut progress: impl FnMut(&Step)) -> Runs {
     }
 }
 
+/// What every step of a run works with: the plan, the checks made for
+/// it, and where the run is.
+struct Running<'a, P> {
+    plan: &'a Plan,
+    support: &'a Support,
+    step: &'a mut Step,
+    progress: &'a mut P,
+}
+
+impl<P: FnMut(&Step)> Running<'_, P> {
+    /// Announces what runs next.
+    fn next(&mut self, what: String) {
+        self.step.what = what;
+        (self.progress)(self.step);
+    }
+
+    fn measure(&self, m: Mechanism, opts: &Options) -> Result<Sample> {
+        measure(self.support.ready(m)?, opts)
+    }
+}
+
 /// Step 1: one untimed run of every mechanism: the load-time support check.
-fn warm_up(
-    plan: &Plan,
-    outcomes: &mut [Outcome],
-    step: &mut Step,
-    progress: &mut impl FnMut(&Step),
-) {
-    let opts = plan.options(false);
-    step.total = outcomes.iter().filter(|o| o.is_ok()).count() as u64;
+fn warm_up(at: &mut Running<'_, impl FnMut(&Step)>, outcomes: &mut [Outcome]) {
+    let plan = at.plan;
+    let opts = Options {
+        bpf_stats: false,
+        ..plan.run.clone()
+    };
+    at.step.total = outcomes.iter().filter(|o| o.is_ok()).count() as u64;
     for outcome in outcomes.iter_mut().filter(|o| o.is_ok()) {
         if plan.stopped_by().is_some() {
             return;
         }
-        step.what = format!("warm-up {}", outcome.mechanism);
-        progress(step);
-        match measure(outcome.mechanism, &opts) {
+        at.next(format!("warm-up {}", outcome.mechanism));
+        match at.measure(outcome.mechanism, &opts) {
             Ok(sample) => {
                 outcome.iterations = plan.run_time.map(|t| scaled(outcome.mechanism, &sample, t))
             }
             Err(err) => outcome.fail(err),
         }
-        step.done += 1;
+        at.step.done += 1;
     }
 }
 
@@ -609,12 +599,8 @@ fn groups(outcomes: &[Outcome]) -> Vec<std::ops::Range<usize>> {
 /// the few tens of ms between them. At least `plan.repeats` rounds; then,
 /// within `plan.budget`, more rounds of the mechanisms not yet
 /// [`Outcome::is_sure`]. Returns the rounds run.
-fn timed_rounds(
-    plan: &Plan,
-    outcomes: &mut [Outcome],
-    step: &mut Step,
-    progress: &mut impl FnMut(&Step),
-) -> usize {
+fn timed_rounds(at: &mut Running<'_, impl FnMut(&Step)>, outcomes: &mut [Outcome]) -> usize {
+    let plan = at.plan;
     let started = Instant::now();
     let mut round = 0;
     loop {
@@ -641,7 +627,7 @@ fn timed_rounds(
             return round;
         }
         round += 1;
-        step.total = step.done + 2 * todo as u64;
+        at.step.total = at.step.done + 2 * todo as u64;
         for o in outcomes.iter_mut() {
             o.kept = o.samples.len();
         }
@@ -650,7 +636,7 @@ fn timed_rounds(
             if todo.is_empty() && !alone(&group, outcomes) || !outcomes[group.start].is_ok() {
                 continue;
             }
-            if !bracket(plan, outcomes, group.start, &todo, round, step, progress) {
+            if !bracket(at, outcomes, group.start, &todo, round) {
                 return round;
             }
         }
@@ -660,14 +646,13 @@ fn timed_rounds(
 /// Runs `base`, then each of `todo` followed by `base` again. False when a
 /// stop was asked for.
 fn bracket(
-    plan: &Plan,
+    at: &mut Running<'_, impl FnMut(&Step)>,
     outcomes: &mut [Outcome],
     base: usize,
     todo: &[usize],
     round: usize,
-    step: &mut Step,
-    progress: &mut impl FnMut(&Step),
 ) -> bool {
+    let plan = at.plan;
     let mut before: Option<Sample> = None;
     for (n, &i) in std::iter::once(&base).chain(todo).enumerate() {
         if n > 0 {
@@ -676,10 +661,9 @@ fn bracket(
                 return false;
             }
             let Some(b) = before.clone() else { return true };
-            step.what = format!("round {round} {}", outcomes[i].mechanism);
-            progress(step);
-            let got = timed(plan, &outcomes[i], &mut step.retaken);
-            step.done += 1;
+            at.next(format!("round {round} {}", outcomes[i].mechanism));
+            let got = timed(at, &outcomes[i]);
+            at.step.done += 1;
             match got {
                 Ok((single, sample)) => {
                     let o = &mut outcomes[i];
@@ -696,9 +680,8 @@ fn bracket(
         if plan.stopped_by().is_some() {
             return false;
         }
-        step.what = format!("round {round} {}", outcomes[base].mechanism);
-        progress(step);
-        match timed(plan, &outcomes[base], &mut step.retaken) {
+        at.next(format!("round {round} {}", outcomes[base].mechanism));
+        match timed(at, &outcomes[base]) {
             Ok((single, sample)) => {
                 if n > 0 {
                     outcomes[i].after.push(sample.clone());
@@ -718,48 +701,44 @@ fn bracket(
 
 /// One timed run of `m`, and with several producers first one producer
 /// alone (for the scaling).
-fn timed(plan: &Plan, o: &Outcome, retaken: &mut u64) -> Result<(Option<Sample>, Sample)> {
+fn timed(at: &mut Running<'_, impl FnMut(&Step)>, o: &Outcome) -> Result<(Option<Sample>, Sample)> {
+    let plan = at.plan;
     let opts = plan.options_for(o, false);
-    let single = (plan.producers.get() > 1)
+    let single = (plan.run.producers.get() > 1)
         .then(|| {
             let one = Options {
                 producers: NonZeroUsize::MIN,
                 ..opts.clone()
             };
-            measure(o.mechanism, &one)
+            at.measure(o.mechanism, &one)
         })
         .transpose()?;
     // A run during which another task (or the hypervisor) had the CPU for
     // a while timed that too: measured again at once (no pause: the CPU
     // stays busy), a few times.
-    let mut sample = measure(o.mechanism, &opts)?;
+    let mut sample = at.measure(o.mechanism, &opts)?;
     for _ in 0..MAX_RETAKES {
         let lost = sample.lost.as_secs_f64() / sample.elapsed.as_secs_f64().max(1e-9);
         if lost <= MAX_LOST || plan.stopped_by().is_some() {
             break;
         }
-        *retaken += 1;
-        sample = measure(o.mechanism, &opts)?;
+        at.step.retaken += 1;
+        sample = at.measure(o.mechanism, &opts)?;
     }
     Ok((single, sample))
 }
 
 /// Step 3: the program's own run time, with BPF stats on for this run only.
-fn stats_run(
-    plan: &Plan,
-    outcomes: &mut [Outcome],
-    step: &mut Step,
-    progress: &mut impl FnMut(&Step),
-) {
+fn stats_run(at: &mut Running<'_, impl FnMut(&Step)>, outcomes: &mut [Outcome]) {
+    let plan = at.plan;
     let todo = |o: &Outcome| o.is_ok() && !o.mechanism.is_base();
-    step.total = step.done + outcomes.iter().filter(|o| todo(o)).count() as u64;
+    at.step.total = at.step.done + outcomes.iter().filter(|o| todo(o)).count() as u64;
     for outcome in outcomes.iter_mut().filter(|o| todo(o)) {
         if plan.stopped_by().is_some() {
             return;
         }
-        step.what = format!("BPF stats {}", outcome.mechanism);
-        progress(step);
-        match measure(outcome.mechanism, &plan.options_for(outcome, true)) {
+        at.next(format!("BPF stats {}", outcome.mechanism));
+        match at.measure(outcome.mechanism, &plan.options_for(outcome, true)) {
             Ok(sample) => outcome.prog_ns_per_event = sample.prog_ns_per_event(),
             // No BPF_ENABLE_STATS (before 5.8): no figures, not a
             // failure, and no point trying the other mechanisms.
@@ -769,7 +748,7 @@ fn stats_run(
             }
             Err(err) => outcome.fail(err),
         }
-        step.done += 1;
+        at.step.done += 1;
     }
 }
 
@@ -822,10 +801,11 @@ fn propagate_base_problems(outcomes: &mut [Outcome]) {
 /// Runs the plan and returns its document: [`run`], then [`document`].
 pub fn execute(
     plan: &Plan,
+    privileged: &Privileged,
     host: impl FnOnce() -> Host,
     progress: impl FnMut(&Step) + Send,
 ) -> Result<Document> {
-    let runs = run(plan, progress)?;
+    let runs = run(plan, privileged, progress)?;
     Ok(document(plan, &runs, host()))
 }
 
@@ -838,7 +818,7 @@ pub fn document(plan: &Plan, runs: &Runs, host: Host) -> Document {
         .flat_map(|o| o.samples.first())
         .map(|s| s.cpu)
         .next()
-        .or(plan.cpu)
+        .or(plan.run.cpu)
         .unwrap_or(0);
     let mechanisms = outcomes.iter().map(|o| mechanism_result(plan, o)).collect();
     Document {
@@ -851,16 +831,16 @@ pub fn document(plan: &Plan, runs: &Runs, host: Host) -> Document {
         arch: host.arch,
         cpu,
         emulated: host.emulated,
-        iterations: plan.iterations.get(),
+        iterations: plan.run.iterations.get(),
         repeats: runs.rounds.max(1),
         budget_secs: plan.budget.as_secs_f64(),
         run_secs: plan.run_time.map(|t| t.as_secs_f64()),
         warmup_runs: usize::from(plan.warmup),
         order: ORDER_BRACKETED.into(),
         prog_stats: plan.stats_run,
-        batch: plan.batch.get(),
-        prog_work: plan.prog_work.get(),
-        producers: plan.producers.get(),
+        batch: plan.run.batch.get(),
+        prog_work: plan.run.prog_work.get(),
+        producers: plan.run.producers.get(),
         interrupted: plan.stopped_by().map(signal_name),
         retaken_runs: runs.retaken_runs,
         context: runs.context.clone(),
@@ -903,7 +883,7 @@ fn mechanism_result(plan: &Plan, o: &Outcome) -> MechanismResult {
         events_per_run: o
             .samples
             .first()
-            .map_or_else(|| m.events(plan.iterations.get()), |s| s.iterations),
+            .map_or_else(|| m.events(plan.run.iterations.get()), |s| s.iterations),
         status,
         reason,
         k_events_per_sec: ok.then(|| Summary::of(&rates)).flatten(),
@@ -914,7 +894,7 @@ fn mechanism_result(plan: &Plan, o: &Outcome) -> MechanismResult {
         }),
         hits: (!m.is_base() && ok).then(|| o.samples.iter().map(|s| s.hits.unwrap_or(0)).collect()),
         prog_ns_per_event: ok.then_some(o.prog_ns_per_event).flatten(),
-        producers: (ok && plan.producers.get() > 1).then(|| per_producer(&o.samples)),
+        producers: (ok && plan.run.producers.get() > 1).then(|| per_producer(&o.samples)),
         scaling: (ok && o.single.len() == o.samples.len())
             .then(|| {
                 let ratios: Vec<f64> = o
@@ -971,31 +951,29 @@ pub enum Availability {
 /// Finds out, with a one-event run of each, which of `mechanisms` this
 /// kernel runs. Without privileges every answer is [`Availability::Unknown`].
 pub fn survey(mechanisms: &[Mechanism], cpu: Option<usize>) -> Vec<(Mechanism, Availability)> {
-    let plan = Plan {
+    let opts = Options {
         iterations: NonZeroU64::MIN,
         cpu,
-        ..Plan::new(mechanisms)
+        ..Options::default()
     };
-    if sys::check_privileges().is_err() {
+    let Ok(privileged) = Privileged::check(mechanisms) else {
         // What the architecture lacks needs no privileges to tell.
         let here = |m: Mechanism| match m.trigger() {
             Trigger::Call(target) => target
                 .absent_here()
                 .map_or(Availability::Unknown, Availability::No),
-            _ => Availability::Unknown,
+            Trigger::TaskRename | Trigger::Loop(_) => Availability::Unknown,
         };
         return mechanisms.iter().map(|&m| (m, here(m))).collect();
-    }
-    let opts = plan.options(false);
+    };
     let surveyed = on_measuring_thread(|| {
-        let (_guards, problems) = check_support(mechanisms);
+        let (support, mut problems) = Support::check(&privileged);
         Ok(mechanisms
             .iter()
-            .zip(problems)
-            .map(|(&m, problem)| {
-                let verdict = match problem {
-                    Some(err) => Err(err),
-                    None => measure(m, &opts).map(|_| ()),
+            .map(|&m| {
+                let verdict = match problems.iter().position(|(p, _)| *p == m) {
+                    Some(i) => Err(problems.swap_remove(i).1),
+                    None => support.ready(m).and_then(|r| measure(r, &opts)).map(|_| ()),
                 };
                 let availability = match verdict {
                     Ok(()) => Availability::Yes,
@@ -1108,7 +1086,10 @@ mod tests {
             paired(m("raw_tp"), &[1100, 600, 1100], &[1000, 500, 1000]),
         ];
         let plan = Plan {
-            iterations: NonZeroU64::new(1000).unwrap(),
+            run: Options {
+                iterations: NonZeroU64::new(1000).unwrap(),
+                ..Options::default()
+            },
             repeats: NonZeroUsize::new(3).unwrap(),
             ..Plan::new(&[m("raw_tp")])
         };
@@ -1201,7 +1182,10 @@ mod tests {
     #[test]
     fn the_estimate_is_a_lower_bound_that_grows_with_the_plan() {
         let plan = |iterations: u64, repeats: usize| Plan {
-            iterations: NonZeroU64::new(iterations).unwrap(),
+            run: Options {
+                iterations: NonZeroU64::new(iterations).unwrap(),
+                ..Options::default()
+            },
             repeats: NonZeroUsize::new(repeats).unwrap(),
             ..Plan::new(&[m("raw_tp"), m("uprobe-nop")])
         };

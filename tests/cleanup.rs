@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use std::num::{NonZeroU64, NonZeroUsize};
 
 use bpf_overhead::document::Status;
-use bpf_overhead::measure::{cpulock, with_run, Options};
+use bpf_overhead::measure::{cpulock, with_run, Options, Privileged, Support};
 use bpf_overhead::pipeline::{self, Plan};
 use bpf_overhead::Mechanism;
 use libbpf_rs::query::ProgInfoIter;
@@ -175,13 +175,14 @@ fn every_mechanism_leaves_nothing_behind() {
     let before = state();
     // Every mechanism, with the BPF-stats run too.
     let plan = Plan {
-        iterations: ITERATIONS,
+        run: opts(),
         run_time: None,
         repeats: NonZeroUsize::MIN,
         budget: Duration::ZERO,
         ..Plan::new(&[])
     };
-    let outcomes = pipeline::run(&plan, |_| {}).unwrap().outcomes;
+    let privileged = Privileged::check(&plan.mechanisms).unwrap();
+    let outcomes = pipeline::run(&plan, &privileged, |_| {}).unwrap().outcomes;
     let mut ran = Vec::new();
     for o in &outcomes {
         match o.status {
@@ -210,7 +211,9 @@ fn a_panic_while_attached_leaves_nothing_behind() {
         let hook = std::panic::take_hook();
         std::panic::set_hook(Box::new(|_| {}));
         let result = catch_unwind(AssertUnwindSafe(|| {
-            with_run(mechanism, &opts(), |run| -> bpf_overhead::Result<()> {
+            let support = Support::one(mechanism).unwrap();
+            let ready = support.ready(mechanism).unwrap();
+            with_run(ready, &opts(), |run| -> bpf_overhead::Result<()> {
                 run.measure(NonZeroU64::new(10).unwrap())?;
                 // Prove the check below can fail: our program is loaded now.
                 *attached.borrow_mut() = our_programs();

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use bpf_overhead::document::{Host, Status};
 use bpf_overhead::expect::{Expectations, Verdict};
-use bpf_overhead::measure::{online_cpus, DEFAULT_ITERATIONS};
+use bpf_overhead::measure::{online_cpus, Options, Privileged, DEFAULT_ITERATIONS};
 use bpf_overhead::pipeline::{self, Plan};
 use bpf_overhead::Mechanism;
 use serial_test::serial;
@@ -24,10 +24,14 @@ fn exact_per_producer(name: &str) {
         budget: Duration::ZERO,
         run_time: None,
         stats_run: false,
-        producers: NonZeroUsize::new(2).unwrap(),
+        run: Options {
+            producers: NonZeroUsize::new(2).unwrap(),
+            ..Options::default()
+        },
         ..Plan::new(&[m])
     };
-    let doc = pipeline::execute(&plan, Host::current, |_| {}).unwrap();
+    let privileged = Privileged::check(&plan.mechanisms).unwrap();
+    let doc = pipeline::execute(&plan, &privileged, Host::current, |_| {}).unwrap();
     let result = doc.mechanism(name).unwrap();
     let expect = Expectations::from_env().unwrap();
     match expect.judge(name, result.status, result.reason.as_deref()) {

@@ -216,7 +216,17 @@ fn tracefs_needs(env: &Env, write: bool) -> Vec<Need> {
 fn needs(kind: Kind, env: &Env) -> Vec<Need> {
     let mut needs = match kind {
         Kind::Base => return Vec::new(),
-        _ => vec![LOAD_BPF, LOAD_TRACING],
+        Kind::Kprobe
+        | Kind::RawTracepoint
+        | Kind::Tracepoint
+        | Kind::BtfTracepoint
+        | Kind::Trampoline
+        | Kind::Uprobe { .. }
+        | Kind::KprobeMulti
+        | Kind::KprobeSession
+        | Kind::UprobeMulti { .. }
+        | Kind::UprobeSession
+        | Kind::Usdt => vec![LOAD_BPF, LOAD_TRACING],
     };
     match kind {
         Kind::Base | Kind::RawTracepoint | Kind::BtfTracepoint | Kind::Trampoline => {}

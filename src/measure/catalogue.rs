@@ -78,13 +78,14 @@ macro_rules! every_kind {
 }
 
 impl Kind {
-    /// The entry of `enum bpf_attach_type` a kernel must know for it.
-    const fn attach_type(self) -> Option<&'static str> {
+    /// The entry of `enum bpf_attach_type` a kernel must know for it, and
+    /// whether it is a session: one match, so a new kind is placed once.
+    const fn link_type(self) -> (Option<&'static str>, bool) {
         match self {
-            KprobeMulti => Some("BPF_TRACE_KPROBE_MULTI"),
-            KprobeSession => Some("BPF_TRACE_KPROBE_SESSION"),
-            UprobeMulti { .. } => Some("BPF_TRACE_UPROBE_MULTI"),
-            UprobeSession => Some("BPF_TRACE_UPROBE_SESSION"),
+            KprobeMulti => (Some("BPF_TRACE_KPROBE_MULTI"), false),
+            KprobeSession => (Some("BPF_TRACE_KPROBE_SESSION"), true),
+            UprobeMulti { .. } => (Some("BPF_TRACE_UPROBE_MULTI"), false),
+            UprobeSession => (Some("BPF_TRACE_UPROBE_SESSION"), true),
             Base
             | Kprobe
             | RawTracepoint
@@ -92,13 +93,17 @@ impl Kind {
             | BtfTracepoint
             | Trampoline
             | Uprobe { .. }
-            | Usdt => None,
+            | Usdt => (None, false),
         }
+    }
+
+    const fn attach_type(self) -> Option<&'static str> {
+        self.link_type().0
     }
 
     /// A session program: every entry must have its exit.
     pub const fn is_session(self) -> bool {
-        matches!(self, KprobeSession | UprobeSession)
+        self.link_type().1
     }
 }
 
@@ -127,7 +132,9 @@ const fn base(name: &'static str, trigger: Trigger) -> Entry {
         hook: "nothing attached",
         needs: match trigger {
             Trigger::Call(Nop5) => NOP5,
-            _ => "nothing",
+            Trigger::Call(Nop | Push | Ret | Target::Usdt)
+            | Trigger::TaskRename
+            | Trigger::Loop(_) => "nothing",
         },
     }
 }
@@ -166,7 +173,7 @@ const fn looped(
 ) -> Entry {
     let hook = match (driver, kind) {
         (Driver::Kfunc, RawTracepoint | Tracepoint | BtfTracepoint) => LOOP_TRACEPOINT,
-        _ => driver.function(),
+        (Driver::Kfunc | Driver::Helper, every_kind!()) => driver.function(),
     };
     Entry {
         name,
@@ -187,17 +194,38 @@ const fn uprobe(name: &'static str, target: Target, ret: bool) -> Entry {
         hook: target.symbol(),
         needs: match target {
             Nop5 => UPROBES_NOP5,
-            _ => UPROBES,
+            Nop | Push | Ret | Target::Usdt => UPROBES,
         },
     }
 }
 
-const fn uprobe_multi(name: &'static str, target: Target, kind: Kind) -> Entry {
-    let (program, needs) = match kind {
-        UprobeMulti { ret: false } => ("prog_uprobe_multi", UPROBE_MULTI),
-        UprobeMulti { ret: true } => ("prog_uretprobe_multi", UPROBE_MULTI),
-        _ => ("prog_uprobe_session", UPROBE_SESSION),
+/// uprobe.multi (`ret`: uretprobe.multi) on `target`.
+const fn uprobe_multi(name: &'static str, target: Target, ret: bool) -> Entry {
+    let program = if ret {
+        "prog_uretprobe_multi"
+    } else {
+        "prog_uprobe_multi"
     };
+    on_target(name, target, UprobeMulti { ret }, program, UPROBE_MULTI)
+}
+
+const fn uprobe_session(name: &'static str, target: Target) -> Entry {
+    on_target(
+        name,
+        target,
+        UprobeSession,
+        "prog_uprobe_session",
+        UPROBE_SESSION,
+    )
+}
+
+const fn on_target(
+    name: &'static str,
+    target: Target,
+    kind: Kind,
+    program: &'static str,
+    needs: &'static str,
+) -> Entry {
     Entry {
         name,
         trigger: Trigger::Call(target),
@@ -279,21 +307,21 @@ pub static CATALOGUE: [Entry; 48] = [
     base("base-nop", Trigger::Call(Nop)),
     uprobe("uprobe-nop", Nop, false),
     uprobe("uretprobe-nop", Nop, true),
-    uprobe_multi("uprobe.multi-nop", Nop, UprobeMulti { ret: false }),
-    uprobe_multi("uretprobe.multi-nop", Nop, UprobeMulti { ret: true }),
-    uprobe_multi("uprobe.session-nop", Nop, UprobeSession),
+    uprobe_multi("uprobe.multi-nop", Nop, false),
+    uprobe_multi("uretprobe.multi-nop", Nop, true),
+    uprobe_session("uprobe.session-nop", Nop),
     base("base-push", Trigger::Call(Push)),
     uprobe("uprobe-push", Push, false),
     uprobe("uretprobe-push", Push, true),
-    uprobe_multi("uprobe.multi-push", Push, UprobeMulti { ret: false }),
-    uprobe_multi("uretprobe.multi-push", Push, UprobeMulti { ret: true }),
-    uprobe_multi("uprobe.session-push", Push, UprobeSession),
+    uprobe_multi("uprobe.multi-push", Push, false),
+    uprobe_multi("uretprobe.multi-push", Push, true),
+    uprobe_session("uprobe.session-push", Push),
     base("base-ret", Trigger::Call(Ret)),
     uprobe("uprobe-ret", Ret, false),
     uprobe("uretprobe-ret", Ret, true),
-    uprobe_multi("uprobe.multi-ret", Ret, UprobeMulti { ret: false }),
-    uprobe_multi("uretprobe.multi-ret", Ret, UprobeMulti { ret: true }),
-    uprobe_multi("uprobe.session-ret", Ret, UprobeSession),
+    uprobe_multi("uprobe.multi-ret", Ret, false),
+    uprobe_multi("uretprobe.multi-ret", Ret, true),
+    uprobe_session("uprobe.session-ret", Ret),
     base("base-nop5", Trigger::Call(Nop5)),
     uprobe("uprobe-nop5", Nop5, false),
     uprobe("uretprobe-nop5", Nop5, true),
@@ -549,6 +577,13 @@ impl fmt::Debug for Mechanism {
 impl fmt::Display for Mechanism {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+/// Its name, for [`Error::of`], which sits below the catalogue.
+impl From<Mechanism> for &'static str {
+    fn from(m: Mechanism) -> Self {
+        m.name()
     }
 }
 

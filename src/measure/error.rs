@@ -2,8 +2,6 @@
 
 use std::fmt;
 
-use super::catalogue::Mechanism;
-
 /// A mechanism, trigger or environment problem. Displays as one line that
 /// says what to do.
 #[derive(Debug, thiserror::Error)]
@@ -12,8 +10,10 @@ pub enum Error {
     /// it as `SKIP <mechanism>: <reason>` (a failure in strict mode).
     #[error("{reason}")]
     Unsupported {
-        /// Filled in by [`Error::of`] where the check itself does not know.
-        mechanism: Option<Mechanism>,
+        /// The mechanism's name, filled in by [`Error::of`] where the check
+        /// itself does not know. A name, not the catalogue's entry: errors
+        /// sit below the catalogue.
+        mechanism: Option<&'static str>,
         /// The kernel's answer, when the verdict came from one.
         errno: Option<i32>,
         reason: String,
@@ -26,13 +26,13 @@ pub enum Error {
     /// wrong hit count...). Never a skip.
     #[error("{}{reason}", Prefix(.mechanism))]
     Failed {
-        mechanism: Option<Mechanism>,
+        mechanism: Option<&'static str>,
         errno: Option<i32>,
         reason: String,
     },
 }
 
-struct Prefix<'a>(&'a Option<Mechanism>);
+struct Prefix<'a>(&'a Option<&'static str>);
 
 impl fmt::Display for Prefix<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -73,9 +73,9 @@ impl Error {
     }
 
     /// Names the mechanism the error is about, unless it already names one.
-    pub fn of(mut self, m: Mechanism) -> Self {
+    pub fn of(mut self, m: impl Into<&'static str>) -> Self {
         if let Self::Unsupported { mechanism, .. } | Self::Failed { mechanism, .. } = &mut self {
-            mechanism.get_or_insert(m);
+            mechanism.get_or_insert(m.into());
         }
         self
     }
@@ -149,14 +149,13 @@ mod tests {
 
     #[test]
     fn failures_name_their_mechanism_once() {
-        let m: Mechanism = "raw_tp".parse().unwrap();
+        let m = "raw_tp";
         let err = Error::failed("attach failed")
             .with_errno(Some(libc::ENOENT))
             .of(m);
         assert_eq!(err.to_string(), "raw_tp: attach failed");
         assert_eq!(err.errno(), Some(libc::ENOENT));
-        let other: Mechanism = "tp".parse().unwrap();
-        assert_eq!(err.of(other).to_string(), "raw_tp: attach failed");
+        assert_eq!(err.of("tp").to_string(), "raw_tp: attach failed");
         // A skip's reason stands alone: the caller prints `SKIP <name>: `.
         let skip = Error::unsupported("no kprobes").of(m);
         assert_eq!(skip.to_string(), "no kprobes");

@@ -11,9 +11,10 @@ use libbpf_rs::{Link, OpenObject, ProgramMut, UprobeOpts};
 use super::bpf_consts::MAX_SLOTS;
 use super::catalogue::{Kind, Mechanism};
 use super::error::{errno_of, Error, Result};
+use super::options::Options;
+use super::skel::{types, OverheadSkel, OverheadSkelBuilder};
 use super::sys;
-use super::trigger::{USDT_NAME, USDT_PROVIDER};
-use crate::skel::{types, OverheadSkel, OverheadSkelBuilder};
+use super::trigger::{Trigger, USDT_NAME, USDT_PROVIDER};
 
 /// The BPF object loaded for one run: the mechanism's program (attached
 /// by [`Loaded::attach`]) and the trigger's driver, if it has one. Dropping
@@ -26,22 +27,13 @@ pub(crate) struct Loaded<'obj> {
     skel: OverheadSkel<'obj>,
 }
 
-/// What a load sets in the object's read-only data.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Settings {
-    /// Loop iterations per driver run.
-    pub batch: u32,
-    /// Extra work per hit.
-    pub prog_work: u32,
-}
-
 /// Loads the skeleton with only `mechanism`'s program and its trigger's
 /// driver enabled. `None` when the run needs neither (a comm or call base).
-pub(crate) fn load(
+pub(crate) fn load<'obj>(
     mechanism: Mechanism,
-    storage: &mut MaybeUninit<OpenObject>,
-    settings: Settings,
-) -> Result<Option<Loaded<'_>>> {
+    storage: &'obj mut MaybeUninit<OpenObject>,
+    opts: &Options,
+) -> Result<Option<Loaded<'obj>>> {
     let driver = driver_program(mechanism);
     let wanted: Vec<&str> = mechanism.program().into_iter().chain(driver).collect();
     if wanted.is_empty() {
@@ -58,8 +50,8 @@ pub(crate) fn load(
         .rodata_data
         .as_deref_mut()
         .ok_or_else(|| Error::failed("BPF object has no .rodata"))?;
-    rodata.batch_iters = settings.batch;
-    rodata.prog_work = settings.prog_work;
+    rodata.batch_iters = opts.batch.get();
+    rodata.prog_work = opts.prog_work.get();
     let mut enabled = 0;
     for mut prog in open.open_object_mut().progs_mut() {
         if wanted.iter().any(|w| prog.name() == *w) {
@@ -138,12 +130,14 @@ impl Loaded<'_> {
     }
 }
 
-/// Whether `mechanism` attaches to a function of this executable.
+/// Whether `mechanism` attaches to a function of this executable: what a
+/// call fires is a function here (a test ties it to the kinds that attach
+/// by this executable's path).
 pub(crate) fn on_exe(mechanism: Mechanism) -> bool {
-    matches!(
-        mechanism.kind(),
-        Kind::Uprobe { .. } | Kind::UprobeMulti { .. } | Kind::UprobeSession | Kind::Usdt
-    )
+    match mechanism.trigger() {
+        Trigger::Call(_) => !mechanism.is_base(),
+        Trigger::TaskRename | Trigger::Loop(_) => false,
+    }
 }
 
 fn attach_program(mechanism: Mechanism, prog: &ProgramMut<'_>) -> libbpf_rs::Result<Link> {
@@ -276,6 +270,19 @@ mod tests {
         // Each one is "?"-declared: only the one enabled per run loads.
         for prog in open.open_object().progs() {
             assert!(!prog.autoload(), "{:?} is auto-loaded", prog.name());
+        }
+    }
+
+    /// The mechanisms a call fires are those attach_program attaches by
+    /// this executable's path.
+    #[test]
+    fn what_attaches_to_this_executable() {
+        for m in Mechanism::all() {
+            let by_path = matches!(
+                m.kind(),
+                Kind::Uprobe { .. } | Kind::UprobeMulti { .. } | Kind::UprobeSession | Kind::Usdt
+            );
+            assert_eq!(on_exe(m), by_path, "{m}");
         }
     }
 }

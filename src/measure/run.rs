@@ -4,7 +4,7 @@
 
 use std::fs;
 use std::mem::MaybeUninit;
-use std::num::{NonZeroU64, NonZeroUsize};
+use std::num::NonZeroU64;
 use std::os::fd::OwnedFd;
 use std::sync::{Arc, Barrier, Once};
 use std::time::{Duration, Instant};
@@ -13,101 +13,17 @@ use nix::sched::{sched_getaffinity, sched_setaffinity, unshare, CloneFlags, CpuS
 use nix::sys::signal::{SigSet, Signal};
 use nix::unistd::{gettid, Pid};
 
-use super::caps;
 use super::catalogue::Mechanism;
 use super::context;
 use super::error::{Error, Result};
 use super::keeper;
-use super::load::{self, Loaded, Settings};
+use super::load::{self, Loaded};
+use super::options::Options;
 use super::producer::{producer_cpus, Fired, Producer};
 use super::speed;
+use super::support::Ready;
 use super::sys;
-use super::trigger::{Armed, DEFAULT_BATCH, MAX_BATCH};
-
-/// test_overhead's MAX_CNT.
-pub const DEFAULT_ITERATIONS: NonZeroU64 = NonZeroU64::new(100_000).unwrap();
-
-#[derive(Clone, Debug)]
-pub struct Options {
-    /// Events per mechanism run; a base fires
-    /// [`Mechanism::events`] of them.
-    pub iterations: NonZeroU64,
-    /// CPU to pin to; `None`: CPU 0, or the first allowed CPU if 0 is not.
-    pub cpu: Option<usize>,
-    /// Turn on the kernel's BPF run-time stats for this run, for the
-    /// program's own run time. They add two clock reads per program run,
-    /// so runs with and without them are not comparable.
-    pub bpf_stats: bool,
-    /// Loop iterations per driver run, for the kernel-loop trigger.
-    pub batch: Batch,
-    /// Extra work the program does per hit.
-    pub prog_work: ProgWork,
-    /// Threads firing at once, each on its own CPU (`--producers`).
-    pub producers: NonZeroUsize,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Self {
-            iterations: DEFAULT_ITERATIONS,
-            cpu: None,
-            bpf_stats: false,
-            batch: Batch::default(),
-            prog_work: ProgWork::default(),
-            producers: NonZeroUsize::MIN,
-        }
-    }
-}
-
-/// Loop iterations per BPF_PROG_TEST_RUN of a kernel-loop driver, 1 to
-/// [`MAX_BATCH`] (upstream's range).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Batch(u32);
-
-impl Batch {
-    pub fn new(n: u32) -> Option<Self> {
-        (1..=MAX_BATCH).contains(&n).then_some(Self(n))
-    }
-
-    pub fn get(self) -> u32 {
-        self.0
-    }
-}
-
-impl Default for Batch {
-    fn default() -> Self {
-        Self(DEFAULT_BATCH)
-    }
-}
-
-impl std::fmt::Display for Batch {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.fmt(f)
-    }
-}
-
-impl std::fmt::Display for ProgWork {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.fmt(f)
-    }
-}
-
-/// Rounds of extra work every program does per hit (`--prog-work`), 0 to
-/// [`MAX_PROG_WORK`], the bound of the program's work loop.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ProgWork(u32);
-
-pub use super::bpf_consts::MAX_PROG_WORK;
-
-impl ProgWork {
-    pub fn new(n: u32) -> Option<Self> {
-        (n <= MAX_PROG_WORK).then_some(Self(n))
-    }
-
-    pub fn get(self) -> u32 {
-        self.0
-    }
-}
+use super::trigger::Armed;
 
 /// One timed run of one mechanism.
 #[derive(Clone, Debug, PartialEq)]
@@ -503,43 +419,35 @@ fn check_hits(mechanism: Mechanism, hits: Option<u64>, events: u64) -> Result<()
     }
 }
 
-/// Sets up `mechanism` (privilege and feature checks, CPU pin, trigger,
-/// load, producers, attach), hands the run to `f`, then undoes all of it,
-/// in reverse order, however `f` ends (error or panic included).
+/// Sets up `ready`'s mechanism (CPU pin, trigger, load, producers,
+/// attach: its checks were made before, once), hands the run to `f`, then
+/// undoes all of it, in reverse order, however `f` ends (error or panic
+/// included).
 pub fn with_run<R>(
-    mechanism: Mechanism,
+    ready: Ready<'_>,
     opts: &Options,
     f: impl FnOnce(&mut Run<'_, '_>) -> Result<R>,
 ) -> Result<R> {
-    sys::check_privileges()?;
-    if let Some(missing) = caps::missing(mechanism) {
-        return Err(Error::environment(format!("{mechanism} needs {missing}")));
+    let mechanism = ready.mechanism();
+    let stats = opts.bpf_stats && !mechanism.is_base();
+    if let Some(missing) = ready.stats_lacking().filter(|_| stats) {
+        return Err(Error::unsupported(format!("no prog ns: needs {missing}")).of(mechanism));
     }
-    if opts.bpf_stats && !mechanism.is_base() {
-        if let Some(missing) = caps::missing_for_stats() {
-            return Err(Error::unsupported(format!("no prog ns: needs {missing}")).of(mechanism));
-        }
-    }
-    let _tracefs = mechanism.check_support()?;
-    let _stats = if opts.bpf_stats && !mechanism.is_base() {
+    let _stats = if stats {
         Some(sys::enable_run_time_stats().map_err(|e| e.of(mechanism))?)
     } else {
         None
     };
     let pin = CpuPin::new(opts.cpu)?;
     let cpus = producer_cpus(pin.cpu, &pin.allowed, opts.producers.get())?;
-    let settings = Settings {
-        batch: opts.batch.get(),
-        prog_work: opts.prog_work.get(),
-    };
     let mut storage = MaybeUninit::uninit();
     // Load, arm, attach: a loop trigger runs a loaded driver, and a call
     // target's first byte must be checked before a uprobe overwrites it.
-    let mut loaded = load::load(mechanism, &mut storage, settings)?;
+    let mut loaded = load::load(mechanism, &mut storage, opts)?;
     let trigger = mechanism.trigger();
     let driver = loaded.as_ref().and_then(|l| l.driver_fd());
     let mut armed = trigger
-        .arm(driver, settings.batch)
+        .arm(driver, opts.batch.get())
         .map_err(|e| e.of(mechanism))?;
     let driver_copies = cpus[1..]
         .iter()
@@ -554,7 +462,7 @@ pub fn with_run<R>(
         let mut producers = Vec::with_capacity(cpus.len() - 1);
         for (&cpu, driver) in cpus[1..].iter().zip(driver_copies) {
             producers.push(
-                Producer::spawn(scope, cpu, trigger, driver, settings.batch)
+                Producer::spawn(scope, cpu, trigger, driver, opts.batch.get())
                     .map_err(|e| e.of(mechanism))?,
             );
         }
@@ -577,12 +485,12 @@ pub fn with_run<R>(
     })
 }
 
-/// One measurement of `mechanism` with `opts`: `opts.iterations` events,
-/// scaled for a base as its trigger says.
-pub fn measure(mechanism: Mechanism, opts: &Options) -> Result<Sample> {
-    let events = NonZeroU64::new(mechanism.events(opts.iterations.get()))
+/// One measurement of `ready`'s mechanism with `opts`: `opts.iterations`
+/// events, scaled for a base as its trigger says.
+pub fn measure(ready: Ready<'_>, opts: &Options) -> Result<Sample> {
+    let events = NonZeroU64::new(ready.mechanism().events(opts.iterations.get()))
         .expect("scaling a non-zero count keeps it non-zero");
-    with_run(mechanism, opts, |run| run.measure(events))
+    with_run(ready, opts, |run| run.measure(events))
 }
 
 #[cfg(test)]

@@ -87,7 +87,7 @@ impl Trigger {
     pub const fn driver(self) -> Option<Driver> {
         match self {
             Trigger::Loop(driver) => Some(driver),
-            _ => None,
+            Trigger::TaskRename | Trigger::Call(_) => None,
         }
     }
 
@@ -98,7 +98,7 @@ impl Trigger {
     pub const fn scale(self) -> u64 {
         match self {
             Trigger::Loop(_) => 10,
-            _ => 1,
+            Trigger::TaskRename | Trigger::Call(_) => 1,
         }
     }
 

@@ -6,6 +6,7 @@ use std::fmt;
 
 use bpf_overhead::document::{Document, Host, MechanismResult};
 use bpf_overhead::expect::{Expectations, Verdict};
+use bpf_overhead::measure::Privileged;
 use bpf_overhead::pipeline::{self, Plan};
 use bpf_overhead::render::KtapResult;
 use bpf_overhead::{render, Mechanism};
@@ -72,8 +73,9 @@ fn measure(name: &str) -> Result<Checked, Failure> {
     let expect = Expectations::from_env().map_err(Failure)?;
     let mechanism: Mechanism = name.parse().map_err(Failure)?;
     let plan = Plan::selftest(mechanism);
-    let doc =
-        pipeline::execute(&plan, Host::current, |_| {}).map_err(|e| Failure(e.to_string()))?;
+    let doc = Privileged::check(&plan.mechanisms)
+        .and_then(|privileged| pipeline::execute(&plan, &privileged, Host::current, |_| {}))
+        .map_err(|e| Failure(e.to_string()))?;
     let result = doc
         .mechanism(name)
         .ok_or_else(|| Failure(format!("{name}: not in the result document")))?;
@@ -101,7 +103,7 @@ fn measure(name: &str) -> Result<Checked, Failure> {
     for line in &lines {
         println!("{line}");
     }
-    check_counts(&doc, result, plan.iterations.get())?;
+    check_counts(&doc, result, plan.run.iterations.get())?;
     Ok(Checked::Passed(lines))
 }
 

@@ -1,0 +1,91 @@
+//! A run's settings, each in one typed home: the command line parses
+//! into these types, the plan holds an [`Options`], every run takes it,
+//! and the load writes it to the BPF object's read-only data.
+
+use std::num::{NonZeroU64, NonZeroUsize};
+
+use super::bpf_consts::MAX_PROG_WORK;
+use super::trigger::{DEFAULT_BATCH, MAX_BATCH};
+
+/// test_overhead's MAX_CNT.
+pub const DEFAULT_ITERATIONS: NonZeroU64 = NonZeroU64::new(100_000).unwrap();
+
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Events per mechanism run; a base fires `Mechanism::events` of
+    /// them.
+    pub iterations: NonZeroU64,
+    /// CPU to pin to; `None`: CPU 0, or the first allowed CPU if 0 is not.
+    pub cpu: Option<usize>,
+    /// Turn on the kernel's BPF run-time stats for this run, for the
+    /// program's own run time. They add two clock reads per program run,
+    /// so runs with and without them are not comparable.
+    pub bpf_stats: bool,
+    /// Loop iterations per driver run, for the kernel-loop trigger.
+    pub batch: Batch,
+    /// Extra work the program does per hit.
+    pub prog_work: ProgWork,
+    /// Threads firing at once, each on its own CPU (`--producers`).
+    pub producers: NonZeroUsize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            iterations: DEFAULT_ITERATIONS,
+            cpu: None,
+            bpf_stats: false,
+            batch: Batch::default(),
+            prog_work: ProgWork::default(),
+            producers: NonZeroUsize::MIN,
+        }
+    }
+}
+
+/// Loop iterations per BPF_PROG_TEST_RUN of a kernel-loop driver, 1 to
+/// [`MAX_BATCH`] (upstream's range).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Batch(u32);
+
+impl Batch {
+    pub fn new(n: u32) -> Option<Self> {
+        (1..=MAX_BATCH).contains(&n).then_some(Self(n))
+    }
+
+    pub fn get(self) -> u32 {
+        self.0
+    }
+}
+
+impl Default for Batch {
+    fn default() -> Self {
+        Self(DEFAULT_BATCH)
+    }
+}
+
+impl std::fmt::Display for Batch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::fmt::Display for ProgWork {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// Rounds of extra work every program does per hit (`--prog-work`), 0 to
+/// [`MAX_PROG_WORK`], the bound of the program's work loop.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProgWork(u32);
+
+impl ProgWork {
+    pub fn new(n: u32) -> Option<Self> {
+        (n <= MAX_PROG_WORK).then_some(Self(n))
+    }
+
+    pub fn get(self) -> u32 {
+        self.0
+    }
+}
