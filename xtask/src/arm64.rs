@@ -3,7 +3,6 @@
 //! initramfs, from Debian's busybox-static through the runner's arm64 apt.
 
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{ensure, Context, Result};
@@ -12,6 +11,7 @@ use crate::arch::Arch;
 use crate::arm64_image::{self, Format};
 use crate::debian::{self, Apt};
 use crate::say;
+use crate::vmtest::write_whole;
 
 /// Where an unpacked Image is kept, next to the kernel's other files.
 const IMAGE: &str = "Image";
@@ -27,14 +27,8 @@ pub fn prepare(path: &Path, dir: &Path) -> Result<PathBuf> {
         say!("checked {name}: {} byte arm64 Image", data.len());
         return Ok(path.to_path_buf());
     };
-    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let out = dir.join(IMAGE);
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".Image.")
-        .tempfile_in(dir)?;
-    tmp.write_all(&image)
-        .with_context(|| format!("writing {}", tmp.path().display()))?;
-    tmp.persist(&out)?;
+    write_whole(&out, &image)?;
     say!(
         "checked {name}: {} bytes, {}, unpacked to a {} byte Image",
         data.len(),
@@ -99,10 +93,7 @@ pub fn busybox(cache: &Path) -> Result<PathBuf> {
         is_static(&data, Arch::Arm64),
         "busybox-static (arm64)'s busybox is not a statically linked arm64 ELF"
     );
-    fs::create_dir_all(&dir)?;
-    let mut out = tempfile::Builder::new().tempfile_in(&dir)?;
-    out.write_all(&data)?;
-    out.persist(&bb)?;
+    write_whole(&bb, &data)?;
     Ok(bb)
 }
 

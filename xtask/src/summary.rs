@@ -3,7 +3,6 @@
 //! runner's results as data, not scraped from its output).
 
 use std::fs;
-use std::io::Write;
 use std::path::Path;
 
 use anyhow::{Context, Result};
@@ -62,15 +61,9 @@ pub struct Step {
 impl Summary {
     /// Writes DIR/vmtest.json whole (a temporary file renamed over it).
     pub fn save(&self, dir: &Path) -> Result<()> {
-        let mut tmp = tempfile::Builder::new()
-            .prefix(".vmtest.json.")
-            .tempfile_in(dir)
-            .with_context(|| format!("creating a file in {}", dir.display()))?;
         let mut text = serde_json::to_string_pretty(self)?;
         text.push('\n');
-        tmp.write_all(text.as_bytes())?;
-        tmp.persist(dir.join(FILE))?;
-        Ok(())
+        crate::vmtest::write_whole(&dir.join(FILE), text.as_bytes())
     }
 
     pub fn load(dir: &Path) -> Result<Summary> {

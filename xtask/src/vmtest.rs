@@ -79,6 +79,23 @@ fn lock(path: &Path) -> Result<File> {
 }
 
 /// FNV-1a: a stable content hash for cache keys.
+/// Writes `data` to `path` whole or not at all (a temporary file beside it,
+/// renamed over it), creating its directory: concurrent runs share the cache.
+pub fn write_whole(path: &Path, data: &[u8]) -> Result<()> {
+    let dir = path.parent().context("a file to write has a directory")?;
+    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let mut tmp = tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .tempfile_in(dir)
+        .with_context(|| format!("creating a file in {}", dir.display()))?;
+    tmp.write_all(data)
+        .with_context(|| format!("writing {}", tmp.path().display()))?;
+    tmp.persist(path)
+        .with_context(|| format!("renaming it to {}", path.display()))?;
+    Ok(())
+}
+
 fn fnv(h: &mut u64, data: &[u8]) {
     for &b in data {
         *h ^= u64::from(b);
@@ -136,15 +153,9 @@ fn prepare_bzimage(bz_path: &Path, dir: &Path, force_bz: bool) -> Result<PathBuf
         );
         return Ok(bz_path.to_path_buf());
     }
-    // Written only once checked, atomically: concurrent runs may share `dir`.
-    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    // Written only once checked.
     let out = dir.join("vmlinux");
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".vmlinux.")
-        .tempfile_in(dir)?;
-    tmp.write_all(&elf)
-        .with_context(|| format!("writing {}", tmp.path().display()))?;
-    tmp.persist(&out)?;
+    write_whole(&out, &elf)?;
     say!(
         "checked {}: {} bytes, {} payload, {} byte ELF with a PVH entry",
         bz_path.file_name().unwrap_or_default().to_string_lossy(),
