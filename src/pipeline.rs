@@ -958,11 +958,10 @@ pub fn survey(mechanisms: &[Mechanism], cpu: Option<usize>) -> Vec<(Mechanism, A
     };
     let Ok(privileged) = Privileged::check(mechanisms) else {
         // What the architecture lacks needs no privileges to tell.
-        let here = |m: Mechanism| match m.trigger() {
-            Trigger::Call(target) => target
+        let here = |m: Mechanism| {
+            m.trigger()
                 .absent_here()
-                .map_or(Availability::Unknown, Availability::No),
-            Trigger::TaskRename | Trigger::Loop(_) => Availability::Unknown,
+                .map_or(Availability::Unknown, Availability::No)
         };
         return mechanisms.iter().map(|&m| (m, here(m))).collect();
     };

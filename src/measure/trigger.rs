@@ -111,11 +111,20 @@ impl Trigger {
                     "kernel has no {LOOP_KFUNC}() kfunc (added in 6.10, needs CONFIG_NET): {why}"
                 ))
             }),
-            Trigger::Call(target) => match target.absent_here() {
+            Trigger::Call(_) => match self.absent_here() {
                 Some(why) => Err(Error::unsupported(why)),
                 None => Ok(()),
             },
             Trigger::TaskRename | Trigger::Loop(Driver::Helper) => Ok(()),
+        }
+    }
+
+    /// Why this architecture cannot fire it, if it cannot: no privileges
+    /// needed to tell.
+    pub fn absent_here(self) -> Option<String> {
+        match self {
+            Trigger::Call(target) => target.absent_here(),
+            Trigger::TaskRename | Trigger::Loop(_) => None,
         }
     }
 
@@ -140,13 +149,7 @@ impl Trigger {
             Trigger::TaskRename => CommWriter::open().map(Armed::Comm),
             // Checked now: once a uprobe is attached, the first byte reads
             // as int3.
-            Trigger::Call(target) => {
-                target.verify()?;
-                target
-                    .function()
-                    .map(Armed::Call)
-                    .ok_or_else(|| Error::unsupported(target.absent_here().unwrap_or_default()))
-            }
+            Trigger::Call(target) => target.verify().map(Armed::Call),
             Trigger::Loop(_) => {
                 let fd = driver
                     .ok_or_else(|| Error::failed("the kernel-loop trigger has no driver program"))?
@@ -399,9 +402,10 @@ impl Target {
         code(self).map(|(_, bytes)| bytes)
     }
 
-    /// Fails unless the code starts with [`Target::first_bytes`], and as
-    /// unsupported where the architecture has no such target.
-    pub fn verify(self) -> Result<()> {
+    /// The function, once its code is checked to start with
+    /// [`Target::first_bytes`]; unsupported where the architecture has no
+    /// such target.
+    pub fn verify(self) -> Result<unsafe extern "C" fn()> {
         let (f, want) =
             code(self).ok_or_else(|| Error::unsupported(self.absent_here().unwrap_or_default()))?;
         // SAFETY: the function's code is mapped, readable and longer than
@@ -413,12 +417,7 @@ impl Target {
                 self.symbol(),
             )));
         }
-        Ok(())
-    }
-
-    /// The function, where this architecture has it.
-    pub fn function(self) -> Option<unsafe extern "C" fn()> {
-        code(self).map(|(f, _)| f)
+        Ok(f)
     }
 }
 
