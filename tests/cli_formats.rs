@@ -17,7 +17,7 @@ use cli::*;
 #[test]
 #[serial]
 fn table_by_default_without_progress_when_piped() {
-    let out = run_ok(&["-m", "raw_tp", "--iterations", "2000", "--repeat", "2"]);
+    let out = run_ok(&raw_tp_run("2", &[]));
     let lines: Vec<&str> = out.stdout.lines().collect();
     assert!(lines[0].starts_with("bpf-overhead "), "{}", out.stdout);
     assert!(
@@ -47,16 +47,7 @@ fn table_by_default_without_progress_when_piped() {
 #[test]
 #[serial]
 fn selftest_format_is_test_overheads_lines() {
-    let out = run_ok(&[
-        "-m",
-        "raw_tp",
-        "--iterations",
-        "2000",
-        "--repeat",
-        "1",
-        "--format",
-        "selftest",
-    ]);
+    let out = run_ok(&raw_tp_run("1", &["--format", "selftest"]));
     let lines: Vec<&str> = out.stdout.lines().collect();
     assert_eq!(lines.len(), 2, "{}", out.stdout);
     for (line, name) in lines.iter().zip(["base", "raw_tp"]) {

@@ -97,15 +97,20 @@ fn gate_passes_against_its_own_saved_result() {
     assert!(!out.stdout.contains("REGRESSED"), "{}", out.stdout);
 }
 
-/// The saved result's rounds spread by ±50% around the same median: no
-/// run can see a change of the threshold against it.
-fn noisy(doc: &mut Value, name: &str) {
-    let m = doc["mechanisms"]
+/// `name`'s entry in a result document.
+fn mechanism<'a>(doc: &'a mut Value, name: &str) -> &'a mut Value {
+    doc["mechanisms"]
         .as_array_mut()
         .unwrap()
         .iter_mut()
         .find(|m| m["name"] == name)
-        .unwrap();
+        .unwrap()
+}
+
+/// The saved result's rounds spread by ±50% around the same median: no
+/// run can see a change of the threshold against it.
+fn noisy(doc: &mut Value, name: &str) {
+    let m = mechanism(doc, name);
     let median = m["overhead_ns"]["median"].as_f64().unwrap();
     let samples: Vec<f64> = (0..m["overhead_ns"]["samples"].as_array().unwrap().len())
         .map(|i| median * [1.0, 0.5, 1.5][i % 3])
@@ -139,12 +144,7 @@ fn gate_cannot_see_through_a_noisy_baseline_and_says_so() {
 /// the mechanism had been cheaper.
 fn cheaper(doc: &mut Value, name: &str) {
     let by = cheaper_by_ns();
-    let m = doc["mechanisms"]
-        .as_array_mut()
-        .unwrap()
-        .iter_mut()
-        .find(|m| m["name"] == name)
-        .unwrap();
+    let m = mechanism(doc, name);
     // The same in speed-reference steps, what the gate compares.
     let speed = m["speed_ns"]["median"].as_f64().unwrap();
     for (field, by) in [("overhead_ns", by), ("overhead_steps", by / speed)] {

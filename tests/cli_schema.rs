@@ -143,16 +143,7 @@ fn the_schema_checker_checks() {
 #[serial]
 fn json_output_matches_the_documented_schema() {
     let stats_before = fs::read_to_string("/proc/sys/kernel/bpf_stats_enabled").ok();
-    let out = run_ok(&[
-        "-m",
-        "raw_tp",
-        "--iterations",
-        "2000",
-        "--repeat",
-        "2",
-        "--format",
-        "json",
-    ]);
+    let out = run_ok(&raw_tp_run("2", &["--format", "json"]));
     // The run-time stats are on only while the run holds their fd.
     assert_eq!(
         fs::read_to_string("/proc/sys/kernel/bpf_stats_enabled").ok(),

@@ -26,18 +26,10 @@ use cli::*;
 fn a_closed_stdout_ends_the_output_quietly() {
     let dir = tempfile::tempdir().unwrap();
     let save = dir.path().join("r.json");
-    let mut cmd = command(&[
-        "-m",
-        "raw_tp",
-        "--iterations",
-        "2000",
-        "--repeat",
+    let mut cmd = command(&raw_tp_run(
         "1",
-        "--format",
-        "json",
-        "--save",
-        save.to_str().unwrap(),
-    ]);
+        &["--format", "json", "--save", save.to_str().unwrap()],
+    ));
     let mut child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -73,16 +65,7 @@ fn a_closed_stdout_ends_the_output_quietly() {
 fn a_failed_stdout_is_one_line_and_exit_1() {
     let dir = tempfile::tempdir().unwrap();
     let save = dir.path().join("r.json");
-    let mut cmd = command(&[
-        "-m",
-        "raw_tp",
-        "--iterations",
-        "2000",
-        "--repeat",
-        "1",
-        "--save",
-        save.to_str().unwrap(),
-    ]);
+    let mut cmd = command(&raw_tp_run("1", &["--save", save.to_str().unwrap()]));
     cmd.stdout(
         fs::OpenOptions::new()
             .write(true)
@@ -113,15 +96,13 @@ fn overwrite_baseline_replaces_it_whole() {
     let baseline = dir.path().join("baseline.json");
     let link = dir.path().join("link.json");
     std::os::unix::fs::symlink(&baseline, &link).unwrap();
-    let args = ["-m", "raw_tp", "--iterations", "2000", "--repeat", "2"];
     let l = link.to_str().unwrap();
-    run_ok(&[&args[..], &["--save", l]].concat());
+    run_ok(&raw_tp_run("2", &["--save", l]));
     let first = fs::read_to_string(&baseline).unwrap();
-    let out = run(&[
-        &args[..],
+    let out = run(&raw_tp_run(
+        "2",
         &["--baseline", l, "--save", l, "--overwrite-baseline"],
-    ]
-    .concat());
+    ));
     assert!(
         out.code == 0 || out.stdout.contains("gate:"),
         "{}",

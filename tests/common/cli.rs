@@ -44,6 +44,13 @@ pub fn run(args: &[&str]) -> Output {
     output(command(args))
 }
 
+/// A short run of raw_tp, `repeat` rounds, then `extra`: enough to check
+/// what the command does, not its figures.
+pub fn raw_tp_run<'a>(repeat: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let short = ["-m", "raw_tp", "--iterations", "2000", "--repeat", repeat];
+    [&short[..], extra].concat()
+}
+
 /// A run that must succeed: exit 0, or the test fails showing stderr.
 pub fn run_ok(args: &[&str]) -> Output {
     let out = run(args);
