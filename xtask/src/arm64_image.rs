@@ -7,7 +7,7 @@
 
 use anyhow::{anyhow, ensure, Context, Result};
 
-use crate::image::{decompress, Compression};
+use crate::image::{decompress, u32_at, Compression};
 
 /// "ARM\x64" at offset 56 of the Image header.
 const IMAGE_MAGIC: &[u8] = b"ARM\x64";
@@ -35,8 +35,9 @@ impl Format {
     }
 }
 
-fn u32_at(data: &[u8], off: usize) -> usize {
-    u32::from_le_bytes(data[off..off + 4].try_into().expect("4 bytes")) as usize
+/// A little-endian 32-bit field, as an offset or size.
+fn usize_at(data: &[u8], off: usize) -> usize {
+    u32_at(data, off) as usize
 }
 
 fn u64_at(data: &[u8], off: usize) -> u64 {
@@ -60,7 +61,7 @@ pub fn unpack(data: &[u8]) -> Result<(Format, Option<Vec<u8>>)> {
         return Ok((Format::Image, None));
     }
     let (format, kind, payload) = if is_zboot(data) {
-        let (off, size) = (u32_at(data, 8), u32_at(data, 12));
+        let (off, size) = (usize_at(data, 8), usize_at(data, 12));
         ensure!(
             off.checked_add(size).is_some_and(|end| end <= data.len()),
             "truncated: its zboot header puts the payload at {off}+{size}, past the file's {} \
@@ -76,7 +77,7 @@ pub fn unpack(data: &[u8]) -> Result<(Format, Option<Vec<u8>>)> {
             )
         })?;
         (Format::Zboot(kind), kind, payload)
-    } else if data.starts_with(b"\x1f\x8b\x08") {
+    } else if Compression::of(data) == Some(Compression::Gzip) {
         (Format::Gzip, Compression::Gzip, data)
     } else {
         return Err(anyhow!(
@@ -101,7 +102,7 @@ pub fn check_image(data: &[u8]) -> Result<()> {
         "damaged Image header: {} bytes, more than the {size} it declares",
         data.len()
     );
-    let pe = u32_at(data, 60);
+    let pe = usize_at(data, 60);
     if !data.starts_with(b"MZ") || pe == 0 {
         return Ok(()); // no EFI stub: nothing more says how long it is
     }
@@ -119,7 +120,7 @@ pub fn check_image(data: &[u8]) -> Result<()> {
     );
     for i in 0..sections {
         let s = table + 40 * i;
-        let (raw_size, raw_at) = (u32_at(data, s + 16), u32_at(data, s + 20));
+        let (raw_size, raw_at) = (usize_at(data, s + 16), usize_at(data, s + 20));
         let name = String::from_utf8_lossy(&data[s..s + 8]);
         let name = name.trim_end_matches('\0');
         ensure!(

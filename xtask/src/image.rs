@@ -83,7 +83,7 @@ fn u16_at(data: &[u8], off: usize) -> u16 {
     u16::from_le_bytes([data[off], data[off + 1]])
 }
 
-fn u32_at(data: &[u8], off: usize) -> u32 {
+pub fn u32_at(data: &[u8], off: usize) -> u32 {
     u32::from_le_bytes(data[off..off + 4].try_into().expect("4 bytes"))
 }
 
