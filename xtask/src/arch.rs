@@ -77,6 +77,15 @@ impl Arch {
         }
     }
 
+    /// `what` for x86_64, `what-ARCH` for another: names in CI's tables,
+    /// directories and artifacts (`newest-arm64`, `guest-build-arm64`).
+    pub fn tagged(self, what: &str) -> String {
+        match self {
+            Arch::X86_64 => what.to_owned(),
+            other => format!("{what}-{}", other.name()),
+        }
+    }
+
     pub fn is_host(self) -> bool {
         Arch::host() == Some(self)
     }
@@ -104,5 +113,7 @@ mod tests {
         );
         assert_eq!(Arch::X86_64.elf_machine(), 62);
         assert_eq!(Arch::Arm64.elf_machine(), 183);
+        assert_eq!(Arch::X86_64.tagged("6.12"), "6.12");
+        assert_eq!(Arch::Arm64.tagged("6.12"), "6.12-arm64");
     }
 }

@@ -135,10 +135,7 @@ impl CiKernel {
     /// Its name in tables, directories and artifacts: KERNEL, and for
     /// another architecture than x86_64 KERNEL-ARCH (`newest-arm64`).
     pub fn name(&self) -> String {
-        match self.arch {
-            Arch::X86_64 => self.kernel.clone(),
-            other => format!("{}-{}", self.kernel, other.name()),
-        }
+        self.arch.tagged(&self.kernel)
     }
 }
 
@@ -291,10 +288,7 @@ fn vm_steps(c: &CiArgs, kernels: &[CiKernel]) -> Result<Vec<Done>> {
         let t = Instant::now();
         let repo = vmtest::repo_root();
         let mut build = vmtest::build_command(&repo, arch, false, &[], false);
-        let name = match arch {
-            Arch::X86_64 => "guest-build".to_owned(),
-            other => format!("guest-build-{}", other.name()),
-        };
+        let name = arch.tagged("guest-build");
         say(&format!("{name}: {}", shown(&build)));
         let ok = build.status().is_ok_and(|s| s.success());
         done.push(Done {
