@@ -10,7 +10,7 @@
 
 use std::fs;
 use std::os::unix::process::CommandExt;
-use std::process::Stdio;
+use std::process::{Command, Stdio};
 
 use serde_json::Value;
 use serial_test::serial;
@@ -30,17 +30,9 @@ fn a_closed_stdout_ends_the_output_quietly() {
         "1",
         &["--format", "json", "--save", save.to_str().unwrap()],
     ));
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .env("RUST_BACKTRACE", "1")
-        .spawn()
-        .unwrap();
-    // The reader goes away before a byte is written: `| (exec 0<&-)`.
-    drop(child.stdout.take());
-    let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    cmd.env("RUST_BACKTRACE", "1");
+    let (code, stderr) = with_stdout_closed(cmd);
+    assert_eq!(code, Some(0), "{stderr}");
     assert!(
         !stderr.contains("panicked") && !stderr.contains("Broken pipe"),
         "{stderr}"
@@ -48,16 +40,23 @@ fn a_closed_stdout_ends_the_output_quietly() {
     let saved: Value = serde_json::from_str(&fs::read_to_string(&save).unwrap()).unwrap();
     assert_eq!(saved["mechanisms"][1]["status"], "ok");
     // --list too.
-    let mut child = command(&["--list", "-m", "raw_tp"])
+    let (code, stderr) = with_stdout_closed(command(&["--list", "-m", "raw_tp"]));
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.is_empty(), "{stderr}");
+}
+
+/// Runs `cmd` with its stdout's reader gone before a byte is written
+/// (`| (exec 0<&-)`): its exit code and stderr.
+fn with_stdout_closed(mut cmd: Command) -> (Option<i32>, String) {
+    let mut child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     drop(child.stdout.take());
     let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    assert!(stderr.is_empty(), "{stderr}");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    (out.status.code(), stderr)
 }
 
 #[test]
