@@ -284,14 +284,22 @@ impl Run<'_, '_> {
             p.order(events.get(), start.clone())?;
         }
         let speed_before = speed::reference_ns();
-        let before = self.loaded.as_ref().and_then(|l| l.prog_stats());
+        // The program's run-time stats, read only when they are on: no
+        // syscall between the lead-in and the timed events otherwise.
+        let prog_stats = |run: &Self| {
+            run.loaded
+                .as_ref()
+                .filter(|_| run.bpf_stats)
+                .and_then(|l| l.prog_stats())
+        };
+        let before = prog_stats(self);
         let (all, lost) = self.fire_timed(events, &start)?;
-        let after = self.loaded.as_ref().and_then(|l| l.prog_stats());
+        let after = prog_stats(self);
         let producers = self.count(&all, counting)?;
         self.armed.verify().map_err(|e| e.of(m))?;
         let speed_ns = (speed_before + speed::reference_ns()) / 2.0;
-        let prog_run = match (self.bpf_stats, before, after) {
-            (true, Some((t0, c0)), Some((t1, c1))) => Some((t1 - t0, c1 - c0)),
+        let prog_run = match (before, after) {
+            (Some((t0, c0)), Some((t1, c1))) => Some((t1 - t0, c1 - c0)),
             _ => None,
         };
         Ok(Sample {
