@@ -19,6 +19,7 @@ pub mod env_vars;
 pub mod expect;
 pub mod gate;
 pub mod measure;
+pub mod paired;
 pub mod pipeline;
 pub mod render;
 pub mod report;
