@@ -1,0 +1,94 @@
+//! What B changes of A in an in-run comparison (`--against VARIANT`): A
+//! runs with the run's own options, B with a variant's, round by round
+//! in the same run, so that what drifts between moments of the machine
+//! is common to both.
+
+use std::fmt;
+
+use super::options::{Options, ProgWork};
+
+/// A variant of a run's options, for B.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Variant {
+    /// `prog-work=N`: B's program does N rounds of extra work per hit
+    /// (the synthetic change of the power experiments; 0 against 0 is A/A).
+    ProgWork(ProgWork),
+    /// `bpf-stats`: the kernel's BPF run-time stats on during B's runs
+    /// (`BPF_ENABLE_STATS`): what enabling them costs a mechanism. Its
+    /// base runs without, as every base does: stats cost only where a
+    /// program runs.
+    BpfStats,
+}
+
+impl Variant {
+    /// B's options: `a`'s, changed by the variant.
+    pub fn apply(&self, a: &Options) -> Options {
+        let mut b = a.clone();
+        match self {
+            Variant::ProgWork(work) => b.prog_work = *work,
+            Variant::BpfStats => b.bpf_stats = true,
+        }
+        b
+    }
+
+    /// `prog-work=N` or `bpf-stats`; the error says what is accepted.
+    pub fn parse(s: &str) -> Result<Self, String> {
+        const ACCEPTED: &str = "expected prog-work=N or bpf-stats";
+        match s.split_once('=') {
+            None if s == "bpf-stats" => Ok(Variant::BpfStats),
+            Some(("prog-work", n)) => n
+                .parse::<u32>()
+                .ok()
+                .and_then(ProgWork::new)
+                .map(Variant::ProgWork)
+                .ok_or_else(|| {
+                    format!(
+                        "prog-work={n}: N must be 0 to {}",
+                        super::bpf_consts::MAX_PROG_WORK
+                    )
+                }),
+            _ => Err(format!("unknown variant {s:?}: {ACCEPTED}")),
+        }
+    }
+}
+
+impl fmt::Display for Variant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Variant::ProgWork(work) => write!(f, "prog-work={work}"),
+            Variant::BpfStats => f.write_str("bpf-stats"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn variants_parse_and_print_alike() {
+        for s in ["prog-work=0", "prog-work=16", "bpf-stats"] {
+            assert_eq!(Variant::parse(s).unwrap().to_string(), s);
+        }
+    }
+
+    #[test]
+    fn bad_variants_say_what_is_accepted() {
+        assert!(Variant::parse("fast")
+            .unwrap_err()
+            .contains("prog-work=N or bpf-stats"));
+        assert!(Variant::parse("prog-work=x").unwrap_err().contains("0 to"));
+        assert!(Variant::parse("prog-work=99999999").is_err());
+    }
+
+    #[test]
+    fn b_differs_from_a_by_the_variant_only() {
+        let a = Options::default();
+        let b = Variant::parse("prog-work=7").unwrap().apply(&a);
+        assert_eq!(
+            (b.prog_work.get(), b.bpf_stats, b.iterations),
+            (7, false, a.iterations)
+        );
+        assert!(Variant::BpfStats.apply(&a).bpf_stats);
+    }
+}
