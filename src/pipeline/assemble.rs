@@ -1,0 +1,221 @@
+//! Document assembly: a run's outcomes as the result document. Overhead
+//! and ratio to base are computed here and nowhere else.
+
+use super::plan::Plan;
+use super::schedule::{signal_name, Outcome, Runs};
+use crate::document::{
+    Document, Host, MechanismResult, ProducerResult, Status, ORDER_BRACKETED, SCHEMA,
+    SCHEMA_VERSION,
+};
+use crate::measure::Sample;
+use crate::stats::Summary;
+
+/// Turns outcomes into the result document. Pure: the statistics of fixed
+/// samples are unit-tested.
+pub fn document(plan: &Plan, runs: &Runs, host: Host) -> Document {
+    let outcomes = &runs.outcomes;
+    let cpu = outcomes
+        .iter()
+        .flat_map(|o| o.samples.first())
+        .map(|s| s.cpu)
+        .next()
+        .or(plan.run.cpu)
+        .unwrap_or(0);
+    let mechanisms = outcomes.iter().map(|o| mechanism_result(plan, o)).collect();
+    Document {
+        schema: SCHEMA.into(),
+        schema_version: SCHEMA_VERSION,
+        tool_version: env!("CARGO_PKG_VERSION").into(),
+        timestamp: host.timestamp,
+        kernel_release: host.kernel_release,
+        cpu_model: host.cpu_model,
+        arch: host.arch,
+        cpu,
+        emulated: host.emulated,
+        iterations: plan.run.iterations.get(),
+        repeats: runs.rounds.max(1),
+        budget_secs: plan.budget.as_secs_f64(),
+        run_secs: plan.run_time.map(|t| t.as_secs_f64()),
+        warmup_runs: usize::from(plan.warmup),
+        order: ORDER_BRACKETED.into(),
+        prog_stats: plan.stats_run,
+        batch: plan.run.batch.get(),
+        prog_work: plan.run.prog_work.get(),
+        producers: plan.run.producers.get(),
+        interrupted: plan.stopped_by().map(signal_name),
+        retaken_runs: runs.retaken_runs,
+        context: runs.context.clone(),
+        cpu_wait_s: runs.cpu_wait_s,
+        mechanisms,
+    }
+}
+
+/// One mechanism's figures. A mechanism's timed run is paired with the
+/// mean of its base's runs just before and after it.
+fn mechanism_result(plan: &Plan, o: &Outcome) -> MechanismResult {
+    let m = o.mechanism;
+    // Ok with no timed run cannot happen through run(); say so if it does.
+    let (status, reason) = match (o.status, o.samples.is_empty()) {
+        (Status::Ok, true) => (Status::Failed, Some("no timed run".to_string())),
+        (status, _) => (status, o.reason.clone()),
+    };
+    let ok = status == Status::Ok;
+    let rates: Vec<f64> = o.samples.iter().map(|s| s.events_per_sec() / 1e3).collect();
+    let ns: Vec<f64> = o.samples.iter().map(Sample::ns_per_event).collect();
+    let paired_ok = ok && !m.is_base() && o.before.len() == o.samples.len();
+    let paired = |f: &dyn Fn(&Sample, &Sample, &Sample) -> f64| -> Option<Summary> {
+        if !paired_ok {
+            return None;
+        }
+        let values: Vec<f64> = o
+            .samples
+            .iter()
+            .zip(o.before.iter().zip(&o.after))
+            .map(|(s, (b, a))| f(s, b, a))
+            .collect();
+        Summary::of(&values)
+    };
+    let base_ns = |b: &Sample, a: &Sample| (b.ns_per_event() + a.ns_per_event()) / 2.0;
+    MechanismResult {
+        name: m.name().into(),
+        base: m.base().name().into(),
+        trigger: m.trigger().label().into(),
+        hook: m.hook().into(),
+        events_per_run: o
+            .samples
+            .first()
+            .map_or_else(|| m.events(plan.run.iterations.get()), |s| s.iterations),
+        status,
+        reason,
+        k_events_per_sec: ok.then(|| Summary::of(&rates)).flatten(),
+        ns_per_event: ok.then(|| crate::stats::median(&ns)),
+        overhead_ns: paired_ok.then(|| Summary::of(&o.overheads())).flatten(),
+        ratio_to_base: paired(&|s, b, a| {
+            s.events_per_sec() / ((b.events_per_sec() + a.events_per_sec()) / 2.0)
+        }),
+        hits: (!m.is_base() && ok).then(|| o.samples.iter().map(|s| s.hits.unwrap_or(0)).collect()),
+        prog_ns_per_event: ok.then_some(o.prog_ns_per_event).flatten(),
+        producers: (ok && plan.run.producers.get() > 1).then(|| per_producer(&o.samples)),
+        scaling: (ok && o.single.len() == o.samples.len())
+            .then(|| {
+                let ratios: Vec<f64> = o
+                    .samples
+                    .iter()
+                    .zip(&o.single)
+                    .map(|(n, one)| n.events_per_sec() / one.events_per_sec())
+                    .collect();
+                Summary::of(&ratios)
+            })
+            .flatten(),
+        speed_ns: ok
+            .then(|| Summary::of(&o.samples.iter().map(|s| s.speed_ns).collect::<Vec<_>>()))
+            .flatten(),
+        overhead_steps: paired(&|s, b, a| {
+            (s.ns_per_event() - base_ns(b, a))
+                / ((2.0 * s.speed_ns + b.speed_ns + a.speed_ns) / 4.0)
+        }),
+        detectable: paired_ok.then(|| o.detectable()).flatten(),
+        detectable_ns: paired_ok.then(|| o.detectable_ns()).flatten(),
+    }
+}
+
+/// Each producer's rate over the rounds, and its hits.
+fn per_producer(samples: &[Sample]) -> Vec<ProducerResult> {
+    let n = samples.iter().map(|s| s.producers.len()).min().unwrap_or(0);
+    (0..n)
+        .filter_map(|i| {
+            let rates: Vec<f64> = samples
+                .iter()
+                .map(|s| s.producers[i].events_per_sec() / 1e3)
+                .collect();
+            Some(ProducerResult {
+                cpu: samples.first()?.producers[i].cpu,
+                k_events_per_sec: Summary::of(&rates)?,
+                hits: samples.iter().filter_map(|s| s.producers[i].hits).collect(),
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::num::{NonZeroU64, NonZeroUsize};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+    use crate::measure::{Error, Options};
+    use crate::pipeline::fixtures::{host, m, outcome, paired, runs};
+
+    #[test]
+    fn figures_are_paired_per_repeat() {
+        // Base 1000, 500, 1000 ns/event; raw_tp 100 ns more in each pass.
+        let outcomes = [
+            outcome(m("base"), &[1000, 500, 1000]),
+            paired(m("raw_tp"), &[1100, 600, 1100], &[1000, 500, 1000]),
+        ];
+        let plan = Plan {
+            run: Options {
+                iterations: NonZeroU64::new(1000).unwrap(),
+                ..Options::default()
+            },
+            repeats: NonZeroUsize::new(3).unwrap(),
+            ..Plan::new(&[m("raw_tp")])
+        };
+        let doc = document(&plan, &runs(&outcomes), host());
+        assert_eq!(doc.cpu, 1);
+        let base = doc.mechanism("base").unwrap();
+        let rate = base.k_events_per_sec.as_ref().unwrap();
+        assert_eq!(rate.samples, vec![1000.0, 2000.0, 1000.0]);
+        assert_eq!(rate.median, 1000.0);
+        assert_eq!(base.ns_per_event, Some(1000.0));
+        assert!(base.overhead_ns.is_none() && base.ratio_to_base.is_none());
+        assert!(base.hits.is_none() && base.prog_ns_per_event.is_none());
+
+        let raw_tp = doc.mechanism("raw_tp").unwrap();
+        let overhead = raw_tp.overhead_ns.as_ref().unwrap();
+        // Paired: exactly +100 every time, no spread, although the base
+        // itself varied by 2x.
+        assert!(overhead.samples.iter().all(|v| (v - 100.0).abs() < 1e-6));
+        assert!(overhead.stddev < 1e-6);
+        let ratio = raw_tp.ratio_to_base.as_ref().unwrap();
+        assert!((ratio.samples[0] - 1000.0 / 1100.0).abs() < 1e-9);
+        assert!((ratio.samples[1] - 500.0 / 600.0).abs() < 1e-9);
+        assert!((ratio.median - 1000.0 / 1100.0).abs() < 1e-9);
+        assert_eq!(raw_tp.hits, Some(vec![1000; 3]));
+        assert_eq!(raw_tp.prog_ns_per_event, Some(25.0));
+        assert_eq!(raw_tp.base, "base");
+        assert_eq!(raw_tp.trigger, "task_rename");
+    }
+
+    #[test]
+    fn skipped_and_failed_have_reasons_and_no_figures() {
+        let mut kprobe = Outcome::new(m("kprobe"));
+        kprobe.fail(Error::unsupported("no kprobes"));
+        let mut tp = outcome(m("tp"), &[1100]);
+        tp.fail(Error::failed("tp: attach failed"));
+        let outcomes = [outcome(m("base"), &[1000]), kprobe, tp];
+        let doc = document(&Plan::new(&[]), &runs(&outcomes), host());
+        let kprobe = doc.mechanism("kprobe").unwrap();
+        assert_eq!(kprobe.status, Status::Skipped);
+        assert_eq!(kprobe.reason.as_deref(), Some("no kprobes"));
+        assert!(kprobe.k_events_per_sec.is_none() && kprobe.ratio_to_base.is_none());
+        let tp = doc.mechanism("tp").unwrap();
+        assert_eq!(tp.status, Status::Failed);
+        assert!(tp.k_events_per_sec.is_none() && tp.hits.is_none());
+    }
+
+    #[test]
+    fn the_document_says_what_stopped_the_run() {
+        static STOP: AtomicUsize = AtomicUsize::new(0);
+        let plan = Plan {
+            stop: Some(&STOP),
+            ..Plan::new(&[m("raw_tp")])
+        };
+        let outcomes = [outcome(m("base"), &[1000]), outcome(m("raw_tp"), &[1100])];
+        assert_eq!(document(&plan, &runs(&outcomes), host()).interrupted, None);
+        STOP.store(libc::SIGINT as usize, Ordering::SeqCst);
+        assert_eq!(plan.stopped_by(), Some(libc::SIGINT));
+        let doc = document(&plan, &runs(&outcomes), host());
+        assert_eq!(doc.interrupted.as_deref(), Some("SIGINT"));
+    }
+}

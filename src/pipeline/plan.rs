@@ -1,0 +1,316 @@
+//! The plan: what to run and how, its defaults, the privileges it needs,
+//! and a lower bound of how long it takes.
+
+use std::num::{NonZeroU64, NonZeroUsize};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::measure::{Error, Mechanism, Options, Privileged, Result, Trigger, DEFAULT_ITERATIONS};
+
+/// Default length of a timed run (see [`Plan::run_time`]).
+pub const DEFAULT_RUN_TIME: Duration = Duration::from_millis(50);
+
+/// Default time budget of the timed rounds (see [`Plan::budget`]).
+pub const DEFAULT_BUDGET: Duration = Duration::from_secs(45);
+/// [`DEFAULT_BUDGET`], or none under emulation, where nothing timed is
+/// read.
+fn default_budget() -> Duration {
+    if crate::document::emulated().is_some() {
+        Duration::ZERO
+    } else {
+        DEFAULT_BUDGET
+    }
+}
+
+/// A mechanism is sure once it sees this share of the threshold. Not the
+/// whole threshold: the gate calls a comparison unchanged when the change's
+/// 90% interval (0.66 of what the runs can detect, each side) lies within
+/// the threshold, so two runs that each just see the threshold would come
+/// out UNSURE in about 4 A/A comparisons of 10; at 0.6, in about 1 of 100.
+/// It costs (1/0.6)^2 = 2.8 times the rounds.
+pub const SURE_SHARE: f64 = 0.6;
+
+/// [`DEFAULT_RUN_TIME`], or none under emulation: scaling needs the
+/// warm-up run's time per event, and there is no warm-up there.
+fn default_run_time() -> Option<Duration> {
+    crate::document::emulated()
+        .is_none()
+        .then_some(DEFAULT_RUN_TIME)
+}
+
+/// The change a run must be able to detect, as a share of a mechanism's
+/// own cost (its overhead, or [`FLOOR_OF_BASE`] of its base's time if
+/// that is more), before it stops measuring it; the gate's default
+/// thresholds are the same.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Precision {
+    /// On the comm trigger, whose overheads are a small part of a
+    /// syscall's cost.
+    pub comm: f64,
+    /// On the kernel loop and the call trigger.
+    pub other: f64,
+}
+
+impl Precision {
+    pub const DEFAULT: Precision = Precision {
+        comm: 0.15,
+        other: 0.06,
+    };
+
+    pub fn of(self, trigger: Trigger) -> f64 {
+        match trigger {
+            Trigger::TaskRename => self.comm,
+            Trigger::Call(_) | Trigger::Loop(_) => self.other,
+        }
+    }
+}
+
+/// A near-free mechanism's cost is taken as this share of its base's
+/// time per event: changes are judged against that.
+pub const FLOOR_OF_BASE: f64 = 0.05;
+
+/// The selftest's events under emulation (see [`Plan::selftest`]).
+pub const EMULATED_ITERATIONS: NonZeroU64 = NonZeroU64::new(10_000).unwrap();
+
+/// Default `--repeat`: the least number of rounds.
+/// Seven: with five, one disturbed round of either run (5 of the 25 pairs
+/// the wrong way round) kept the gate's rank test above p = 0.05; seven
+/// allow 11 of 49.
+pub const DEFAULT_REPEATS: NonZeroUsize = NonZeroUsize::new(7).unwrap();
+
+/// What to run, and how.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// The mechanisms to run, each base included, in catalogue order.
+    pub mechanisms: Vec<Mechanism>,
+    /// Every run's own settings (events, CPU, batch, program work,
+    /// producers), as [`with_run`](crate::measure::with_run) takes them
+    /// and the load writes them into the BPF object: set once, copied
+    /// nowhere. Its `bpf_stats` is turned on for the stats run only.
+    /// With more than one producer, each round also measures one producer
+    /// alone, for the scaling.
+    pub run: Options,
+    /// Instead, scale each mechanism's events so that its timed runs last
+    /// about this long, from its warm-up run: a slow mechanism (a uprobe
+    /// on `ret`, 10 µs an event) then costs no more time than a fast one,
+    /// and a fast one runs long enough to average out a hiccup.
+    pub run_time: Option<Duration>,
+    /// Timed passes.
+    pub repeats: NonZeroUsize,
+    /// Run every mechanism once untimed first. Off under emulation, where
+    /// nothing is timed that anyone reads: the timed pass finds what the
+    /// kernel lacks just as well.
+    pub warmup: bool,
+    /// Make the extra run with BPF run-time stats.
+    pub stats_run: bool,
+    /// After `repeats` rounds, more rounds of the mechanisms not yet sure
+    /// (`Outcome::is_sure`) while the timed rounds have taken less than
+    /// this. Zero: exactly `repeats` rounds (so under emulation, where
+    /// nothing timed is read).
+    pub budget: Duration,
+    /// What "sure" means: the change this run could detect, as a share of
+    /// the mechanism's own cost, by trigger.
+    pub precision: Precision,
+    /// Set (to a signal number, by a signal handler) to stop the run
+    /// after the run in progress: see [`run`](super::run).
+    pub stop: Option<&'static AtomicUsize>,
+}
+
+impl Plan {
+    /// `selection` and each one's base, in catalogue order; an empty
+    /// selection means every mechanism. Defaults for the rest.
+    pub fn new(selection: &[Mechanism]) -> Self {
+        let emulated = crate::document::emulated().is_some();
+        Self {
+            mechanisms: expand(selection),
+            run: Options::default(),
+            run_time: default_run_time(),
+            repeats: DEFAULT_REPEATS,
+            warmup: !emulated,
+            stats_run: true,
+            budget: default_budget(),
+            precision: Precision::DEFAULT,
+            stop: None,
+        }
+    }
+
+    /// The selftest's plan: test_overhead's 100000 events, one timed round
+    /// (the mechanism between two base runs), no warm-up, no stats run.
+    /// Under emulation, [`EMULATED_ITERATIONS`]: there the run proves that
+    /// the mechanism attaches and counts exactly, which 10000 events prove
+    /// as well as 100000, and its rates are no performance figures.
+    pub fn selftest(mechanism: Mechanism) -> Self {
+        let emulated = crate::document::emulated().is_some();
+        Self {
+            run: Options {
+                iterations: if emulated {
+                    EMULATED_ITERATIONS
+                } else {
+                    DEFAULT_ITERATIONS
+                },
+                ..Options::default()
+            },
+            repeats: NonZeroUsize::MIN,
+            budget: Duration::ZERO,
+            run_time: None,
+            // As test_overhead: no warm-up. The lead-in before the timed
+            // run warms the path, and the keeper keeps the CPU from idling.
+            warmup: false,
+            stats_run: false,
+            ..Self::new(&[mechanism])
+        }
+    }
+
+    /// The signal that asked the run to stop, if one did.
+    pub fn stopped_by(&self) -> Option<i32> {
+        let signal = self.stop?.load(Ordering::SeqCst);
+        (signal != 0).then_some(signal as i32)
+    }
+}
+
+/// The mechanisms to run for `selection`: each selected one and its base,
+/// in catalogue order. An empty selection means all of them.
+pub fn expand(selection: &[Mechanism]) -> Vec<Mechanism> {
+    Mechanism::all()
+        .filter(|m| {
+            selection.is_empty()
+                || selection
+                    .iter()
+                    .any(|s| s == m || (m.is_base() && s.base() == *m))
+        })
+        .collect()
+}
+
+/// A lower bound of how long `plan` takes, in seconds: each of its runs
+/// fires its events at no more than the speed of its trigger alone (what
+/// a mechanism adds only slows it), timed here for a moment on this
+/// thread. For refusing what cannot finish: `--iterations
+/// 9223372036854775807` would run for millions of years.
+pub fn estimate_secs(plan: &Plan) -> f64 {
+    let mut ns_per_event: Vec<(Trigger, f64)> = Vec::new();
+    let mut ns = 0.0;
+    for m in &plan.mechanisms {
+        let trigger = m.trigger();
+        let per_event = match ns_per_event.iter().find(|(t, _)| *t == trigger) {
+            Some(&(_, per_event)) => per_event,
+            None => {
+                let per_event = fastest_ns_per_event(trigger, plan.run.batch.get());
+                ns_per_event.push((trigger, per_event));
+                per_event
+            }
+        };
+        let stats_run = plan.stats_run && !m.is_base();
+        let runs = 1 + plan.repeats.get() as u64 + u64::from(stats_run);
+        ns += runs as f64 * m.events(plan.run.iterations.get()) as f64 * per_event;
+    }
+    ns / 1e9
+}
+
+/// The trigger's time per event, the best of a few short batches (the
+/// fastest is the one least disturbed). A trigger that cannot be armed
+/// here counts as 1 ns per event.
+fn fastest_ns_per_event(trigger: Trigger, plan_batch: u32) -> f64 {
+    const BATCH: u64 = 200;
+    // A kernel loop needs its driver loaded (and privileges): it counts
+    // as 1 ns per event, below its real cost.
+    let Ok(mut armed) = trigger.arm(None, plan_batch) else {
+        return 1.0;
+    };
+    let fastest = (0..5)
+        .filter_map(|_| {
+            let start = Instant::now();
+            armed.fire(BATCH).ok()?;
+            Some(start.elapsed().as_nanos() as f64 / BATCH as f64)
+        })
+        .fold(f64::INFINITY, f64::min);
+    if fastest.is_finite() {
+        fastest.max(0.01)
+    } else {
+        1.0
+    }
+}
+
+/// Checks, before anything runs, that this process has the privileges
+/// every mechanism of the plan needs ([`caps`](crate::measure::caps)), and the stats run's.
+/// The error is one line naming each missing capability and who needs it;
+/// the proof, what [`run`](super::run) takes.
+pub fn check_privileges(plan: &Plan) -> Result<Privileged> {
+    let privileged = Privileged::check(&plan.mechanisms)?;
+    // Mechanisms that lack the same, together: "uprobe-nop, uretprobe-nop
+    // need CAP_SYS_ADMIN to create uprobes...".
+    let mut lacking: Vec<(Vec<&str>, String)> = Vec::new();
+    for (m, missing) in privileged.lacking() {
+        let missing = missing.to_string();
+        match lacking.iter_mut().find(|(_, what)| *what == missing) {
+            Some((names, _)) => names.push(m.name()),
+            None => lacking.push((vec![m.name()], missing)),
+        }
+    }
+    let mut parts: Vec<String> = lacking
+        .iter()
+        .map(|(names, what)| {
+            let verb = if names.len() == 1 { "needs" } else { "need" };
+            format!("{} {verb} {what}", names.join(", "))
+        })
+        .collect();
+    let stats = plan.stats_run && plan.mechanisms.iter().any(|m| !m.is_base());
+    if let Some(missing) = privileged.stats_lacking().filter(|_| stats) {
+        parts.push(format!("the prog ns run needs {missing}"));
+    }
+    if parts.is_empty() {
+        return Ok(privileged);
+    }
+    let leave_out = if stats && parts.len() > lacking.len() {
+        "; run it as root, or leave those out (-m, --no-prog-stats)"
+    } else {
+        "; run it as root, or leave those out (-m)"
+    };
+    Err(Error::environment(format!(
+        "{}{leave_out}",
+        parts.join("; ")
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::fixtures::m;
+
+    #[test]
+    fn plan_adds_bases_in_order() {
+        assert_eq!(expand(&[]), Mechanism::all().collect::<Vec<_>>());
+        assert_eq!(expand(&[m("raw_tp")]), vec![m("base"), m("raw_tp")]);
+        assert_eq!(
+            expand(&[m("uretprobe-ret"), m("tp"), m("raw_tp"), m("tp")]),
+            vec![
+                m("base"),
+                m("raw_tp"),
+                m("tp"),
+                m("base-ret"),
+                m("uretprobe-ret")
+            ]
+        );
+        assert_eq!(expand(&[m("base-nop")]), vec![m("base-nop")]);
+    }
+
+    #[test]
+    fn the_estimate_is_a_lower_bound_that_grows_with_the_plan() {
+        let plan = |iterations: u64, repeats: usize| Plan {
+            run: Options {
+                iterations: NonZeroU64::new(iterations).unwrap(),
+                ..Options::default()
+            },
+            repeats: NonZeroUsize::new(repeats).unwrap(),
+            ..Plan::new(&[m("raw_tp"), m("uprobe-nop")])
+        };
+        let small = estimate_secs(&plan(1000, 1));
+        // 1000 comm writes and 100000 calls: well under a second.
+        assert!(small > 0.0 && small < 1.0, "{small}");
+        let absurd = estimate_secs(&plan(u64::MAX / 2, 5));
+        assert!(absurd.is_finite() && absurd > 86_400.0 * 365.0, "{absurd}");
+        // Ten times the rounds, about ten times as long (same triggers).
+        let one = estimate_secs(&plan(1_000_000, 1));
+        let ten = estimate_secs(&plan(1_000_000, 19));
+        assert!(ten > 3.0 * one, "{one} {ten}");
+    }
+}

@@ -1,0 +1,561 @@
+//! The scheduler: a plan's warm-up, bracketed timed rounds and stats run,
+//! on the measuring thread, within its budget (see [`super`] for the order).
+
+use std::num::{NonZeroU64, NonZeroUsize};
+use std::time::{Duration, Instant};
+
+use super::plan::{Plan, FLOOR_OF_BASE, SURE_SHARE};
+use crate::document::Status;
+use crate::measure::keeper::Keeper;
+use crate::measure::{context, cpulock, CpuPin};
+use crate::measure::{
+    measure, on_measuring_thread, Error, Mechanism, Options, Privileged, Result, Sample, Support,
+};
+
+/// The fewest events a timed run scaled by [`Plan::run_time`] fires.
+const MIN_SCALED_EVENTS: u64 = 1000;
+
+/// Times a timed run is measured again when the measuring thread lost the
+/// CPU during it for more than [`MAX_LOST`] of its time (see
+/// [`Sample::lost`]).
+pub const MAX_RETAKES: u32 = 2;
+/// The share of a timed run the measuring thread may lose to other tasks
+/// or the hypervisor. A 1 s run always loses a little (a kworker, a
+/// timer): below 1%, the run's figure moves by less than that.
+pub const MAX_LOST: f64 = 0.01;
+
+/// Rounds at most, whatever the budget.
+pub const MAX_ROUNDS: usize = 100;
+
+/// Where a run is, for a progress indicator.
+#[derive(Clone, Debug)]
+pub struct Step {
+    /// Runs done so far.
+    pub done: u64,
+    /// Runs expected in all (shrinks once skipped mechanisms are known).
+    pub total: u64,
+    /// What runs next: `warm-up raw_tp`, `round 2 raw_tp`...
+    pub what: String,
+    /// Timed runs measured again so far, because the measuring thread lost
+    /// the CPU during them.
+    pub retaken: u64,
+}
+
+/// What a [`run`] came to.
+#[derive(Clone, Debug, Default)]
+pub struct Runs {
+    pub outcomes: Vec<Outcome>,
+    /// Timed rounds run (the most any mechanism had).
+    pub rounds: usize,
+    /// Timed runs measured again because the measuring thread lost the CPU
+    /// during them.
+    pub retaken_runs: u64,
+    /// What else the machine did on the measuring CPU meanwhile.
+    pub context: Option<context::Context>,
+    /// Seconds spent waiting, before the run, for a CPU that another
+    /// measuring run held ([`cpulock`]).
+    pub cpu_wait_s: f64,
+}
+
+/// What one mechanism came to.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    pub mechanism: Mechanism,
+    pub status: Status,
+    pub reason: Option<String>,
+    /// The timed runs, in round order (a base: every one of its runs).
+    pub samples: Vec<Sample>,
+    /// A mechanism's: its base's runs just before and just after each of
+    /// its timed runs.
+    pub before: Vec<Sample>,
+    pub after: Vec<Sample>,
+    /// Timed runs kept at the start of the round in progress.
+    kept: usize,
+    /// Its iterations per run, when scaled to [`Plan::run_time`].
+    iterations: Option<NonZeroU64>,
+    /// With several producers: one producer alone, in the same rounds.
+    pub single: Vec<Sample>,
+    /// The program's own ns per event, from the stats run.
+    pub prog_ns_per_event: Option<f64>,
+}
+
+impl Outcome {
+    pub(super) fn new(mechanism: Mechanism) -> Self {
+        Self {
+            mechanism,
+            status: Status::Ok,
+            reason: None,
+            samples: Vec::new(),
+            before: Vec::new(),
+            after: Vec::new(),
+            kept: 0,
+            iterations: None,
+            single: Vec::new(),
+            prog_ns_per_event: None,
+        }
+    }
+
+    /// Per timed run, the ns per event over the mean of the base runs
+    /// around it.
+    pub fn overheads(&self) -> Vec<f64> {
+        self.samples
+            .iter()
+            .zip(self.before.iter().zip(&self.after))
+            .map(|(s, (b, a))| s.ns_per_event() - (b.ns_per_event() + a.ns_per_event()) / 2.0)
+            .collect()
+    }
+
+    /// What a change in this mechanism's cost is measured against: its
+    /// median overhead, or [`FLOOR_OF_BASE`] of its base's time.
+    pub fn reference_ns(&self) -> f64 {
+        let base: Vec<f64> = self.before.iter().map(Sample::ns_per_event).collect();
+        let overhead = crate::stats::median(&self.overheads()).abs();
+        overhead.max(FLOOR_OF_BASE * crate::stats::median(&base))
+    }
+
+    /// The smallest change of its cost, in ns per event, that this run
+    /// could detect against a baseline as noisy as itself.
+    pub fn detectable_ns(&self) -> Option<f64> {
+        let o = self.overheads();
+        crate::stats::detectable_ns(&o, &o)
+    }
+
+    /// [`Self::detectable_ns`] as a share of [`Self::reference_ns`].
+    pub fn detectable(&self) -> Option<f64> {
+        self.detectable_ns().map(|ns| ns / self.reference_ns())
+    }
+
+    /// Measured precisely enough for `plan.precision`: it sees
+    /// [`SURE_SHARE`] of it.
+    fn is_sure(&self, plan: &Plan) -> bool {
+        self.detectable()
+            .is_some_and(|d| d <= SURE_SHARE * plan.precision.of(self.mechanism.trigger()))
+    }
+
+    fn is_ok(&self) -> bool {
+        self.status == Status::Ok
+    }
+
+    fn set(&mut self, status: Status, reason: String) {
+        self.status = status;
+        self.reason = Some(reason);
+    }
+
+    /// Records a run's error: a missing kernel feature is a skip (its
+    /// reason alone), anything else a failure (its whole message).
+    pub(super) fn fail(&mut self, err: Error) {
+        if err.is_unsupported() {
+            self.set(Status::Skipped, err.reason().to_string());
+        } else {
+            self.set(Status::Failed, err.to_string());
+        }
+    }
+}
+
+impl Plan {
+    /// The options of `outcome`'s runs: its own iterations when scaled.
+    fn options_for(&self, outcome: &Outcome, bpf_stats: bool) -> Options {
+        Options {
+            iterations: outcome.iterations.unwrap_or(self.run.iterations),
+            bpf_stats,
+            ..self.run.clone()
+        }
+    }
+}
+
+/// Runs the plan (see the module documentation for the order) and
+/// returns one outcome per planned mechanism. `privileged` is the check
+/// made before ([`check_privileges`](super::check_privileges), or [`Privileged::check`] where a
+/// mechanism's missing capabilities should fail only that mechanism).
+/// Fails only for problems that stop the whole run; a mechanism's own
+/// problems end up in its outcome.
+pub fn run(
+    plan: &Plan,
+    privileged: &Privileged,
+    progress: impl FnMut(&Step) + Send,
+) -> Result<Runs> {
+    // One measuring run per CPU at a time, across processes (re-entrant:
+    // the command holds it already).
+    let _cpus = cpulock::hold_for(plan.run.cpu, plan.run.producers.get(), cpulock::Wait::Yes)?;
+    let mut runs = on_measuring_thread(|| Ok(run_here(plan, privileged, progress)))?;
+    runs.cpu_wait_s = cpulock::waited_for_held().as_secs_f64();
+    Ok(runs)
+}
+
+fn run_here(plan: &Plan, privileged: &Privileged, mut progress: impl FnMut(&Step)) -> Runs {
+    let mut outcomes: Vec<Outcome> = plan.mechanisms.iter().copied().map(Outcome::new).collect();
+
+    // Check once, and hold what the mechanisms need from the environment
+    // (tracefs) for the whole run, so it is set up once rather than per
+    // run; and skip what the kernel visibly lacks before loading anything.
+    let (support, problems) = Support::check(privileged);
+    for (m, err) in problems {
+        if let Some(outcome) = outcomes.iter_mut().find(|o| o.mechanism == m) {
+            outcome.fail(err);
+        }
+    }
+    // The CPU never idles between runs (see keeper.rs).
+    let cpu = CpuPin::new(plan.run.cpu).map(|pin| pin.cpu);
+    let _keeper = cpu.as_ref().ok().map(|&cpu| Keeper::start(cpu));
+    let context_before = context::snapshot(*cpu.as_ref().unwrap_or(&0));
+
+    let mut step = Step {
+        done: 0,
+        total: 0,
+        what: String::new(),
+        retaken: 0,
+    };
+    let mut at = Running {
+        plan,
+        support: &support,
+        step: &mut step,
+        progress: &mut progress,
+    };
+    if plan.warmup {
+        warm_up(&mut at, &mut outcomes);
+    }
+    propagate_base_problems(&mut outcomes);
+    let rounds = timed_rounds(&mut at, &mut outcomes);
+    propagate_base_problems(&mut outcomes);
+    if plan.stats_run {
+        stats_run(&mut at, &mut outcomes);
+    }
+    if let Some(signal) = plan.stopped_by() {
+        cut_short(&mut outcomes, signal);
+    }
+    step.what = "done".into();
+    progress(&step);
+    Runs {
+        outcomes,
+        rounds,
+        retaken_runs: step.retaken,
+        context: context_before.and_then(|before| context::since(&before)),
+        cpu_wait_s: 0.0,
+    }
+}
+
+/// What every step of a run works with: the plan, the checks made for
+/// it, and where the run is.
+struct Running<'a, P> {
+    plan: &'a Plan,
+    support: &'a Support,
+    step: &'a mut Step,
+    progress: &'a mut P,
+}
+
+impl<P: FnMut(&Step)> Running<'_, P> {
+    /// Announces what runs next.
+    fn next(&mut self, what: String) {
+        self.step.what = what;
+        (self.progress)(self.step);
+    }
+
+    fn measure(&self, m: Mechanism, opts: &Options) -> Result<Sample> {
+        measure(self.support.ready(m)?, opts)
+    }
+}
+
+/// Step 1: one untimed run of every mechanism: the load-time support check.
+fn warm_up(at: &mut Running<'_, impl FnMut(&Step)>, outcomes: &mut [Outcome]) {
+    let plan = at.plan;
+    let opts = Options {
+        bpf_stats: false,
+        ..plan.run.clone()
+    };
+    at.step.total = outcomes.iter().filter(|o| o.is_ok()).count() as u64;
+    for outcome in outcomes.iter_mut().filter(|o| o.is_ok()) {
+        if plan.stopped_by().is_some() {
+            return;
+        }
+        at.next(format!("warm-up {}", outcome.mechanism));
+        match at.measure(outcome.mechanism, &opts) {
+            Ok(sample) => {
+                outcome.iterations = plan.run_time.map(|t| scaled(outcome.mechanism, &sample, t))
+            }
+            Err(err) => outcome.fail(err),
+        }
+        at.step.done += 1;
+    }
+}
+
+/// The iterations that make `m`'s runs last about `run_time`, from
+/// `sample`'s time per event: the faster of its lead-in and its timed
+/// events, since a preemption stretches one of them.
+fn scaled(m: Mechanism, sample: &Sample, run_time: Duration) -> NonZeroU64 {
+    let ns = sample.ns_per_event().min(sample.lead_in_ns_per_event);
+    let events = (run_time.as_nanos() as f64 / ns.max(0.01)) as u64;
+    let per_iteration = m.events(1).max(1);
+    NonZeroU64::new(events.max(MIN_SCALED_EVENTS).div_ceil(per_iteration))
+        .unwrap_or(NonZeroU64::MIN)
+}
+
+/// A base and the mechanisms compared to it, as ranges of the plan.
+fn groups(outcomes: &[Outcome]) -> Vec<std::ops::Range<usize>> {
+    let starts: Vec<usize> = (0..outcomes.len())
+        .filter(|&i| i == 0 || outcomes[i].mechanism.is_base())
+        .collect();
+    starts
+        .iter()
+        .zip(starts.iter().skip(1).chain([&outcomes.len()]))
+        .map(|(&a, &b)| a..b)
+        .collect()
+}
+
+/// Step 2: the timed rounds. In each, every group runs its base around each
+/// of its mechanisms (base, raw_tp, base, tp, base): a mechanism's run is
+/// paired with the mean of the base runs just before and just after it,
+/// which takes out any drift in the machine's speed that is steady over
+/// the few tens of ms between them. At least `plan.repeats` rounds; then,
+/// within `plan.budget`, more rounds of the mechanisms not yet
+/// [`Outcome::is_sure`]. Returns the rounds run.
+fn timed_rounds(at: &mut Running<'_, impl FnMut(&Step)>, outcomes: &mut [Outcome]) -> usize {
+    let plan = at.plan;
+    let started = Instant::now();
+    let mut round = 0;
+    loop {
+        let min_rounds = round < plan.repeats.get();
+        let wanted =
+            |o: &Outcome| o.is_ok() && !o.mechanism.is_base() && (min_rounds || !o.is_sure(plan));
+        // A base with none of its mechanisms to measure (selected alone,
+        // or they are skipped) runs once a round, the least number of rounds.
+        let alone = |g: &std::ops::Range<usize>, outcomes: &[Outcome]| {
+            min_rounds
+                && outcomes[g.start].is_ok()
+                && !outcomes[g.clone()]
+                    .iter()
+                    .any(|o| o.is_ok() && !o.mechanism.is_base())
+        };
+        let todo = outcomes.iter().filter(|o| wanted(o)).count()
+            + groups(outcomes)
+                .iter()
+                .filter(|g| alone(g, outcomes))
+                .count();
+        let more =
+            round < plan.repeats.get() || (started.elapsed() < plan.budget && round < MAX_ROUNDS);
+        if todo == 0 || !more || plan.stopped_by().is_some() {
+            return round;
+        }
+        round += 1;
+        at.step.total = at.step.done + 2 * todo as u64;
+        for o in outcomes.iter_mut() {
+            o.kept = o.samples.len();
+        }
+        for group in groups(outcomes) {
+            let todo: Vec<usize> = group.clone().filter(|&i| wanted(&outcomes[i])).collect();
+            if todo.is_empty() && !alone(&group, outcomes) || !outcomes[group.start].is_ok() {
+                continue;
+            }
+            if !bracket(at, outcomes, group.start, &todo, round) {
+                return round;
+            }
+        }
+    }
+}
+
+/// Runs `base`, then each of `todo` followed by `base` again. False when a
+/// stop was asked for.
+fn bracket(
+    at: &mut Running<'_, impl FnMut(&Step)>,
+    outcomes: &mut [Outcome],
+    base: usize,
+    todo: &[usize],
+    round: usize,
+) -> bool {
+    let plan = at.plan;
+    let mut before: Option<Sample> = None;
+    for (n, &i) in std::iter::once(&base).chain(todo).enumerate() {
+        if n > 0 {
+            // The mechanism, then the base after it.
+            if plan.stopped_by().is_some() {
+                return false;
+            }
+            let Some(b) = before.clone() else { return true };
+            at.next(format!("round {round} {}", outcomes[i].mechanism));
+            let got = timed(at, &outcomes[i]);
+            at.step.done += 1;
+            match got {
+                Ok((single, sample)) => {
+                    let o = &mut outcomes[i];
+                    o.single.extend(single);
+                    o.samples.push(sample);
+                    o.before.push(b);
+                }
+                Err(err) => {
+                    outcomes[i].fail(err);
+                    continue;
+                }
+            }
+        }
+        if plan.stopped_by().is_some() {
+            return false;
+        }
+        at.next(format!("round {round} {}", outcomes[base].mechanism));
+        match timed(at, &outcomes[base]) {
+            Ok((single, sample)) => {
+                if n > 0 {
+                    outcomes[i].after.push(sample.clone());
+                }
+                outcomes[base].single.extend(single);
+                outcomes[base].samples.push(sample.clone());
+                before = Some(sample);
+            }
+            Err(err) => {
+                outcomes[base].fail(err);
+                return true;
+            }
+        }
+    }
+    true
+}
+
+/// One timed run of `m`, and with several producers first one producer
+/// alone (for the scaling).
+fn timed(at: &mut Running<'_, impl FnMut(&Step)>, o: &Outcome) -> Result<(Option<Sample>, Sample)> {
+    let plan = at.plan;
+    let opts = plan.options_for(o, false);
+    let single = (plan.run.producers.get() > 1)
+        .then(|| {
+            let one = Options {
+                producers: NonZeroUsize::MIN,
+                ..opts.clone()
+            };
+            at.measure(o.mechanism, &one)
+        })
+        .transpose()?;
+    // A run during which another task (or the hypervisor) had the CPU for
+    // a while timed that too: measured again at once (no pause: the CPU
+    // stays busy), a few times.
+    let mut sample = at.measure(o.mechanism, &opts)?;
+    for _ in 0..MAX_RETAKES {
+        let lost = sample.lost.as_secs_f64() / sample.elapsed.as_secs_f64().max(1e-9);
+        if lost <= MAX_LOST || plan.stopped_by().is_some() {
+            break;
+        }
+        at.step.retaken += 1;
+        sample = at.measure(o.mechanism, &opts)?;
+    }
+    Ok((single, sample))
+}
+
+/// Step 3: the program's own run time, with BPF stats on for this run only.
+fn stats_run(at: &mut Running<'_, impl FnMut(&Step)>, outcomes: &mut [Outcome]) {
+    let plan = at.plan;
+    let todo = |o: &Outcome| o.is_ok() && !o.mechanism.is_base();
+    at.step.total = at.step.done + outcomes.iter().filter(|o| todo(o)).count() as u64;
+    for outcome in outcomes.iter_mut().filter(|o| todo(o)) {
+        if plan.stopped_by().is_some() {
+            return;
+        }
+        at.next(format!("BPF stats {}", outcome.mechanism));
+        match at.measure(outcome.mechanism, &plan.options_for(outcome, true)) {
+            Ok(sample) => outcome.prog_ns_per_event = sample.prog_ns_per_event(),
+            // No BPF_ENABLE_STATS (before 5.8): no figures, not a
+            // failure, and no point trying the other mechanisms.
+            Err(err) if err.is_unsupported() => {
+                log::warn!("no program run times: {}", err.reason());
+                return;
+            }
+            Err(err) => outcome.fail(err),
+        }
+        at.step.done += 1;
+    }
+}
+
+/// After a stop: drops the round in progress (a mechanism's figures pair
+/// it with the base runs around it), and marks what has no round left as
+/// not measured.
+fn cut_short(outcomes: &mut [Outcome], signal: i32) {
+    let why = format!("not measured: interrupted by {}", signal_name(signal));
+    for outcome in outcomes.iter_mut().filter(|o| o.is_ok()) {
+        let kept = outcome.kept;
+        outcome.samples.truncate(kept);
+        outcome.before.truncate(kept);
+        outcome.after.truncate(kept);
+        outcome.single.truncate(kept);
+        if outcome.samples.is_empty() {
+            outcome.set(Status::Failed, why.clone());
+        }
+    }
+}
+
+/// `SIGINT` for 2.
+pub fn signal_name(signal: i32) -> String {
+    nix::sys::signal::Signal::try_from(signal)
+        .map(|s| s.as_str().to_string())
+        .unwrap_or_else(|_| format!("signal {signal}"))
+}
+
+/// A mechanism whose base could not be measured cannot be compared to it.
+fn propagate_base_problems(outcomes: &mut [Outcome]) {
+    let bad_bases: Vec<(Mechanism, Status)> = outcomes
+        .iter()
+        .filter(|o| o.mechanism.is_base() && !o.is_ok())
+        .map(|o| (o.mechanism, o.status))
+        .collect();
+    for outcome in outcomes.iter_mut().filter(|o| o.is_ok()) {
+        if let Some((base, status)) = bad_bases
+            .iter()
+            .find(|(b, _)| *b == outcome.mechanism.base())
+        {
+            let what = if *status == Status::Skipped {
+                "was skipped"
+            } else {
+                "failed"
+            };
+            outcome.set(*status, format!("its base {base} {what}"));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::fixtures::{m, outcome};
+
+    #[test]
+    fn a_stop_drops_the_round_in_progress() {
+        // Stopped in round 3: base ran it, raw_tp did not.
+        let mut outcomes = [
+            outcome(m("base"), &[1000, 1000, 1000]),
+            outcome(m("raw_tp"), &[1100, 1100]),
+            Outcome::new(m("tp")),
+        ];
+        outcomes[2].fail(Error::unsupported("no tracefs"));
+        for o in &mut outcomes {
+            o.kept = 2;
+        }
+        cut_short(&mut outcomes, libc::SIGINT);
+        assert_eq!(outcomes[0].samples.len(), 2);
+        assert_eq!(outcomes[1].samples.len(), 2);
+        assert_eq!(outcomes[2].status, Status::Skipped, "left as it was");
+        // Stopped before a timed round: nothing measured.
+        let mut outcomes = [outcome(m("base"), &[]), outcome(m("raw_tp"), &[])];
+        cut_short(&mut outcomes, libc::SIGTERM);
+        for o in &outcomes {
+            assert_eq!(o.status, Status::Failed);
+            assert_eq!(
+                o.reason.as_deref(),
+                Some("not measured: interrupted by SIGTERM")
+            );
+        }
+    }
+
+    #[test]
+    fn a_bad_base_takes_its_mechanisms_with_it() {
+        let mut base = outcome(m("base-nop"), &[]);
+        base.fail(Error::failed("boom"));
+        let mut outcomes = [
+            outcome(m("base"), &[1000]),
+            outcome(m("raw_tp"), &[1100]),
+            base,
+            outcome(m("uprobe-nop"), &[2000]),
+        ];
+        propagate_base_problems(&mut outcomes);
+        assert_eq!(outcomes[1].status, Status::Ok);
+        assert_eq!(outcomes[3].status, Status::Failed);
+        assert_eq!(
+            outcomes[3].reason.as_deref(),
+            Some("its base base-nop failed")
+        );
+    }
+}
