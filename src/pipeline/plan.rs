@@ -5,7 +5,9 @@ use std::num::{NonZeroU64, NonZeroUsize};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::measure::{Error, Mechanism, Options, Privileged, Result, Trigger, DEFAULT_ITERATIONS};
+use crate::measure::{
+    Error, Mechanism, Options, Privileged, Result, Trigger, Variant, DEFAULT_ITERATIONS,
+};
 
 /// Default length of a timed run (see [`Plan::run_time`]).
 pub const DEFAULT_RUN_TIME: Duration = Duration::from_millis(50);
@@ -55,6 +57,15 @@ impl Precision {
     pub const DEFAULT: Precision = Precision {
         comm: 0.15,
         other: 0.06,
+    };
+
+    /// An in-run comparison's (`--against`): the same on every trigger.
+    /// Pairs measured seconds apart do not carry the drift between runs
+    /// that sets [`Self::DEFAULT`]; this comes from the in-run A/A spread
+    /// (docs/gate-power.md).
+    pub const IN_RUN: Precision = Precision {
+        comm: 0.05,
+        other: 0.05,
     };
 
     pub fn of(self, trigger: Trigger) -> f64 {
@@ -114,6 +125,9 @@ pub struct Plan {
     /// Set (to a signal number, by a signal handler) to stop the run
     /// after the run in progress: see [`run`](super::run).
     pub stop: Option<&'static AtomicUsize>,
+    /// Measure each mechanism twice a round: as A with these options and
+    /// as B with the variant's (`--against`), each bracketed by its base.
+    pub against: Option<Variant>,
 }
 
 impl Plan {
@@ -131,6 +145,7 @@ impl Plan {
             budget: default_budget(),
             precision: Precision::DEFAULT,
             stop: None,
+            against: None,
         }
     }
 

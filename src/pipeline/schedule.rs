@@ -77,6 +77,12 @@ pub struct Outcome {
     pub single: Vec<Sample>,
     /// The program's own ns per event, from the stats run.
     pub prog_ns_per_event: Option<f64>,
+    /// With `--against`: the same mechanism as B, measured with the
+    /// variant's options in the same rounds, each run bracketed by the
+    /// same base (the variant never changes a base).
+    pub against: Option<Box<Outcome>>,
+    /// This is a B side: its runs take the variant's options.
+    is_b: bool,
 }
 
 impl Outcome {
@@ -92,7 +98,35 @@ impl Outcome {
             iterations: None,
             single: Vec::new(),
             prog_ns_per_event: None,
+            against: None,
+            is_b: false,
         }
+    }
+
+    /// A mechanism's B side, for `--against`.
+    fn b_side(mechanism: Mechanism) -> Self {
+        Self {
+            is_b: true,
+            ..Self::new(mechanism)
+        }
+    }
+
+    /// With `--against`, per round, B's overhead minus A's, in ns: the
+    /// pairs a comparison inside one run is judged on.
+    pub fn pairs_ns(&self) -> Option<Vec<f64>> {
+        let b = self.against.as_ref()?;
+        Some(
+            b.overheads()
+                .iter()
+                .zip(self.overheads())
+                .map(|(b, a)| b - a)
+                .collect(),
+        )
+    }
+
+    /// B's outcome, when it is to be measured with A in this round.
+    fn b_ok(&self) -> bool {
+        self.against.as_ref().is_some_and(|b| b.is_ok())
     }
 
     /// Per timed run, the ns per event over the mean of the base runs
@@ -128,8 +162,13 @@ impl Outcome {
     /// Measured precisely enough for `plan.precision`: it sees
     /// [`SURE_SHARE`] of it.
     fn is_sure(&self, plan: &Plan) -> bool {
-        self.detectable()
-            .is_some_and(|d| d <= SURE_SHARE * plan.precision.of(self.mechanism.trigger()))
+        let target = SURE_SHARE * plan.precision.of(self.mechanism.trigger());
+        match self.pairs_ns() {
+            // In-run: what the pairs see of B against A.
+            Some(pairs) if self.b_ok() => crate::paired::paired(&pairs)
+                .is_some_and(|p| p.detectable / self.reference_ns() <= target),
+            _ => self.detectable().is_some_and(|d| d <= target),
+        }
     }
 
     fn is_ok(&self) -> bool {
@@ -155,10 +194,14 @@ impl Outcome {
 impl Plan {
     /// The options of `outcome`'s runs: its own iterations when scaled.
     fn options_for(&self, outcome: &Outcome, bpf_stats: bool) -> Options {
-        Options {
+        let a = Options {
             iterations: outcome.iterations.unwrap_or(self.run.iterations),
             bpf_stats,
             ..self.run.clone()
+        };
+        match &self.against {
+            Some(variant) if outcome.is_b => variant.apply(&a),
+            _ => a,
         }
     }
 }
@@ -184,6 +227,11 @@ pub fn run(
 
 fn run_here(plan: &Plan, privileged: &Privileged, mut progress: impl FnMut(&Step)) -> Runs {
     let mut outcomes: Vec<Outcome> = plan.mechanisms.iter().copied().map(Outcome::new).collect();
+    if plan.against.is_some() {
+        for o in outcomes.iter_mut().filter(|o| !o.mechanism.is_base()) {
+            o.against = Some(Box::new(Outcome::b_side(o.mechanism)));
+        }
+    }
 
     // Check once, and hold what the mechanisms need from the environment
     // (tracefs) for the whole run, so it is set up once rather than per
@@ -192,6 +240,9 @@ fn run_here(plan: &Plan, privileged: &Privileged, mut progress: impl FnMut(&Step
     for (m, err) in problems {
         if let Some(outcome) = outcomes.iter_mut().find(|o| o.mechanism == m) {
             outcome.fail(err);
+            if let Some(b) = outcome.against.as_mut() {
+                b.set(outcome.status, outcome.reason.clone().unwrap_or_default());
+            }
         }
     }
     // The CPU never idles between runs (see keeper.rs).
@@ -275,6 +326,16 @@ fn warm_up(at: &mut Running<'_, impl FnMut(&Step)>, outcomes: &mut [Outcome]) {
             Err(err) => outcome.fail(err),
         }
         at.step.done += 1;
+        // B runs as many events as A, so that each pair compares like
+        // with like; its warm-up checks that the variant loads.
+        let iterations = outcome.iterations;
+        if let Some(b) = outcome.against.as_mut().filter(|b| b.is_ok()) {
+            b.iterations = iterations;
+            at.next(format!("warm-up {} (B)", b.mechanism));
+            if let Err(err) = at.measure(b.mechanism, &plan.options_for(b, false)) {
+                b.fail(err);
+            }
+        }
     }
 }
 
@@ -336,20 +397,59 @@ fn timed_rounds(at: &mut Running<'_, impl FnMut(&Step)>, outcomes: &mut [Outcome
             return round;
         }
         round += 1;
-        at.step.total = at.step.done + 2 * todo as u64;
+        let sides_each = if plan.against.is_some() { 4 } else { 2 };
+        at.step.total = at.step.done + sides_each * todo as u64;
         for o in outcomes.iter_mut() {
             o.kept = o.samples.len();
+            if let Some(b) = o.against.as_mut() {
+                b.kept = b.samples.len();
+            }
         }
         for group in groups(outcomes) {
             let todo: Vec<usize> = group.clone().filter(|&i| wanted(&outcomes[i])).collect();
             if todo.is_empty() && !alone(&group, outcomes) || !outcomes[group.start].is_ok() {
                 continue;
             }
+            let todo = sides(outcomes, &todo, round);
             if !bracket(at, outcomes, group.start, &todo, round) {
                 return round;
             }
         }
     }
+}
+
+/// Which side of a mechanism a run is: A, or with `--against`, B.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Side {
+    A,
+    B,
+}
+
+fn side(outcomes: &mut [Outcome], (i, side): (usize, Side)) -> &mut Outcome {
+    match side {
+        Side::A => &mut outcomes[i],
+        Side::B => outcomes[i]
+            .against
+            .as_deref_mut()
+            .expect("a B side is scheduled only where it was planned"),
+    }
+}
+
+/// The runs of `wanted` mechanisms in round `round`: each one's A, and
+/// B beside it where there is one, in turns (A then B in odd rounds, B
+/// then A in even ones) so that neither side always comes first.
+fn sides(outcomes: &[Outcome], wanted: &[usize], round: usize) -> Vec<(usize, Side)> {
+    let mut runs = Vec::new();
+    for &i in wanted {
+        if !outcomes[i].b_ok() {
+            runs.push((i, Side::A));
+        } else if round % 2 == 1 {
+            runs.extend([(i, Side::A), (i, Side::B)]);
+        } else {
+            runs.extend([(i, Side::B), (i, Side::A)]);
+        }
+    }
+    runs
 }
 
 /// Runs `base`, then each of `todo` followed by `base` again. False when a
@@ -358,30 +458,32 @@ fn bracket(
     at: &mut Running<'_, impl FnMut(&Step)>,
     outcomes: &mut [Outcome],
     base: usize,
-    todo: &[usize],
+    todo: &[(usize, Side)],
     round: usize,
 ) -> bool {
     let plan = at.plan;
     let mut before: Option<Sample> = None;
-    for (n, &i) in std::iter::once(&base).chain(todo).enumerate() {
+    for (n, &run) in std::iter::once(&(base, Side::A)).chain(todo).enumerate() {
         if n > 0 {
             // The mechanism, then the base after it.
             if plan.stopped_by().is_some() {
                 return false;
             }
             let Some(b) = before.clone() else { return true };
-            at.next(format!("round {round} {}", outcomes[i].mechanism));
-            let got = timed(at, &outcomes[i]);
+            let o = side(outcomes, run);
+            let b_mark = if run.1 == Side::B { " (B)" } else { "" };
+            at.next(format!("round {round} {}{b_mark}", o.mechanism));
+            let got = timed(at, o);
             at.step.done += 1;
+            let o = side(outcomes, run);
             match got {
                 Ok((single, sample)) => {
-                    let o = &mut outcomes[i];
                     o.single.extend(single);
                     o.samples.push(sample);
                     o.before.push(b);
                 }
                 Err(err) => {
-                    outcomes[i].fail(err);
+                    o.fail(err);
                     continue;
                 }
             }
@@ -393,7 +495,7 @@ fn bracket(
         match timed(at, &outcomes[base]) {
             Ok((single, sample)) => {
                 if n > 0 {
-                    outcomes[i].after.push(sample.clone());
+                    side(outcomes, run).after.push(sample.clone());
                 }
                 outcomes[base].single.extend(single);
                 outcomes[base].samples.push(sample.clone());
@@ -446,19 +548,34 @@ fn stats_run(at: &mut Running<'_, impl FnMut(&Step)>, outcomes: &mut [Outcome]) 
         if plan.stopped_by().is_some() {
             return;
         }
-        at.next(format!("BPF stats {}", outcome.mechanism));
-        match at.measure(outcome.mechanism, &plan.options_for(outcome, true)) {
-            Ok(sample) => outcome.prog_ns_per_event = sample.prog_ns_per_event(),
-            // No BPF_ENABLE_STATS (before 5.8): no figures, not a
-            // failure, and no point trying the other mechanisms.
-            Err(err) if err.is_unsupported() => {
-                log::warn!("no program run times: {}", err.reason());
+        // B's program run time too: what the variant did to the program.
+        if !stats_of(at, outcome) {
+            return;
+        }
+        if let Some(b) = outcome.against.as_deref_mut().filter(|b| b.is_ok()) {
+            if !stats_of(at, b) {
                 return;
             }
-            Err(err) => outcome.fail(err),
         }
         at.step.done += 1;
     }
+}
+
+/// One stats run of `o`. False when the kernel has no BPF stats: no
+/// figures, not a failure, and no point trying the other mechanisms.
+fn stats_of(at: &mut Running<'_, impl FnMut(&Step)>, o: &mut Outcome) -> bool {
+    let b_mark = if o.is_b { " (B)" } else { "" };
+    at.next(format!("BPF stats {}{b_mark}", o.mechanism));
+    match at.measure(o.mechanism, &at.plan.options_for(o, true)) {
+        Ok(sample) => o.prog_ns_per_event = sample.prog_ns_per_event(),
+        // Before 5.8.
+        Err(err) if err.is_unsupported() => {
+            log::warn!("no program run times: {}", err.reason());
+            return false;
+        }
+        Err(err) => o.fail(err),
+    }
+    true
 }
 
 /// After a stop: drops the round in progress (a mechanism's figures pair
@@ -466,7 +583,7 @@ fn stats_run(at: &mut Running<'_, impl FnMut(&Step)>, outcomes: &mut [Outcome]) 
 /// not measured.
 fn cut_short(outcomes: &mut [Outcome], signal: i32) {
     let why = format!("not measured: interrupted by {}", signal_name(signal));
-    for outcome in outcomes.iter_mut().filter(|o| o.is_ok()) {
+    let cut = |outcome: &mut Outcome| {
         let kept = outcome.kept;
         outcome.samples.truncate(kept);
         outcome.before.truncate(kept);
@@ -475,6 +592,12 @@ fn cut_short(outcomes: &mut [Outcome], signal: i32) {
         if outcome.samples.is_empty() {
             outcome.set(Status::Failed, why.clone());
         }
+    };
+    for outcome in outcomes.iter_mut().filter(|o| o.is_ok()) {
+        if let Some(b) = outcome.against.as_deref_mut().filter(|b| b.is_ok()) {
+            cut(b);
+        }
+        cut(outcome);
     }
 }
 
@@ -502,7 +625,11 @@ fn propagate_base_problems(outcomes: &mut [Outcome]) {
             } else {
                 "failed"
             };
-            outcome.set(*status, format!("its base {base} {what}"));
+            let why = format!("its base {base} {what}");
+            if let Some(b) = outcome.against.as_mut() {
+                b.set(*status, why.clone());
+            }
+            outcome.set(*status, why);
         }
     }
 }

@@ -1,0 +1,435 @@
+//! Comparisons made in one place and one time, measured: the in-run A/B
+//! (`--against`) and the cross-run gate against saved baselines, with
+//! real runs of the command under four conditions, each stated with the
+//! machine's own drift measured just before it (root needed):
+//!
+//!     cargo build --release && sudo target/release/examples/compare_power [--runs N] [--only SECTION]
+//!
+//! (`cargo build --release --examples` builds this; it runs
+//! target/release/bpf-overhead, the command as users run it.)
+//!
+//! Conditions, `runs` runs each (default 5): `quiet`; `hog`, a busy loop
+//! on the other CPU; `disk`, a loop writing 20 MB files and syncing; `apt`,
+//! `apt-get install --reinstall` of a few packages in a loop.
+//!
+//! Sections (`--only`, else all, in this order):
+//! - `baseline`: 3 default runs saved as a baseline set (quiet), and the
+//!   first of them alone as a one-run baseline.
+//! - `aa`: in-run A/A, `--against prog-work=0` of the default mechanisms,
+//!   in every condition; each run's A side also judged against both saved
+//!   baselines (the cross-run A/A).
+//! - `ab`: in-run A/B, raw_tp-loop, tp-loop, uprobe-nop and raw_tp each
+//!   made 10% costlier by `--prog-work` (k steps, from one step's measured
+//!   cost), quiet and beside the hog.
+//! - `stats`: what BPF run-time stats cost, `--against bpf-stats`, per
+//!   mechanism.
+//!
+//! Prints markdown; docs/gate-power.md's comparison part comes from here.
+
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bpf_overhead::document::Document;
+use bpf_overhead::gate::{self, GateReport, Threshold, Verdict};
+use bpf_overhead::measure::{online_cpus, CpuPin};
+use bpf_overhead::paired;
+use bpf_overhead::stats::{mean, median, stddev};
+
+const SECTIONS: [&str; 4] = ["baseline", "aa", "ab", "stats"];
+const AB: [&str; 4] = ["raw_tp-loop", "tp-loop", "uprobe-nop", "raw_tp"];
+const SET_DIR: &str = "target/compare-power/set";
+const ONE: &str = "target/compare-power/one.json";
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Condition {
+    Quiet,
+    Hog,
+    Disk,
+    Apt,
+}
+
+const CONDITIONS: [Condition; 4] = [
+    Condition::Quiet,
+    Condition::Hog,
+    Condition::Disk,
+    Condition::Apt,
+];
+
+impl Condition {
+    fn label(self) -> &'static str {
+        match self {
+            Condition::Quiet => "quiet",
+            Condition::Hog => "CPU hog",
+            Condition::Disk => "20 MB writes + sync",
+            Condition::Apt => "apt-get --reinstall",
+        }
+    }
+
+    fn start(self) -> Load {
+        match self {
+            Condition::Quiet => Load::None,
+            Condition::Hog => Load::Thread(Spinner::start(|| {
+                let mut x = 0u64;
+                for _ in 0..1_000_000 {
+                    x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+                }
+            })),
+            Condition::Disk => Load::Thread(Spinner::start(|| {
+                let path = std::env::temp_dir().join("compare-power-disk");
+                let block = vec![0x5au8; 1 << 20];
+                if let Ok(mut f) = std::fs::File::create(&path) {
+                    use std::io::Write;
+                    for _ in 0..20 {
+                        let _ = f.write_all(&block);
+                    }
+                }
+                unsafe { libc::sync() };
+                let _ = std::fs::remove_file(&path);
+            })),
+            Condition::Apt => Load::Process(
+                Command::new("sh")
+                    .args([
+                        "-c",
+                        "while :; do DEBIAN_FRONTEND=noninteractive apt-get install --reinstall -y -qq \
+                         hostname less bc >/dev/null 2>&1; done",
+                    ])
+                    .spawn()
+                    .expect("start the apt-get loop"),
+            ),
+        }
+    }
+}
+
+/// A loop on a CPU other than the measuring one, while it lives.
+struct Spinner {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Spinner {
+    fn start(work: fn()) -> Self {
+        let cpu = online_cpus()
+            .unwrap()
+            .into_iter()
+            .find(|&c| c != 0)
+            .unwrap_or(0);
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let _pin = CpuPin::new(Some(cpu)).unwrap();
+            while !flag.load(Ordering::Relaxed) {
+                work();
+            }
+        });
+        Self {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Spinner {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+enum Load {
+    None,
+    Thread(#[allow(dead_code)] Spinner),
+    Process(Child),
+}
+
+impl Drop for Load {
+    fn drop(&mut self) {
+        if let Load::Process(child) = self {
+            // The shell's loop and its apt-get: the whole process group.
+            let _ = Command::new("pkill").args(["-P", &child.id().to_string()]).status();
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// The machine's drift over `secs`: examples/drift's figures, as a string.
+fn drift(secs: u32) -> String {
+    let out = Command::new(sibling("drift"))
+        .arg(secs.to_string())
+        .output()
+        .expect("run examples/drift (cargo build --release --examples)");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("drift's JSON");
+    format!(
+        "drift over {secs} s: {}K/s median, CV {}% (50 ms windows), {}% (1 s blocks)",
+        v["median_k_per_s"], v["cv_50ms_pct"], v["cv_1s_pct"]
+    )
+}
+
+fn sibling(name: &str) -> std::path::PathBuf {
+    std::env::current_exe().unwrap().with_file_name(name)
+}
+
+fn command() -> std::path::PathBuf {
+    // target/release/examples/compare_power -> target/release/bpf-overhead
+    sibling("..").join("bpf-overhead")
+}
+
+/// One run of the command with `args`, its JSON document and exit code.
+fn run(args: &[&str]) -> (Document, i32, f64) {
+    let started = Instant::now();
+    let out = Command::new(command())
+        .args(args)
+        .args(["--format", "json"])
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("run target/release/bpf-overhead");
+    let secs = started.elapsed().as_secs_f64();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let doc = Document::from_json(&text).unwrap_or_else(|e| panic!("bpf-overhead {args:?}: {e}"));
+    (doc, out.status.code().unwrap_or(-1), secs)
+}
+
+/// Verdict counts: [regressed, unsure, ok, improved].
+fn tally(counts: &mut [usize; 4], v: Verdict) {
+    let i = match v {
+        Verdict::Regressed | Verdict::Missing => 0,
+        Verdict::Inconclusive => 1,
+        Verdict::Improved => 3,
+        _ => 2,
+    };
+    counts[i] += 1;
+}
+
+fn cell(c: &[usize; 4]) -> String {
+    format!("{} / {} / {} / {}", c[0], c[1], c[2], c[3])
+}
+
+fn baseline() {
+    let _ = std::fs::remove_dir_all(SET_DIR);
+    std::fs::create_dir_all(SET_DIR).unwrap();
+    println!("\n## Saved baselines\n\n{}\n", drift(20));
+    for i in 0..3 {
+        let (_, code, secs) = run(&["--save", &format!("{SET_DIR}/")]);
+        println!("- baseline run {} saved into {SET_DIR}/ ({secs:.0} s, exit {code})", i + 1);
+    }
+    let first = std::fs::read_dir(SET_DIR)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .min()
+        .expect("a saved run");
+    std::fs::copy(first, ONE).unwrap();
+}
+
+fn set() -> Vec<Document> {
+    std::fs::read_dir(SET_DIR)
+        .map(|dir| {
+            dir.filter_map(|e| e.ok().map(|e| e.path()))
+                .filter_map(|p| Document::load(&p).ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Names of the mechanisms in a report, in order.
+fn names(r: &GateReport) -> Vec<String> {
+    r.comparisons.iter().map(|c| c.name.clone()).collect()
+}
+
+fn aa(runs: usize) {
+    let set = set();
+    let one = Document::load(std::path::Path::new(ONE)).ok();
+    println!("\n## In-run A/A: `--against prog-work=0`, default mechanisms and budget\n");
+    println!("Counts are REGRESSED / UNSURE / ok / improved over the runs of each condition.\n");
+    let mut rows: Vec<(String, Vec<[usize; 4]>)> = Vec::new();
+    let mut cross_one: Vec<(String, Vec<[usize; 4]>)> = Vec::new();
+    let mut cross_set: Vec<(String, Vec<[usize; 4]>)> = Vec::new();
+    let mut lines = Vec::new();
+    for (ci, condition) in CONDITIONS.iter().enumerate() {
+        let load = condition.start();
+        let d = drift(20);
+        let mut secs = Vec::new();
+        for _ in 0..runs {
+            let (doc, code, s) = run(&["--against", "prog-work=0"]);
+            secs.push(s);
+            let report = paired::compare_in_run(&doc, paired::IN_RUN_THRESHOLD);
+            add(&mut rows, &report, ci);
+            eprintln!("compare_power: A/A {} exit {code} in {s:.0} s", condition.label());
+            let a = doc.side_a();
+            if let Some(one) = &one {
+                add(&mut cross_one, &gate::compare(one, &a, Threshold::ByTrigger), ci);
+            }
+            if set.len() > 1 {
+                add(&mut cross_set, &gate::compare_set(&set, &a, Threshold::ByTrigger), ci);
+            }
+        }
+        drop(load);
+        lines.push(format!(
+            "- {}: {d}; runs took {:.0}–{:.0} s",
+            condition.label(),
+            secs.iter().copied().fold(f64::INFINITY, f64::min),
+            secs.iter().copied().fold(0.0, f64::max)
+        ));
+    }
+    println!("{}\n", lines.join("\n"));
+    table("In-run, B against A", &rows);
+    table("Cross-run: each run's A side against the one-run baseline", &cross_one);
+    table(
+        &format!("Cross-run: each run's A side against the {}-run baseline set", set.len()),
+        &cross_set,
+    );
+}
+
+fn add(rows: &mut Vec<(String, Vec<[usize; 4]>)>, report: &GateReport, ci: usize) {
+    for name in names(report) {
+        let c = report.find(&name).unwrap();
+        let row = match rows.iter().position(|(n, _)| *n == name) {
+            Some(i) => i,
+            None => {
+                rows.push((name.clone(), vec![[0; 4]; CONDITIONS.len()]));
+                rows.len() - 1
+            }
+        };
+        tally(&mut rows[row].1[ci], c.verdict);
+    }
+}
+
+fn table(title: &str, rows: &[(String, Vec<[usize; 4]>)]) {
+    println!("### {title}\n");
+    let heads: Vec<&str> = CONDITIONS.iter().map(|c| c.label()).collect();
+    println!("| mechanism | {} |", heads.join(" | "));
+    println!("|---|{}", "---|".repeat(heads.len()));
+    for (name, counts) in rows {
+        let cells: Vec<String> = counts.iter().map(cell).collect();
+        println!("| {name} | {} |", cells.join(" | "));
+    }
+    println!();
+}
+
+/// ns that one --prog-work step adds, from one in-run comparison of
+/// raw_tp-loop with 400 steps against none.
+fn ns_per_step() -> f64 {
+    let (doc, _, _) = run(&["-m", "raw_tp-loop", "--against", "prog-work=400"]);
+    let m = doc.mechanism("raw_tp-loop").expect("raw_tp-loop measured");
+    let pairs = m.pairs_ns.as_ref().expect("raw_tp-loop's pairs");
+    median(&pairs.samples) / 400.0
+}
+
+fn ab(runs: usize) {
+    let step = ns_per_step();
+    println!("\n## In-run A/B: the mechanism made 10% costlier by `--prog-work`\n");
+    println!("One `--prog-work` step: {step:.3} ns (raw_tp-loop, 400 steps against none, in one run).\n");
+    let mut lines = Vec::new();
+    println!("| mechanism | condition | own cost | --prog-work | change seen (median) | sees (median) | REGRESSED | UNSURE | ok | improved |");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    for name in AB {
+        let (doc, _, _) = run(&["-m", name, "--budget", "5"]);
+        let own = doc
+            .mechanism(name)
+            .and_then(|m| m.overhead_ns.as_ref())
+            .map_or(f64::NAN, |s| s.median);
+        let k = ((0.10 * own / step).round() as u32).clamp(1, 10_000);
+        for condition in [Condition::Quiet, Condition::Hog] {
+            let load = condition.start();
+            let d = drift(10);
+            let mut counts = [0usize; 4];
+            let (mut changes, mut sees) = (Vec::new(), Vec::new());
+            for _ in 0..runs {
+                let (doc, code, s) = run(&["-m", name, "--against", &format!("prog-work={k}")]);
+                let report = paired::compare_in_run(&doc, paired::IN_RUN_THRESHOLD);
+                let c = report.find(name).expect("compared");
+                eprintln!(
+                    "compare_power: A/B {name} prog-work={k} {}: {} {:+.1}% in {s:.0} s, exit {code}",
+                    condition.label(),
+                    c.verdict.label(),
+                    100.0 * c.change.unwrap_or(f64::NAN)
+                );
+                tally(&mut counts, c.verdict);
+                changes.push(c.change.unwrap_or(f64::NAN));
+                sees.push(c.detectable.unwrap_or(f64::INFINITY));
+            }
+            drop(load);
+            lines.push(format!("- {name}, {}: {d}", condition.label()));
+            println!(
+                "| {name} | {} | {own:.1} ns | {k} | {:+.1}% | ±{:.1}% | {}/{runs} | {}/{runs} | {}/{runs} | {}/{runs} |",
+                condition.label(),
+                100.0 * median(&changes),
+                100.0 * median(&sees),
+                counts[0],
+                counts[1],
+                counts[2],
+                counts[3]
+            );
+        }
+    }
+    println!("\n{}", lines.join("\n"));
+}
+
+fn stats() {
+    println!("\n## What BPF run-time stats cost: `--against bpf-stats`, default mechanisms\n");
+    println!("{}\n", drift(20));
+    let (doc, code, s) = run(&["--against", "bpf-stats"]);
+    let report = paired::compare_in_run(&doc, paired::IN_RUN_THRESHOLD);
+    println!("One run, {s:.0} s, exit {code}.\n");
+    println!("| mechanism | own cost, stats off | with stats on | difference | verdict | sees |");
+    println!("|---|---|---|---|---|---|");
+    for c in &report.comparisons {
+        let Some(m) = doc.mechanism(&c.name) else { continue };
+        let a = m.overhead_ns.as_ref().map_or(f64::NAN, |s| s.median);
+        let b = m
+            .against
+            .as_ref()
+            .and_then(|b| b.overhead_ns.as_ref())
+            .map_or(f64::NAN, |s| s.median);
+        println!(
+            "| {} | {a:+.1} ns | {b:+.1} ns | {:+.1} ns ({:+.1}%) | {} | ±{:.1}% |",
+            c.name,
+            c.diff_ns.unwrap_or(f64::NAN),
+            100.0 * c.change.unwrap_or(f64::NAN),
+            c.verdict.label(),
+            100.0 * c.detectable.unwrap_or(f64::INFINITY)
+        );
+    }
+}
+
+fn main() {
+    let mut runs = 5;
+    let mut only: Option<String> = None;
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match (arg.as_str(), args.next()) {
+            ("--runs", Some(n)) if n.parse::<usize>().is_ok_and(|n| n > 0) => runs = n.parse().unwrap(),
+            ("--only", Some(s)) if SECTIONS.contains(&s.as_str()) => only = Some(s),
+            _ => {
+                eprintln!("usage: compare_power [--runs N] [--only baseline|aa|ab|stats]  (N >= 1)");
+                std::process::exit(2);
+            }
+        }
+    }
+    let want = |section: &str| only.as_deref().is_none_or(|o| o == section);
+    let started = Instant::now();
+    let uname = nix::sys::utsname::uname().unwrap();
+    println!(
+        "compare_power: kernel {}, {runs} runs a condition, in-run threshold {:.0}%, cross-run {}",
+        uname.release().to_string_lossy(),
+        100.0 * paired::IN_RUN_THRESHOLD,
+        Threshold::ByTrigger.describe()
+    );
+    if want("baseline") {
+        baseline();
+    }
+    if want("aa") {
+        aa(runs);
+    }
+    if want("ab") {
+        ab(runs);
+    }
+    if want("stats") {
+        stats();
+    }
+    let _ = (mean(&[1.0]), stddev(&[1.0]));
+    println!("\n(compare_power took {:.0} s)", started.elapsed().as_secs_f64());
+}
