@@ -35,8 +35,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bpf_overhead::document::{Document, Host};
+use bpf_overhead::document::Document;
 use bpf_overhead::gate::{self, Threshold, Verdict};
+use bpf_overhead::measure::host::Host;
 use bpf_overhead::measure::{online_cpus, CpuPin, Options, ProgWork};
 use bpf_overhead::pipeline::{self, Plan};
 use bpf_overhead::stats::{mean, median, stddev};

@@ -552,7 +552,7 @@ fn rate_change(old: &MechanismResult, new: &MechanismResult) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::document::tests::document;
+    use crate::document::fixtures::document;
     use crate::render::gate_report;
 
     fn series(values: &[f64]) -> Summary {

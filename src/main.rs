@@ -17,8 +17,9 @@ use signal_hook::consts::{SIGINT, SIGTERM};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use bpf_overhead::document::{self, Document, Host, Status};
+use bpf_overhead::document::{self, Document, Status};
 use bpf_overhead::gate::{self, Threshold};
+use bpf_overhead::measure::host::Host;
 use bpf_overhead::measure::{
     cpulock, Batch, CpuPin, Options, Privileged, ProgWork, MAX_BATCH, MAX_PROG_WORK,
 };

@@ -45,7 +45,8 @@ pub use plan::{
 pub use schedule::{run, signal_name, Outcome, Runs, Step, MAX_LOST, MAX_RETAKES, MAX_ROUNDS};
 pub use survey::{survey, Availability};
 
-use crate::document::{Document, Host};
+use crate::document::Document;
+use crate::measure::host::Host;
 use crate::measure::{Privileged, Result};
 
 /// Runs the plan and returns its document: [`run`], then [`document`].
@@ -66,7 +67,7 @@ mod fixtures {
     use std::time::Duration;
 
     use super::{Outcome, Runs};
-    use crate::document::Host;
+    use crate::measure::host::Host;
     use crate::measure::{Mechanism, Sample};
 
     pub(super) fn m(name: &str) -> Mechanism {

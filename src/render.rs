@@ -587,7 +587,7 @@ pub fn list(survey: &[(Mechanism, Availability)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::document::tests::document;
+    use crate::document::fixtures::document;
     use crate::gate::{compare, Threshold, DEFAULT_THRESHOLD};
 
     #[test]

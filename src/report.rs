@@ -282,7 +282,7 @@ pub fn load(path: &Path) -> Result<Document, String> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::document::tests::document;
+    use crate::document::fixtures::document;
     use crate::stats::Summary;
 
     /// Three runs of the fixture: two kernels and an emulated one, with

@@ -4,8 +4,9 @@
 use std::num::NonZeroUsize;
 use std::time::Duration;
 
-use bpf_overhead::document::{Host, Status};
+use bpf_overhead::document::Status;
 use bpf_overhead::expect::{Expectations, Verdict};
+use bpf_overhead::measure::host::Host;
 use bpf_overhead::measure::{online_cpus, Options, Privileged, DEFAULT_ITERATIONS};
 use bpf_overhead::pipeline::{self, Plan};
 use bpf_overhead::Mechanism;

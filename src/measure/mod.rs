@@ -1,7 +1,7 @@
-//! The core: the catalogue of mechanisms, the triggers that fire them and
-//! the measurement of one run. It knows nothing of the layers above it
-//! (pipeline, document, renderers, gate, command line); a test in
-//! src/lib.rs keeps it that way.
+//! The core: the catalogue of mechanisms, the triggers that fire them,
+//! the measurement of one run and the facts about the host recorded with
+//! it. It knows nothing of the layers above it (pipeline, document,
+//! renderers, gate, command line); a test in src/lib.rs keeps it that way.
 
 pub mod bpf_consts;
 pub mod caps;
@@ -9,6 +9,7 @@ pub mod catalogue;
 pub mod context;
 pub mod cpulock;
 pub mod error;
+pub mod host;
 pub mod keeper;
 mod load;
 pub mod options;

@@ -4,9 +4,9 @@
 use super::plan::Plan;
 use super::schedule::{signal_name, Outcome, Runs};
 use crate::document::{
-    Document, Host, MechanismResult, ProducerResult, Status, ORDER_BRACKETED, SCHEMA,
-    SCHEMA_VERSION,
+    Document, MechanismResult, ProducerResult, Status, ORDER_BRACKETED, SCHEMA, SCHEMA_VERSION,
 };
+use crate::measure::host::Host;
 use crate::measure::Sample;
 use crate::stats::Summary;
 

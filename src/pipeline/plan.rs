@@ -17,7 +17,7 @@ pub const DEFAULT_BUDGET: Duration = Duration::from_secs(45);
 /// [`DEFAULT_BUDGET`], or none under emulation, where nothing timed is
 /// read.
 fn default_budget() -> Duration {
-    if crate::document::emulated().is_some() {
+    if crate::measure::host::emulated().is_some() {
         Duration::ZERO
     } else {
         DEFAULT_BUDGET
@@ -35,7 +35,7 @@ pub const SURE_SHARE: f64 = 0.6;
 /// [`DEFAULT_RUN_TIME`], or none under emulation: scaling needs the
 /// warm-up run's time per event, and there is no warm-up there.
 fn default_run_time() -> Option<Duration> {
-    crate::document::emulated()
+    crate::measure::host::emulated()
         .is_none()
         .then_some(DEFAULT_RUN_TIME)
 }
@@ -134,7 +134,7 @@ impl Plan {
     /// `selection` and each one's base, in catalogue order; an empty
     /// selection means every mechanism. Defaults for the rest.
     pub fn new(selection: &[Mechanism]) -> Self {
-        let emulated = crate::document::emulated().is_some();
+        let emulated = crate::measure::host::emulated().is_some();
         Self {
             mechanisms: expand(selection),
             run: Options::default(),
@@ -155,7 +155,7 @@ impl Plan {
     /// the mechanism attaches and counts exactly, which 10000 events prove
     /// as well as 100000, and its rates are no performance figures.
     pub fn selftest(mechanism: Mechanism) -> Self {
-        let emulated = crate::document::emulated().is_some();
+        let emulated = crate::measure::host::emulated().is_some();
         Self {
             run: Options {
                 iterations: if emulated {

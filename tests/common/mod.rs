@@ -4,8 +4,9 @@
 
 use std::fmt;
 
-use bpf_overhead::document::{Document, Host, MechanismResult};
+use bpf_overhead::document::{Document, MechanismResult};
 use bpf_overhead::expect::{Expectations, Verdict};
+use bpf_overhead::measure::host::Host;
 use bpf_overhead::measure::Privileged;
 use bpf_overhead::pipeline::{self, Plan};
 use bpf_overhead::render::KtapResult;

@@ -1,0 +1,130 @@
+//! Result files: reading one back (`--baseline`, `report`) and writing one
+//! (`--save`).
+
+use std::fs;
+use std::io::{Read as _, Write as _};
+use std::os::unix::fs::{FileTypeExt as _, OpenOptionsExt as _, PermissionsExt as _};
+use std::path::Path;
+
+use super::schema::Document;
+
+impl Document {
+    /// Reads a saved result (a `--baseline` file): a regular file of at
+    /// most [`MAX_FILE_BYTES`], a document of this schema version whose
+    /// figures make sense ([`Document::validate`]), of a complete run.
+    pub fn load(path: &Path) -> Result<Self, String> {
+        let text = read_result_file(path)
+            .map_err(|e| format!("cannot read baseline {}: {e}", path.display()))?;
+        let doc = Self::from_json(&text)
+            .and_then(|doc| doc.validate().map(|()| doc))
+            .map_err(|e| format!("baseline {}: {e}", path.display()))?;
+        if let Some(signal) = &doc.interrupted {
+            return Err(format!(
+                "baseline {}: the run was interrupted ({signal}) and is incomplete: \
+                 save a complete run as the baseline",
+                path.display()
+            ));
+        }
+        Ok(doc)
+    }
+
+    /// Writes the result for later use (`--save`), atomically: into a new
+    /// file in the same directory, synced, then renamed over `path`. A
+    /// crash or a full disk leaves the old file whole, never half a
+    /// result.
+    pub fn save(&self, path: &Path) -> Result<(), String> {
+        let fail = |e: &dyn std::fmt::Display| {
+            // tempfile adds "at path <its random name>": not the user's.
+            let e = e.to_string();
+            let e = e.split(" at path ").next().unwrap_or_default();
+            format!("cannot write result to {}: {e}", path.display())
+        };
+        let mut file = tempfile::Builder::new()
+            .prefix(".bpf-overhead-")
+            .suffix(".json.tmp")
+            .tempfile_in(save_dir(path))
+            .map_err(|e| fail(&e))?;
+        file.write_all(self.to_json().as_bytes())
+            .and_then(|()| file.as_file().sync_all())
+            .map_err(|e| fail(&e))?;
+        // Created 0600; a result is no secret: what fs::write would give.
+        let mode = 0o666 & !umask();
+        file.as_file()
+            .set_permissions(fs::Permissions::from_mode(mode))
+            .map_err(|e| fail(&e))?;
+        file.persist(path).map_err(|e| fail(&e.error))?;
+        Ok(())
+    }
+}
+
+/// The most a result file may weigh: a full run's is ~15 KiB.
+pub const MAX_FILE_BYTES: u64 = 64 << 20;
+
+/// The text of a result file, refusing what cannot be one without
+/// reading it: a directory, a FIFO (whose open would wait for a writer),
+/// a device (/dev/zero never ends), anything over [`MAX_FILE_BYTES`].
+pub fn read_result_file(path: &Path) -> Result<String, String> {
+    let kind = |meta: &fs::Metadata| -> Result<(), String> {
+        let t = meta.file_type();
+        let what = if t.is_dir() {
+            "a directory"
+        } else if t.is_fifo() {
+            "a FIFO"
+        } else if t.is_char_device() || t.is_block_device() {
+            "a device"
+        } else if t.is_socket() {
+            "a socket"
+        } else if !t.is_file() {
+            "not a regular file"
+        } else if meta.len() > MAX_FILE_BYTES {
+            return Err(format!(
+                "{} bytes, more than a result file's {} MiB",
+                meta.len(),
+                MAX_FILE_BYTES >> 20
+            ));
+        } else {
+            return Ok(());
+        };
+        Err(format!("{what}, not a result file"))
+    };
+    kind(&fs::metadata(path).map_err(|e| e.to_string())?)?;
+    // It was a regular file a moment ago; O_NONBLOCK keeps the open from
+    // hanging if it was swapped for a FIFO since, and fstat checks again.
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| e.to_string())?;
+    kind(&file.metadata().map_err(|e| e.to_string())?)?;
+    let mut text = String::new();
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| e.to_string())?;
+    if text.len() as u64 > MAX_FILE_BYTES {
+        return Err(format!(
+            "more than a result file's {} MiB",
+            MAX_FILE_BYTES >> 20
+        ));
+    }
+    Ok(text)
+}
+
+/// The directory a result file at `path` goes into.
+pub fn save_dir(path: &Path) -> &Path {
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    }
+}
+
+/// The process's umask, from /proc (umask(2) can only read it by
+/// changing it, under the feet of other threads); 022 if unknown.
+fn umask() -> u32 {
+    fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            let v = status.lines().find_map(|l| l.strip_prefix("Umask:"))?;
+            u32::from_str_radix(v.trim(), 8).ok()
+        })
+        .unwrap_or(0o022)
+}

@@ -1,0 +1,348 @@
+//! The result document's types, and their JSON.
+
+use serde::{Deserialize, Serialize};
+
+use crate::stats::Summary;
+
+/// Value of the document's `schema` field.
+pub const SCHEMA: &str = "bpf-overhead-result";
+/// Value of the document's `schema_version` field.
+pub const SCHEMA_VERSION: u32 = 2;
+/// Older versions this one reads: version 1 had no `context`, no
+/// `detectable` and exactly `repeats` runs of everything.
+pub const READS_VERSIONS: [u32; 2] = [1, 2];
+
+/// How the runs of different mechanisms were ordered (the `order` field).
+pub const ORDER_ROUND_ROBIN: &str = "round-robin";
+/// Rounds in which each base runs before and after each of its mechanisms
+/// (the `order` of version 2).
+pub const ORDER_BRACKETED: &str = "bracketed";
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Document {
+    /// Always [`SCHEMA`].
+    pub schema: String,
+    /// Always [`SCHEMA_VERSION`] when written by this version.
+    pub schema_version: u32,
+    /// The bpf-overhead version that wrote it.
+    pub tool_version: String,
+    /// When the run ended, RFC 3339 in UTC (`2026-05-01T12:00:00Z`).
+    pub timestamp: String,
+    /// `uname -r`.
+    pub kernel_release: String,
+    /// The CPU's model name from /proc/cpuinfo.
+    pub cpu_model: String,
+    /// The machine's architecture as Rust names it (`x86_64`, `aarch64`):
+    /// that of the binary, which runs only on its own. Absent from results
+    /// of versions that ran on x86_64 only.
+    #[serde(default = "x86_64")]
+    pub arch: String,
+    /// The CPU every run was pinned to.
+    pub cpu: usize,
+    /// The emulator in use (`tcg`), or null on real or virtualised hardware.
+    pub emulated: Option<String>,
+    /// Events per run.
+    pub iterations: u64,
+    /// Timed rounds: the most any mechanism had (version 1: exactly this
+    /// many runs of each).
+    pub repeats: usize,
+    /// The time budget for rounds beyond the least number, in s (0: none).
+    #[serde(default)]
+    pub budget_secs: f64,
+    /// The length each mechanism's timed runs were sized to, in s, from
+    /// its warm-up run; null: `iterations` events each (`--iterations`,
+    /// the suite, emulation, and version 1).
+    #[serde(default)]
+    pub run_secs: Option<f64>,
+    /// Untimed runs per mechanism before the timed ones.
+    pub warmup_runs: usize,
+    /// How runs were ordered: [`ORDER_BRACKETED`] ([`ORDER_ROUND_ROBIN`]
+    /// in version 1).
+    pub order: String,
+    /// Whether the extra run with BPF run-time stats was asked for.
+    pub prog_stats: bool,
+    /// Loop iterations per driver run for the kernel-loop trigger
+    /// (`--batch`). Absent from results written before it existed: 100.
+    #[serde(default = "default_batch")]
+    pub batch: u32,
+    /// Extra work rounds every program did per hit (`--prog-work`).
+    #[serde(default)]
+    pub prog_work: u32,
+    /// Producers firing at once, each on its own CPU (`--producers`).
+    #[serde(default = "one")]
+    pub producers: usize,
+    /// The signal that stopped the run early (`"SIGINT"`), or null. An
+    /// interrupted result holds only the rounds every mechanism completed,
+    /// and is refused as a baseline.
+    #[serde(default)]
+    pub interrupted: Option<String>,
+    /// Timed runs measured again, at once, because the measuring thread
+    /// lost the CPU for over 1% of them (version 1: because the speed
+    /// reference said the machine had slowed down). Absent: 0.
+    #[serde(default)]
+    pub retaken_runs: u64,
+    /// What else the machine did on the measuring CPU during the run.
+    /// Null where /proc could not tell, and in version 1.
+    #[serde(default)]
+    pub context: Option<crate::measure::context::Context>,
+    /// Seconds the run waited before it started for its CPU, which another
+    /// measuring run held (a per-CPU lock: two runs on one CPU would both
+    /// be wrong). Absent from older results: 0.
+    #[serde(default)]
+    pub cpu_wait_s: f64,
+    /// Every mechanism measured or skipped, bases included, each base before
+    /// the mechanisms it is the reference for.
+    pub mechanisms: Vec<MechanismResult>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// Measured: the figures are set.
+    Ok,
+    /// This kernel lacks what the mechanism needs (`reason` says what).
+    Skipped,
+    /// Should have worked and did not (`reason` says why). The run exits 1.
+    Failed,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MechanismResult {
+    /// `base`, `raw_tp`, `uprobe-nop`... as given to `-m`.
+    pub name: String,
+    /// The base this one is compared to (its own name for a base).
+    pub base: String,
+    /// First word of the selftest line: `task_rename` or `uprobe_target`.
+    pub trigger: String,
+    /// Where it attaches.
+    pub hook: String,
+    /// Events each run fired: `iterations`, scaled by the trigger (a call
+    /// base fires 100x, the kernel loop 10x, rounded up to whole batches).
+    /// 0 in results written before it existed.
+    #[serde(default)]
+    pub events_per_run: u64,
+    pub status: Status,
+    /// Why it was skipped or failed; null when ok.
+    pub reason: Option<String>,
+    /// Rate of each timed run in thousands of events per second, and its
+    /// statistics. Null unless ok.
+    pub k_events_per_sec: Option<Summary>,
+    /// Median time per event in ns. Null unless ok.
+    pub ns_per_event: Option<f64>,
+    /// Per repeat, ns/event minus the base's ns/event in the same repeat.
+    /// Null for a base or unless ok.
+    pub overhead_ns: Option<Summary>,
+    /// Per repeat, this rate divided by the base's rate in the same repeat
+    /// (1 = free, 0.5 = half the base's rate). What the regression gate
+    /// compares. Null for a base or unless ok.
+    pub ratio_to_base: Option<Summary>,
+    /// Hits the BPF program counted from our thread in each timed run
+    /// (always `iterations` when ok). Null for a base.
+    pub hits: Option<Vec<u64>>,
+    /// The program's own run time per run, `run_time_ns / run_cnt` from
+    /// the kernel's BPF stats in one extra run. Null for a base, when not
+    /// ok, or when stats were unavailable or not asked for.
+    pub prog_ns_per_event: Option<f64>,
+    /// With several producers: each one's rate and hits. Null otherwise.
+    #[serde(default)]
+    pub producers: Option<Vec<ProducerResult>>,
+    /// With several producers: per round, the total rate over one
+    /// producer's rate in the same round. Null otherwise.
+    #[serde(default)]
+    pub scaling: Option<Summary>,
+    /// Per round, the machine's speed around the run: ns per step of a
+    /// fixed piece of user-space work (src/measure/speed.rs). Null unless
+    /// ok, and in results written before it existed.
+    #[serde(default)]
+    pub speed_ns: Option<Summary>,
+    /// Per round, `overhead_ns` divided by the speed reference of the
+    /// mechanism's and its base's runs (their mean): the overhead in
+    /// reference steps, the same at any machine speed. What the gate
+    /// compares. Null where `overhead_ns` is, and in older results.
+    #[serde(default)]
+    pub overhead_steps: Option<Summary>,
+    /// The smallest change of `overhead_ns`'s median that this run could
+    /// tell from noise against a baseline as noisy as itself (a one-sided
+    /// rank test at p = 0.05, 4 times in 5), in ns per event. Null for a
+    /// base, with one round, and in version 1.
+    #[serde(default)]
+    pub detectable_ns: Option<f64>,
+    /// `detectable_ns` as a share of the mechanism's own cost: its median
+    /// overhead, or 5% of its base's time if that is more.
+    #[serde(default)]
+    pub detectable: Option<f64>,
+}
+
+/// One producer of a multi-producer run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProducerResult {
+    /// The CPU it was pinned to.
+    pub cpu: usize,
+    /// Its own rate in each round.
+    pub k_events_per_sec: Summary,
+    /// The hits its program counted in each round (its events, else the
+    /// run failed).
+    pub hits: Vec<u64>,
+}
+
+fn one() -> usize {
+    1
+}
+
+fn default_batch() -> u32 {
+    100
+}
+
+/// `arch` of documents written before it was recorded: those versions
+/// built for x86_64 only.
+fn x86_64() -> String {
+    "x86_64".into()
+}
+
+impl MechanismResult {
+    pub fn is_base(&self) -> bool {
+        self.name == self.base
+    }
+
+    pub fn is_ok(&self) -> bool {
+        self.status == Status::Ok
+    }
+}
+
+impl Document {
+    pub fn mechanism(&self, name: &str) -> Option<&MechanismResult> {
+        self.mechanisms.iter().find(|m| m.name == name)
+    }
+
+    pub fn mechanism_mut(&mut self, name: &str) -> Option<&mut MechanismResult> {
+        self.mechanisms.iter_mut().find(|m| m.name == name)
+    }
+
+    /// Whether every mechanism of the run, bases aside, was skipped (and
+    /// there was at least one): nothing it was asked to measure could be
+    /// measured on this kernel. `--format ktap` then exits with
+    /// kselftest's KSFT_SKIP (4). A run of bases alone skipped nothing.
+    pub fn all_skipped(&self) -> bool {
+        let mut mechanisms = self.mechanisms.iter().filter(|m| !m.is_base()).peekable();
+        mechanisms.peek().is_some()
+            && mechanisms.all(|m| m.status == Status::Skipped)
+            && self.mechanisms.iter().all(|m| m.status != Status::Failed)
+    }
+
+    pub fn to_json(&self) -> String {
+        let mut text = serde_json::to_string_pretty(self).expect("a Document always serializes");
+        text.push('\n');
+        text
+    }
+
+    /// Parses a document, refusing anything that is not a bpf-overhead
+    /// result of this schema version, with a message saying which.
+    pub fn from_json(text: &str) -> Result<Self, String> {
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
+        match value.get("schema").and_then(|s| s.as_str()) {
+            Some(SCHEMA) => {}
+            Some(other) => {
+                return Err(format!(
+                    "not a bpf-overhead result: its schema is \"{other}\", not \"{SCHEMA}\""
+                ))
+            }
+            None => {
+                return Err(format!(
+                    "not a bpf-overhead result: no \"schema\": \"{SCHEMA}\" field"
+                ))
+            }
+        }
+        match value.get("schema_version").and_then(|v| v.as_u64()) {
+            Some(v) if READS_VERSIONS.iter().any(|&r| u64::from(r) == v) => {}
+            Some(v) => {
+                return Err(format!(
+                    "schema version {v}, but this bpf-overhead reads version {SCHEMA_VERSION}: \
+                     save a new baseline with this version"
+                ))
+            }
+            None => return Err("no numeric \"schema_version\" field".into()),
+        }
+        serde_json::from_value(value)
+            .map_err(|e| format!("does not match schema version {SCHEMA_VERSION}: {e}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::document::fixtures::document;
+
+    #[test]
+    fn round_trips_through_json() {
+        let doc = document();
+        assert_eq!(Document::from_json(&doc.to_json()), Ok(doc));
+    }
+
+    #[test]
+    fn status_is_lowercase() {
+        let json = document().to_json();
+        assert!(json.contains("\"status\": \"skipped\""), "{json}");
+    }
+
+    #[test]
+    fn refuses_other_documents() {
+        let err = Document::from_json("{\"a\": 1}").unwrap_err();
+        assert!(err.contains("not a bpf-overhead result"), "{err}");
+        let err = Document::from_json("[1, 2").unwrap_err();
+        assert!(err.contains("not valid JSON"), "{err}");
+        let err = Document::from_json("{\"schema\": \"other\"}").unwrap_err();
+        assert!(err.contains("\"other\""), "{err}");
+    }
+
+    #[test]
+    fn refuses_other_schema_versions() {
+        let mut value: serde_json::Value = serde_json::from_str(&document().to_json()).unwrap();
+        value["schema_version"] = 3.into();
+        let err = Document::from_json(&value.to_string()).unwrap_err();
+        assert!(err.contains("schema version 3"), "{err}");
+        // Version 1, from before the bracketed rounds, still reads.
+        value["schema_version"] = 1.into();
+        Document::from_json(&value.to_string()).unwrap();
+    }
+
+    /// Results from before `arch` was recorded came from x86_64-only
+    /// versions, and read as such.
+    #[test]
+    fn a_document_without_arch_is_x86_64() {
+        let mut value: serde_json::Value = serde_json::from_str(&document().to_json()).unwrap();
+        value["arch"] = "aarch64".into();
+        assert_eq!(
+            Document::from_json(&value.to_string()).unwrap().arch,
+            "aarch64"
+        );
+        value.as_object_mut().unwrap().remove("arch");
+        assert_eq!(
+            Document::from_json(&value.to_string()).unwrap().arch,
+            "x86_64"
+        );
+    }
+
+    #[test]
+    fn refuses_missing_fields() {
+        let mut value: serde_json::Value = serde_json::from_str(&document().to_json()).unwrap();
+        value.as_object_mut().unwrap().remove("iterations");
+        let err = Document::from_json(&value.to_string()).unwrap_err();
+        assert!(err.contains("iterations"), "{err}");
+    }
+
+    #[test]
+    fn all_skipped_means_every_mechanism_but_the_bases() {
+        let mut doc = document();
+        assert!(!doc.all_skipped(), "raw_tp and tp were measured");
+        for name in ["raw_tp", "tp"] {
+            doc.mechanism_mut(name).unwrap().status = Status::Skipped;
+        }
+        assert!(doc.all_skipped(), "base ran, every mechanism skipped");
+        doc.mechanism_mut("base").unwrap().status = Status::Failed;
+        assert!(!doc.all_skipped(), "a failure is a failure, not a skip");
+        doc.mechanisms.retain(|m| m.is_base());
+        doc.mechanism_mut("base").unwrap().status = Status::Ok;
+        assert!(!doc.all_skipped(), "a run of bases alone skipped nothing");
+    }
+}

@@ -1,0 +1,356 @@
+//! The checks of a document read back: figures that make sense, so that a
+//! corrupt or doctored file cannot decide the gate.
+
+use super::schema::{Document, MechanismResult};
+use crate::stats::Summary;
+
+impl Document {
+    /// Checks that the figures make sense, so that a corrupt or doctored
+    /// file cannot decide the gate (under the old ratio rule a stddev of
+    /// 1e308 made every drop "noise"): mechanism names unique, each one's
+    /// base present; every
+    /// number finite, rates and ratios positive; each statistic what its
+    /// samples give, one sample per repeat; the hit counts those of an
+    /// ok run. The error names the field.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.iterations == 0 || self.repeats == 0 {
+            return Err(format!(
+                "iterations {} and repeats {}: both must be at least 1",
+                self.iterations, self.repeats
+            ));
+        }
+        for (i, m) in self.mechanisms.iter().enumerate() {
+            let at = |field: &str| format!("mechanisms[{i}] ({}): {field}", m.name);
+            if self.mechanisms[..i].iter().any(|o| o.name == m.name) {
+                return Err(format!(
+                    "mechanisms[{i}]: name \"{}\" appears twice",
+                    m.name
+                ));
+            }
+            if !m.is_base() && !self.mechanism(&m.base).is_some_and(|b| b.is_base()) {
+                return Err(format!(
+                    "{} \"{}\" is not a base in the document",
+                    at("base"),
+                    m.base
+                ));
+            }
+            self.check_figures(m, &at)?;
+            if m.is_ok() {
+                self.check_complete(m, &at)?;
+            }
+            self.check_producers(m, &at)?;
+        }
+        Ok(())
+    }
+
+    /// Whether `n` samples are as many as `m`'s rounds give. Version 1:
+    /// one run per repeat (fewer when interrupted). Version 2: a mechanism
+    /// sure early stops at fewer rounds, and a base runs around each of
+    /// its mechanisms.
+    fn rounds<'a>(&'a self, m: &'a MechanismResult) -> impl Fn(usize) -> bool + 'a {
+        let own = m.k_events_per_sec.as_ref().map_or(0, |k| k.samples.len());
+        move |n: usize| {
+            if self.schema_version >= 2 {
+                n == own && (m.is_base() || n <= self.repeats)
+            } else if self.interrupted.is_some() {
+                n <= self.repeats
+            } else {
+                n == self.repeats
+            }
+        }
+    }
+
+    /// [`Document::validate`]'s checks of `m`'s summaries and figures,
+    /// `at` naming the field in the error.
+    fn check_figures(
+        &self,
+        m: &MechanismResult,
+        at: &dyn Fn(&str) -> String,
+    ) -> Result<(), String> {
+        let rounds = self.rounds(m);
+        let series = [
+            ("k_events_per_sec", &m.k_events_per_sec, Sign::Positive),
+            ("overhead_ns", &m.overhead_ns, Sign::Any),
+            ("ratio_to_base", &m.ratio_to_base, Sign::Positive),
+            ("speed_ns", &m.speed_ns, Sign::Positive),
+            ("overhead_steps", &m.overhead_steps, Sign::Any),
+        ];
+        for (field, summary, sign) in series {
+            if let Some(summary) = summary {
+                check_summary(summary, sign, &rounds).map_err(|e| format!("{}{e}", at(field)))?;
+            }
+        }
+        let scalars = [
+            ("ns_per_event", m.ns_per_event, Sign::Positive),
+            ("prog_ns_per_event", m.prog_ns_per_event, Sign::NonNegative),
+        ];
+        for (field, value, sign) in scalars {
+            if let Some(v) = value {
+                sign.check(v).map_err(|e| format!("{} {e}", at(field)))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Document::validate`]'s checks of an ok `m`: the figures the gate
+    /// compares are there, and the hits those of every event.
+    fn check_complete(
+        &self,
+        m: &MechanismResult,
+        at: &dyn Fn(&str) -> String,
+    ) -> Result<(), String> {
+        if m.k_events_per_sec.is_none() {
+            return Err(format!(
+                "{} is null, but the status is ok",
+                at("k_events_per_sec")
+            ));
+        }
+        // What the gate compares (and the ratio shown with it).
+        for (field, present) in [
+            ("overhead_ns", m.overhead_ns.is_some()),
+            ("ratio_to_base", m.ratio_to_base.is_some()),
+        ] {
+            if !m.is_base() && !present {
+                return Err(format!("{} is null, but the status is ok", at(field)));
+            }
+        }
+        let runs = m.k_events_per_sec.as_ref().map_or(0, |k| k.samples.len());
+        if let Some(hits) = &m.hits {
+            // Every event of every producer, once: the run's events
+            // (results from before events_per_run: the iterations).
+            let events = if m.events_per_run > 0 {
+                m.events_per_run
+            } else {
+                self.iterations
+            };
+            if hits.len() != runs || hits.iter().any(|&h| h != events) {
+                return Err(format!(
+                    "{} is {hits:?}: an ok run counts {events} hits in each of its {runs} runs",
+                    at("hits"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Document::validate`]'s checks of `m`'s scaling and producers.
+    fn check_producers(
+        &self,
+        m: &MechanismResult,
+        at: &dyn Fn(&str) -> String,
+    ) -> Result<(), String> {
+        let rounds = self.rounds(m);
+        if let Some(scaling) = &m.scaling {
+            check_summary(scaling, Sign::Positive, &rounds)
+                .map_err(|e| format!("{}{e}", at("scaling")))?;
+        }
+        for (j, p) in m.producers.iter().flatten().enumerate() {
+            check_summary(&p.k_events_per_sec, Sign::Positive, &rounds)
+                .map_err(|e| format!("{}{e}", at(&format!("producers[{j}].k_events_per_sec"))))?;
+            if p.hits.len() != p.k_events_per_sec.samples.len() {
+                return Err(format!(
+                    "{} has {} values, not one per round",
+                    at(&format!("producers[{j}].hits")),
+                    p.hits.len()
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A figure for a message: 1e308 as `1e308`, not 309 digits.
+fn num(v: f64) -> String {
+    if v != 0.0 && !(1e-4..1e7).contains(&v.abs()) {
+        format!("{v:e}")
+    } else {
+        format!("{v}")
+    }
+}
+
+/// What sign a figure must have.
+#[derive(Clone, Copy)]
+enum Sign {
+    Positive,
+    NonNegative,
+    /// An overhead can be negative: a mechanism within noise of its base.
+    Any,
+}
+
+impl Sign {
+    fn check(self, v: f64) -> Result<(), String> {
+        let ok = v.is_finite()
+            && match self {
+                Sign::Positive => v > 0.0,
+                Sign::NonNegative => v >= 0.0,
+                Sign::Any => true,
+            };
+        if ok {
+            Ok(())
+        } else {
+            let must = match self {
+                Sign::Positive => "a positive number",
+                Sign::NonNegative => "a number of at least 0",
+                Sign::Any => "a finite number",
+            };
+            Err(format!("is {}, must be {must}", num(v)))
+        }
+    }
+}
+
+/// `.field ...` when `summary` is not what its samples give.
+fn check_summary(
+    summary: &Summary,
+    sign: Sign,
+    rounds: impl Fn(usize) -> bool,
+) -> Result<(), String> {
+    let n = summary.samples.len();
+    if n == 0 || !rounds(n) {
+        return Err(format!(".samples has {n} values, not one per repeat"));
+    }
+    for (j, &v) in summary.samples.iter().enumerate() {
+        sign.check(v).map_err(|e| format!(".samples[{j}] {e}"))?;
+    }
+    let expected = Summary::of(&summary.samples).expect("finite, non-empty samples");
+    let stats = [
+        ("median", summary.median, expected.median),
+        ("mean", summary.mean, expected.mean),
+        ("stddev", summary.stddev, expected.stddev),
+        ("min", summary.min, expected.min),
+        ("max", summary.max, expected.max),
+    ];
+    for (field, got, want) in stats {
+        // Relative, for figures from 1e-4 (ratios) to 1e6 (call rates);
+        // a little absolute slack for a stddev of 0.
+        if !got.is_finite() || (got - want).abs() > 1e-6 * want.abs().max(got.abs()) + 1e-12 {
+            return Err(format!(
+                ".{field} is {}, but its samples give {}",
+                num(got),
+                num(want)
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::document::fixtures::document;
+
+    /// `doc` with `edit` applied to mechanism `name`, validated.
+    fn invalid(name: &str, edit: impl FnOnce(&mut MechanismResult)) -> String {
+        let mut doc = document();
+        edit(doc.mechanism_mut(name).unwrap());
+        doc.validate().unwrap_err()
+    }
+
+    #[test]
+    fn a_real_document_is_valid() {
+        document().validate().unwrap();
+        // Round trip through JSON: the statistics survive exactly.
+        Document::from_json(&document().to_json())
+            .unwrap()
+            .validate()
+            .unwrap();
+    }
+
+    #[test]
+    fn nonsense_numbers_are_refused_naming_the_field() {
+        // A stddev of 1e308 would make every drop "noise".
+        let err = invalid("raw_tp", |m| {
+            m.ratio_to_base.as_mut().unwrap().stddev = 1e308
+        });
+        assert_eq!(
+            err,
+            "mechanisms[2] (raw_tp): ratio_to_base.stddev is 1e308, but its samples give 0"
+        );
+        let negative = Summary::of(&[-5.0, -5.0, -5.0]);
+        let err = invalid("raw_tp", |m| m.ratio_to_base = negative);
+        assert!(
+            err.contains("ratio_to_base.samples[0] is -5, must be a positive number"),
+            "{err}"
+        );
+        let zero = Summary::of(&[0.0, 0.0, 0.0]);
+        let err = invalid("tp", |m| m.ratio_to_base = zero);
+        assert!(err.contains("(tp): ratio_to_base.samples[0] is 0"), "{err}");
+        let err = invalid("base", |m| {
+            m.k_events_per_sec.as_mut().unwrap().median = 5.0
+        });
+        assert!(
+            err.contains("k_events_per_sec.median is 5, but its samples give 1050"),
+            "{err}"
+        );
+        let err = invalid("raw_tp", |m| m.prog_ns_per_event = Some(-1.0));
+        assert!(err.contains("prog_ns_per_event is -1"), "{err}");
+        let err = invalid("raw_tp", |m| m.ns_per_event = Some(f64::INFINITY));
+        assert!(err.contains("ns_per_event is inf"), "{err}");
+        // An overhead may be negative: within noise of the base.
+        let mut doc = document();
+        doc.mechanism_mut("raw_tp").unwrap().overhead_ns = Summary::of(&[-1.0, 0.5, -0.2]);
+        doc.validate().unwrap();
+    }
+
+    #[test]
+    fn counts_must_match_the_repeats() {
+        let err = invalid("raw_tp", |m| {
+            m.ratio_to_base = Summary::of(&[0.9, 0.9]);
+        });
+        assert!(
+            err.contains("ratio_to_base.samples has 2 values, not one per repeat"),
+            "{err}"
+        );
+        // A mechanism has at most one run per round.
+        let err = invalid("raw_tp", |m| {
+            m.k_events_per_sec = Summary::of(&[900.0; 4]);
+        });
+        assert!(
+            err.contains("k_events_per_sec.samples has 4 values"),
+            "{err}"
+        );
+        let err = invalid("raw_tp", |m| m.hits = Some(vec![100_000, 99_999, 100_000]));
+        assert!(
+            err.contains("(raw_tp): hits is [100000, 99999, 100000]"),
+            "{err}"
+        );
+        let err = invalid("raw_tp", |m| m.hits = Some(vec![100_000; 2]));
+        assert!(err.contains("(raw_tp): hits"), "{err}");
+        // ...but an interrupted run keeps fewer rounds.
+        let mut doc = document();
+        doc.repeats = 5;
+        doc.interrupted = Some("SIGINT".into());
+        doc.validate().unwrap();
+    }
+
+    #[test]
+    fn names_are_unique_and_bases_present() {
+        let mut doc = document();
+        let dup = doc.mechanisms[2].clone();
+        doc.mechanisms.push(dup);
+        assert_eq!(
+            doc.validate().unwrap_err(),
+            "mechanisms[4]: name \"raw_tp\" appears twice"
+        );
+        let mut doc = document();
+        doc.mechanisms.remove(0);
+        let err = doc.validate().unwrap_err();
+        assert!(
+            err.contains("(kprobe): base \"base\" is not a base in the document"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn ok_needs_its_figures() {
+        let err = invalid("tp", |m| m.ratio_to_base = None);
+        assert!(
+            err.contains("(tp): ratio_to_base is null, but the status is ok"),
+            "{err}"
+        );
+        let err = invalid("tp", |m| m.overhead_ns = None);
+        assert!(
+            err.contains("(tp): overhead_ns is null, but the status is ok"),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,124 @@
+//! Facts about the machine recorded with a result: the kernel, the CPU's
+//! model, the emulator, the time.
+
+use std::fs;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::env_vars::EMULATED_ENV;
+
+/// Facts about the machine recorded with a result.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Host {
+    pub kernel_release: String,
+    pub cpu_model: String,
+    pub arch: String,
+    pub timestamp: String,
+    pub emulated: Option<String>,
+}
+
+impl Host {
+    pub fn current() -> Self {
+        Self {
+            kernel_release: kernel_release(),
+            cpu_model: cpu_model(),
+            arch: std::env::consts::ARCH.into(),
+            timestamp: rfc3339_utc(SystemTime::now()),
+            emulated: emulated(),
+        }
+    }
+}
+
+/// `Some("tcg")` when running under an emulator (see [`EMULATED_ENV`]).
+pub fn emulated() -> Option<String> {
+    std::env::var(EMULATED_ENV)
+        .ok()
+        .filter(|v| !v.is_empty() && v != "0")
+}
+
+pub fn kernel_release() -> String {
+    fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+/// The CPU model from /proc/cpuinfo ([`cpu_model_of`]); "unknown" without one.
+pub fn cpu_model() -> String {
+    fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|text| cpu_model_of(&text))
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// x86's "model name"; arm64 names no model, only the implementer and
+/// part numbers (0x41 0xd0c: Arm's Neoverse N1), which say as much.
+fn cpu_model_of(cpuinfo: &str) -> Option<String> {
+    let field = |name: &str| {
+        cpuinfo.lines().find_map(|l| {
+            let (key, value) = l.split_once(':')?;
+            (key.trim() == name).then(|| value.trim().to_string())
+        })
+    };
+    field("model name").or_else(|| {
+        Some(format!(
+            "CPU implementer {} part {}",
+            field("CPU implementer")?,
+            field("CPU part")?
+        ))
+    })
+}
+
+/// `2026-05-01T12:00:00Z`, without pulling in a date crate.
+pub fn rfc3339_utc(t: SystemTime) -> String {
+    let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (y, m, d) = civil_from_days(days as i64);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Days since 1970-01-01 to (year, month, day): Howard Hinnant's
+/// civil_from_days.
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn the_cpu_model_is_named_on_x86_and_arm64() {
+        let x86 = "processor\t: 0\nmodel name\t: AMD EPYC 7B13\nflags\t\t: fpu\n";
+        assert_eq!(cpu_model_of(x86).as_deref(), Some("AMD EPYC 7B13"));
+        let arm64 = "processor\t: 0\nBogoMIPS\t: 50.00\nCPU implementer\t: 0x41\n\
+                     CPU architecture: 8\nCPU variant\t: 0x3\nCPU part\t: 0xd0c\n";
+        assert_eq!(
+            cpu_model_of(arm64).as_deref(),
+            Some("CPU implementer 0x41 part 0xd0c")
+        );
+        assert_eq!(cpu_model_of("processor\t: 0\n"), None);
+    }
+
+    #[test]
+    fn timestamps() {
+        assert_eq!(rfc3339_utc(UNIX_EPOCH), "1970-01-01T00:00:00Z");
+        let t = UNIX_EPOCH + Duration::from_secs(951_827_696); // leap day
+        assert_eq!(rfc3339_utc(t), "2000-02-29T12:34:56Z");
+        let t = UNIX_EPOCH + Duration::from_secs(1_767_225_599);
+        assert_eq!(rfc3339_utc(t), "2025-12-31T23:59:59Z");
+    }
+}
