@@ -149,7 +149,9 @@ impl Drop for Load {
     fn drop(&mut self) {
         if let Load::Process(child) = self {
             // The shell's loop and its apt-get: the whole process group.
-            let _ = Command::new("pkill").args(["-P", &child.id().to_string()]).status();
+            let _ = Command::new("pkill")
+                .args(["-P", &child.id().to_string()])
+                .status();
             let _ = child.kill();
             let _ = child.wait();
         }
@@ -214,7 +216,10 @@ fn baseline() {
     println!("\n## Saved baselines\n\n{}\n", drift(20));
     for i in 0..3 {
         let (_, code, secs) = run(&["--save", &format!("{SET_DIR}/")]);
-        println!("- baseline run {} saved into {SET_DIR}/ ({secs:.0} s, exit {code})", i + 1);
+        println!(
+            "- baseline run {} saved into {SET_DIR}/ ({secs:.0} s, exit {code})",
+            i + 1
+        );
     }
     let first = std::fs::read_dir(SET_DIR)
         .unwrap()
@@ -257,13 +262,24 @@ fn aa(runs: usize) {
             secs.push(s);
             let report = paired::compare_in_run(&doc, paired::IN_RUN_THRESHOLD);
             add(&mut rows, &report, ci);
-            eprintln!("compare_power: A/A {} exit {code} in {s:.0} s", condition.label());
+            eprintln!(
+                "compare_power: A/A {} exit {code} in {s:.0} s",
+                condition.label()
+            );
             let a = doc.side_a();
             if let Some(one) = &one {
-                add(&mut cross_one, &gate::compare(one, &a, Threshold::ByTrigger), ci);
+                add(
+                    &mut cross_one,
+                    &gate::compare(one, &a, Threshold::ByTrigger),
+                    ci,
+                );
             }
             if set.len() > 1 {
-                add(&mut cross_set, &gate::compare_set(&set, &a, Threshold::ByTrigger), ci);
+                add(
+                    &mut cross_set,
+                    &gate::compare_set(&set, &a, Threshold::ByTrigger),
+                    ci,
+                );
             }
         }
         drop(load);
@@ -276,9 +292,15 @@ fn aa(runs: usize) {
     }
     println!("{}\n", lines.join("\n"));
     table("In-run, B against A", &rows);
-    table("Cross-run: each run's A side against the one-run baseline", &cross_one);
     table(
-        &format!("Cross-run: each run's A side against the {}-run baseline set", set.len()),
+        "Cross-run: each run's A side against the one-run baseline",
+        &cross_one,
+    );
+    table(
+        &format!(
+            "Cross-run: each run's A side against the {}-run baseline set",
+            set.len()
+        ),
         &cross_set,
     );
 }
@@ -321,7 +343,9 @@ fn ns_per_step() -> f64 {
 fn ab(runs: usize) {
     let step = ns_per_step();
     println!("\n## In-run A/B: the mechanism made 10% costlier by `--prog-work`\n");
-    println!("One `--prog-work` step: {step:.3} ns (raw_tp-loop, 400 steps against none, in one run).\n");
+    println!(
+        "One `--prog-work` step: {step:.3} ns (raw_tp-loop, 400 steps against none, in one run).\n"
+    );
     let mut lines = Vec::new();
     println!("| mechanism | condition | own cost | --prog-work | change seen (median) | sees (median) | REGRESSED | UNSURE | ok | improved |");
     println!("|---|---|---|---|---|---|---|---|---|---|");
@@ -377,7 +401,9 @@ fn stats() {
     println!("| mechanism | own cost, stats off | with stats on | difference | verdict | sees |");
     println!("|---|---|---|---|---|---|");
     for c in &report.comparisons {
-        let Some(m) = doc.mechanism(&c.name) else { continue };
+        let Some(m) = doc.mechanism(&c.name) else {
+            continue;
+        };
         let a = m.overhead_ns.as_ref().map_or(f64::NAN, |s| s.median);
         let b = m
             .against
@@ -401,10 +427,14 @@ fn main() {
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match (arg.as_str(), args.next()) {
-            ("--runs", Some(n)) if n.parse::<usize>().is_ok_and(|n| n > 0) => runs = n.parse().unwrap(),
+            ("--runs", Some(n)) if n.parse::<usize>().is_ok_and(|n| n > 0) => {
+                runs = n.parse().unwrap()
+            }
             ("--only", Some(s)) if SECTIONS.contains(&s.as_str()) => only = Some(s),
             _ => {
-                eprintln!("usage: compare_power [--runs N] [--only baseline|aa|ab|stats]  (N >= 1)");
+                eprintln!(
+                    "usage: compare_power [--runs N] [--only baseline|aa|ab|stats]  (N >= 1)"
+                );
                 std::process::exit(2);
             }
         }
@@ -431,5 +461,8 @@ fn main() {
         stats();
     }
     let _ = (mean(&[1.0]), stddev(&[1.0]));
-    println!("\n(compare_power took {:.0} s)", started.elapsed().as_secs_f64());
+    println!(
+        "\n(compare_power took {:.0} s)",
+        started.elapsed().as_secs_f64()
+    );
 }

@@ -14,6 +14,7 @@
 //! 4. the tests and the `bpf-overhead` command, which both go through the
 //!    pipeline.
 
+pub mod against;
 pub mod document;
 pub mod env_vars;
 pub mod expect;

@@ -17,11 +17,12 @@ use signal_hook::consts::{SIGINT, SIGTERM};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use bpf_overhead::against;
 use bpf_overhead::document::{self, Document, Status};
 use bpf_overhead::gate::{self, Threshold};
 use bpf_overhead::measure::host::Host;
 use bpf_overhead::measure::{
-    cpulock, Batch, CpuPin, Options, Privileged, ProgWork, MAX_BATCH, MAX_PROG_WORK,
+    cpulock, Batch, CpuPin, Options, Privileged, ProgWork, Variant, MAX_BATCH, MAX_PROG_WORK,
 };
 use bpf_overhead::pipeline::{self, Plan, DEFAULT_REPEATS};
 use bpf_overhead::report::{self, Matrix};
@@ -137,11 +138,25 @@ struct Cli {
     #[arg(long, value_name = "FILE")]
     baseline: Option<PathBuf>,
 
+    /// Compare inside this run: measure each mechanism as A (this run's
+    /// settings) and as B (VARIANT) in the same rounds, alternating, each
+    /// run bracketed by its base, and judge B against A from the rounds'
+    /// pairs (signed-rank test): exit 1 if B regressed, 3 if the pairs
+    /// could not tell. VARIANT: prog-work=N (B's programs do N steps of
+    /// extra work per hit; prog-work=0 against the default is A/A) or
+    /// bpf-stats (the kernel's BPF run-time stats on during B's runs:
+    /// what enabling them costs).
+    #[arg(long, value_name = "VARIANT", value_parser = Variant::parse,
+          conflicts_with = "baseline")]
+    against: Option<Variant>,
+
     /// With --baseline: a regression is an overhead over base (the
     /// mechanism's own cost) higher by more than this many percent, and
     /// beyond the noise of both runs (one-sided Mann-Whitney, p <= 0.05).
     /// Also what the rounds aim to see. Default: 6, and 15 on the comm
-    /// trigger, whose overheads are a small part of a syscall.
+    /// trigger, whose overheads are a small part of a syscall; with
+    /// --against, 5 on every trigger (pairs in one run do not carry the
+    /// drift between runs).
     #[arg(long, value_name = "PERCENT", allow_negative_numbers = true,
           value_parser = parse_percent)]
     threshold: Option<f64>,
@@ -404,7 +419,13 @@ fn run(cli: &Cli) -> Result<ExitCode, Failure> {
     let gate = baseline
         .as_ref()
         .filter(|_| interrupted.is_none())
-        .map(|(path, old)| judge(cli, path, old, &doc));
+        .map(|(path, old)| judge(cli, path, old, &doc))
+        .or_else(|| {
+            cli.against
+                .as_ref()
+                .filter(|_| interrupted.is_none())
+                .map(|variant| judge_against(cli, variant, &doc))
+        });
     let printed = output(cli, &doc, gate.as_ref());
 
     if let Some(signal) = interrupted {
@@ -460,14 +481,18 @@ fn plan(cli: &Cli) -> Plan {
         stats_run: !cli.no_prog_stats,
         budget: cli.budget.unwrap_or(defaults.budget),
         precision: threshold(cli).precision(),
+        against: cli.against.clone(),
         ..defaults
     }
 }
 
 /// `--threshold`, or the defaults by trigger.
 fn threshold(cli: &Cli) -> Threshold {
-    cli.threshold
-        .map_or(Threshold::ByTrigger, |t| Threshold::Fixed(t / 100.0))
+    match (cli.threshold, &cli.against) {
+        (Some(t), _) => Threshold::Fixed(t / 100.0),
+        (None, Some(_)) => Threshold::Fixed(against::IN_RUN_THRESHOLD),
+        (None, None) => Threshold::ByTrigger,
+    }
 }
 
 /// `--baseline`'s document, checked before the run: readable, a result,
@@ -556,6 +581,16 @@ fn judge(cli: &Cli, path: &Path, old: &Document, doc: &Document) -> Gate {
             old.kernel_release
         ),
     );
+    Gate { report, text }
+}
+
+/// B against A inside `doc`, a run made with `--against variant`.
+fn judge_against(cli: &Cli, variant: &Variant, doc: &Document) -> Gate {
+    let Threshold::Fixed(t) = threshold(cli) else {
+        unreachable!("--against has one threshold on every trigger")
+    };
+    let report = against::compare(doc, t);
+    let text = render::against_report(doc, &report, &variant.to_string());
     Gate { report, text }
 }
 

@@ -12,15 +12,7 @@
 //! included), and the distribution-free interval from their order
 //! statistics. Pure functions on numbers, tested on fixed values.
 
-use crate::gate::{Judgement, Verdict, ALPHA};
 use crate::stats::{CI_Z, DETECT_Z};
-
-/// What B must cost more than A, as a share of A's own cost, to count as
-/// a regression in an in-run comparison, on every trigger. Pairs measured
-/// seconds apart do not carry the drift between runs that sets the
-/// cross-run thresholds (6%, 15% on the comm trigger): this one comes
-/// from the in-run A/A spread (docs/gate-power.md).
-pub const IN_RUN_THRESHOLD: f64 = 0.05;
 
 /// What a series of paired differences says.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -64,34 +56,6 @@ pub fn paired(diffs: &[f64]) -> Option<Paired> {
         low,
         high,
         detectable,
-    })
-}
-
-/// The gate's rule on per-round differences B - A in ns, against
-/// `reference_ns` (A's own cost, or the floor): **regressed** beyond
-/// `threshold` when the signed-rank test says so at p ≤ [`ALPHA`],
-/// **improved** symmetrically, **unchanged** when the 90% interval lies
-/// within ± `threshold`, else **inconclusive**. `None` without pairs.
-pub fn judge(pairs: &[f64], reference_ns: f64, threshold: f64) -> Option<Judgement> {
-    let p = paired(pairs)?;
-    let reference = reference_ns.abs().max(f64::MIN_POSITIVE);
-    let change = p.estimate / reference;
-    let significant = p.p_value <= ALPHA;
-    let verdict = if change > threshold && significant {
-        Verdict::Regressed
-    } else if change < -threshold && significant {
-        Verdict::Improved
-    } else if p.low / reference >= -threshold && p.high / reference <= threshold {
-        Verdict::Unchanged
-    } else {
-        Verdict::Inconclusive
-    };
-    Some(Judgement {
-        verdict,
-        change,
-        diff_ns: p.estimate,
-        p_value: p.p_value,
-        detectable: p.detectable / reference,
     })
 }
 
@@ -218,42 +182,6 @@ mod tests {
         let d = [0.3, -0.2, 0.1, -0.4, 0.2, -0.1, 0.05];
         let p = paired(&d).unwrap();
         assert!(p.p_value > 0.05 && p.low < 0.0 && p.high > 0.0, "{p:?}");
-    }
-
-    #[test]
-    fn a_steady_ten_percent_is_regressed_and_noise_is_unchanged() {
-        // A's cost 50 ns; B 5 ns more in every round, with 1 ns of noise.
-        let worse = [5.2, 4.8, 5.5, 4.6, 5.1, 4.9, 5.3];
-        assert_eq!(
-            judge(&worse, 50.0, IN_RUN_THRESHOLD).unwrap().verdict,
-            Verdict::Regressed
-        );
-        let same = [0.4, -0.3, 0.2, -0.5, 0.1, 0.3, -0.2];
-        assert_eq!(
-            judge(&same, 50.0, IN_RUN_THRESHOLD).unwrap().verdict,
-            Verdict::Unchanged
-        );
-        let better: Vec<f64> = worse.iter().map(|d| -d).collect();
-        assert_eq!(
-            judge(&better, 50.0, IN_RUN_THRESHOLD).unwrap().verdict,
-            Verdict::Improved
-        );
-    }
-
-    #[test]
-    fn wide_pairs_are_unsure_not_unchanged() {
-        let wide = [6.0, -5.0, 4.0, -6.0, 5.0, -4.0, 1.0];
-        assert_eq!(
-            judge(&wide, 50.0, IN_RUN_THRESHOLD).unwrap().verdict,
-            Verdict::Inconclusive
-        );
-        // Beyond the threshold but in too few rounds to be significant.
-        assert_eq!(
-            judge(&[6.0, 7.0, 6.5], 50.0, IN_RUN_THRESHOLD)
-                .unwrap()
-                .verdict,
-            Verdict::Inconclusive
-        );
     }
 
     #[test]

@@ -90,6 +90,11 @@ pub struct Document {
     /// be wrong). Absent from older results: 0.
     #[serde(default)]
     pub cpu_wait_s: f64,
+    /// The variant B ran with in an in-run comparison (`--against`:
+    /// `prog-work=16`, `bpf-stats`), or null. Each mechanism's B side is
+    /// then its `against`, and the B − A pairs its `pairs_ns`.
+    #[serde(default)]
+    pub against: Option<String>,
     /// Every mechanism measured or skipped, bases included, each base before
     /// the mechanisms it is the reference for.
     pub mechanisms: Vec<MechanismResult>,
@@ -171,6 +176,15 @@ pub struct MechanismResult {
     /// overhead, or 5% of its base's time if that is more.
     #[serde(default)]
     pub detectable: Option<f64>,
+    /// With `--against`: the same mechanism as B, in the same rounds, its
+    /// runs bracketed by the same base runs as A's (a base has none).
+    /// Null otherwise.
+    #[serde(default)]
+    pub against: Option<Box<MechanismResult>>,
+    /// With `--against`: per round, B's overhead minus A's in ns, the
+    /// pairs B is judged against A on. Null otherwise.
+    #[serde(default)]
+    pub pairs_ns: Option<Summary>,
 }
 
 /// One producer of a multi-producer run.

@@ -46,6 +46,7 @@ pub fn document(plan: &Plan, runs: &Runs, host: Host) -> Document {
         retaken_runs: runs.retaken_runs,
         context: runs.context.clone(),
         cpu_wait_s: runs.cpu_wait_s,
+        against: plan.against.as_ref().map(|v| v.to_string()),
         mechanisms,
     }
 }
@@ -116,6 +117,14 @@ fn mechanism_result(plan: &Plan, o: &Outcome) -> MechanismResult {
         }),
         detectable: paired_ok.then(|| o.detectable()).flatten(),
         detectable_ns: paired_ok.then(|| o.detectable_ns()).flatten(),
+        against: o
+            .against
+            .as_ref()
+            .map(|b| Box::new(mechanism_result(plan, b))),
+        pairs_ns: o
+            .pairs_ns()
+            .filter(|p| !p.is_empty() && o.against.as_ref().is_some_and(|b| b.status == Status::Ok))
+            .and_then(|p| Summary::of(&p)),
     }
 }
 
