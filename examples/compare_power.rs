@@ -29,13 +29,12 @@
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bpf_overhead::document::Document;
-use bpf_overhead::gate::{self, GateReport, Threshold, Verdict};
+use bpf_overhead::gate::{self, against, Report as GateReport, Threshold, Verdict};
 use bpf_overhead::measure::{online_cpus, CpuPin};
-use bpf_overhead::paired;
-use bpf_overhead::stats::{mean, median, stddev};
+use bpf_overhead::stats::median;
 
 const SECTIONS: [&str; 4] = ["baseline", "aa", "ab", "stats"];
 const AB: [&str; 4] = ["raw_tp-loop", "tp-loop", "uprobe-nop", "raw_tp"];
@@ -260,7 +259,7 @@ fn aa(runs: usize) {
         for _ in 0..runs {
             let (doc, code, s) = run(&["--against", "prog-work=0"]);
             secs.push(s);
-            let report = paired::compare_in_run(&doc, paired::IN_RUN_THRESHOLD);
+            let report = against::compare(&doc, against::IN_RUN_THRESHOLD);
             add(&mut rows, &report, ci);
             eprintln!(
                 "compare_power: A/A {} exit {code} in {s:.0} s",
@@ -270,14 +269,14 @@ fn aa(runs: usize) {
             if let Some(one) = &one {
                 add(
                     &mut cross_one,
-                    &gate::compare(one, &a, Threshold::ByTrigger),
+                    &gate::set::compare_set(std::slice::from_ref(one), &a, Threshold::ByTrigger),
                     ci,
                 );
             }
             if set.len() > 1 {
                 add(
                     &mut cross_set,
-                    &gate::compare_set(&set, &a, Threshold::ByTrigger),
+                    &gate::set::compare_set(&set, &a, Threshold::ByTrigger),
                     ci,
                 );
             }
@@ -363,7 +362,7 @@ fn ab(runs: usize) {
             let (mut changes, mut sees) = (Vec::new(), Vec::new());
             for _ in 0..runs {
                 let (doc, code, s) = run(&["-m", name, "--against", &format!("prog-work={k}")]);
-                let report = paired::compare_in_run(&doc, paired::IN_RUN_THRESHOLD);
+                let report = against::compare(&doc, against::IN_RUN_THRESHOLD);
                 let c = report.find(name).expect("compared");
                 eprintln!(
                     "compare_power: A/B {name} prog-work={k} {}: {} {:+.1}% in {s:.0} s, exit {code}",
@@ -396,7 +395,7 @@ fn stats() {
     println!("\n## What BPF run-time stats cost: `--against bpf-stats`, default mechanisms\n");
     println!("{}\n", drift(20));
     let (doc, code, s) = run(&["--against", "bpf-stats"]);
-    let report = paired::compare_in_run(&doc, paired::IN_RUN_THRESHOLD);
+    let report = against::compare(&doc, against::IN_RUN_THRESHOLD);
     println!("One run, {s:.0} s, exit {code}.\n");
     println!("| mechanism | own cost, stats off | with stats on | difference | verdict | sees |");
     println!("|---|---|---|---|---|---|");
@@ -445,7 +444,7 @@ fn main() {
     println!(
         "compare_power: kernel {}, {runs} runs a condition, in-run threshold {:.0}%, cross-run {}",
         uname.release().to_string_lossy(),
-        100.0 * paired::IN_RUN_THRESHOLD,
+        100.0 * against::IN_RUN_THRESHOLD,
         Threshold::ByTrigger.describe()
     );
     if want("baseline") {
@@ -460,7 +459,6 @@ fn main() {
     if want("stats") {
         stats();
     }
-    let _ = (mean(&[1.0]), stddev(&[1.0]));
     println!(
         "\n(compare_power took {:.0} s)",
         started.elapsed().as_secs_f64()

@@ -9,7 +9,7 @@ mod files;
 mod schema;
 mod validate;
 
-pub use files::{read_result_file, save_dir, MAX_FILE_BYTES};
+pub use files::{read_result_file, save_dir, set_files, MAX_FILE_BYTES};
 pub use schema::{
     Document, MechanismResult, ProducerResult, Status, ORDER_BRACKETED, ORDER_ROUND_ROBIN,
     READS_VERSIONS, SCHEMA, SCHEMA_VERSION,
@@ -42,6 +42,8 @@ pub(crate) mod fixtures {
             overhead_steps: ratio.map(|_| Summary::of(&[50.0, 55.0, 45.0]).unwrap()),
             detectable_ns: ratio.map(|_| 25.0),
             detectable: ratio.map(|_| 0.25),
+            against: None,
+            pairs_ns: None,
         };
         Document {
             schema: SCHEMA.into(),
@@ -67,6 +69,7 @@ pub(crate) mod fixtures {
             retaken_runs: 0,
             context: None,
             cpu_wait_s: 0.0,
+            against: None,
             mechanisms: vec![
                 ok("base", "base", &[1000.0, 1100.0, 1050.0], None),
                 MechanismResult {
@@ -89,6 +92,8 @@ pub(crate) mod fixtures {
                     overhead_steps: None,
                     detectable_ns: None,
                     detectable: None,
+                    against: None,
+                    pairs_ns: None,
                 },
                 ok(
                     "raw_tp",

@@ -14,7 +14,6 @@
 //! 4. the tests and the `bpf-overhead` command, which both go through the
 //!    pipeline.
 
-pub mod against;
 pub mod document;
 pub mod env_vars;
 pub mod expect;

@@ -17,9 +17,8 @@ use signal_hook::consts::{SIGINT, SIGTERM};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use bpf_overhead::against;
 use bpf_overhead::document::{self, Document, Status};
-use bpf_overhead::gate::{self, Threshold};
+use bpf_overhead::gate::{self, against, Threshold};
 use bpf_overhead::measure::host::Host;
 use bpf_overhead::measure::{
     cpulock, Batch, CpuPin, Options, Privileged, ProgWork, Variant, MAX_BATCH, MAX_PROG_WORK,
@@ -85,6 +84,9 @@ sudo bpf-overhead\n  \
 sudo bpf-overhead -m raw_tp,uprobe-nop --repeat 10\n  \
 sudo bpf-overhead --format json --save baseline.json\n  \
 sudo bpf-overhead --baseline baseline.json --threshold 10 -m raw_tp-loop,tp-loop\n  \
+sudo bpf-overhead --save baselines/    # three times: a baseline set\n  \
+sudo bpf-overhead --baseline baselines/\n  \
+sudo bpf-overhead --against prog-work=20 -m raw_tp-loop,uprobe-nop\n  \
 bpf-overhead report 6.1.json 6.12.json --svg report.svg",
     args_conflicts_with_subcommands = true
 )]
@@ -132,9 +134,14 @@ struct Cli {
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
 
-    /// Compare with an earlier result (a --save or --format json file):
-    /// exit 1 if a mechanism's overhead regressed, 3 if the runs were too
-    /// noisy to tell.
+    /// Compare with earlier results: a --save or --format json file, or a
+    /// directory of them (a baseline set, filled by --save DIR/). Exit 1
+    /// if a mechanism's overhead regressed, 3 if the runs could not tell.
+    /// Against several runs, only a change beyond their spread between
+    /// runs counts; against one, only a change beyond the largest drift
+    /// between runs seen on this machine kind (+100%); a run under other
+    /// conditions (stolen time, other work, speed) than the baseline's is
+    /// not called REGRESSED. For a change under those, use --against.
     #[arg(long, value_name = "FILE")]
     baseline: Option<PathBuf>,
 
@@ -163,7 +170,9 @@ struct Cli {
 
     /// Write the result as JSON to FILE (whatever --format), for later use
     /// as a --baseline. Written whole or not at all (a new file renamed
-    /// over FILE), and not when the run is interrupted.
+    /// over FILE), and not when the run is interrupted. A directory is a
+    /// baseline set: the run is added to it as a new file named by its
+    /// time, never over another.
     #[arg(long, value_name = "FILE")]
     save: Option<PathBuf>,
 
@@ -412,7 +421,8 @@ fn run(cli: &Cli) -> Result<ExitCode, Failure> {
 
     // The result file first: whatever happens to stdout, it is written.
     let saved = match (&save, interrupted) {
-        (Some(path), None) => Some(doc.save(path).map(|()| path)),
+        (Some(SaveTarget::File(path)), None) => Some(doc.save(path).map(|()| path.clone())),
+        (Some(SaveTarget::Set(dir)), None) => Some(doc.save_into_set(dir)),
         _ => None,
     };
     // An interrupted run is not judged: it has fewer rounds.
@@ -495,22 +505,43 @@ fn threshold(cli: &Cli) -> Threshold {
     }
 }
 
-/// `--baseline`'s document, checked before the run: readable, a result,
-/// and with a mechanism in common with the plan.
-fn load_baseline<'a>(cli: &'a Cli, plan: &Plan) -> Result<Option<(&'a Path, Document)>, Failure> {
+/// `--baseline`'s runs, checked before the run: a result file, or a
+/// directory of them (a baseline set, as `--save DIR/` fills it), each
+/// readable, a result, and with a mechanism in common with the plan.
+fn load_baseline<'a>(
+    cli: &'a Cli,
+    plan: &Plan,
+) -> Result<Option<(&'a Path, Vec<Document>)>, Failure> {
     let Some(path) = &cli.baseline else {
         return Ok(None);
     };
-    let doc = Document::load(path).map_err(Failure::Input)?;
     let names: Vec<&str> = plan
         .mechanisms
         .iter()
         .filter(|m| !m.is_base())
         .map(|m| m.name())
         .collect();
-    gate::check_overlap(&doc, &names)
-        .map_err(|e| Failure::Input(format!("baseline {}: {e}", path.display())))?;
-    Ok(Some((path, doc)))
+    let files = if path.is_dir() {
+        let files = document::set_files(path).map_err(Failure::Input)?;
+        if files.is_empty() {
+            return Err(Failure::Input(format!(
+                "baseline {}: no result files (*.json) in this directory; fill it with --save {}/",
+                path.display(),
+                path.display()
+            )));
+        }
+        files
+    } else {
+        vec![path.clone()]
+    };
+    let mut docs = Vec::new();
+    for file in files {
+        let doc = Document::load(&file).map_err(Failure::Input)?;
+        gate::check_overlap(&doc, &names)
+            .map_err(|e| Failure::Input(format!("baseline {}: {e}", file.display())))?;
+        docs.push(doc);
+    }
+    Ok(Some((path, docs)))
 }
 
 /// One measuring run per CPU: waits for (or, --no-wait, refuses) a CPU
@@ -570,17 +601,19 @@ struct Gate {
 }
 
 /// Compares `doc` with the baseline `old`, read from `path`.
-fn judge(cli: &Cli, path: &Path, old: &Document, doc: &Document) -> Gate {
-    let report = gate::compare(old, doc, threshold(cli));
-    let text = render::gate_report(
-        &report,
-        &format!(
+fn judge(cli: &Cli, path: &Path, old: &[Document], doc: &Document) -> Gate {
+    let report = gate::set::compare_set(old, doc, threshold(cli));
+    let newest = old.iter().max_by(|a, b| a.timestamp.cmp(&b.timestamp));
+    let label = match (old.len(), newest) {
+        (1, Some(one)) => format!(
             "baseline {} ({}, kernel {})",
             path.display(),
-            old.timestamp,
-            old.kernel_release
+            one.timestamp,
+            one.kernel_release
         ),
-    );
+        (n, _) => format!("baseline set {} ({n} runs)", path.display()),
+    };
+    let text = render::gate_report(&report, &label);
     Gate { report, text }
 }
 
@@ -714,7 +747,11 @@ fn check_duration(plan: &Plan) -> Result<(), Failure> {
 /// or a regular one, and not the baseline itself (the same file by any
 /// path or link) unless `overwrite` says so. Returns the path to write:
 /// the file a symlink points to (there or not), so the link stays a link.
-fn save_target(path: &Path, baseline: Option<&Path>, overwrite: bool) -> Result<PathBuf, Failure> {
+fn save_target(
+    path: &Path,
+    baseline: Option<&Path>,
+    overwrite: bool,
+) -> Result<SaveTarget, Failure> {
     let fail = |why: String| Failure::Input(format!("cannot save to {}: {why}", path.display()));
     // Follow links by hand: the last one may name a file not there yet.
     let mut target = path.to_path_buf();
@@ -732,6 +769,10 @@ fn save_target(path: &Path, baseline: Option<&Path>, overwrite: bool) -> Result<
         return Err(fail(format!("no directory {}", dir.display())));
     }
     if let Ok(meta) = fs::metadata(&target) {
+        if meta.is_dir() {
+            // A baseline set: the run is added to it as a new file.
+            return writable(&target, &fail).map(|()| SaveTarget::Set(target));
+        }
         if !meta.is_file() {
             let what = if meta.is_dir() {
                 "a directory"
@@ -751,6 +792,20 @@ fn save_target(path: &Path, baseline: Option<&Path>, overwrite: bool) -> Result<
             )));
         }
     }
+    writable(dir, &fail)?;
+    Ok(SaveTarget::File(target))
+}
+
+/// Where `--save` writes: a file, or a new file in a baseline set.
+#[derive(Clone, Debug)]
+enum SaveTarget {
+    File(PathBuf),
+    Set(PathBuf),
+}
+
+/// Checks that a file can be created in `dir` (with a temporary file,
+/// removed at once).
+fn writable(dir: &Path, fail: &dyn Fn(String) -> Failure) -> Result<(), Failure> {
     tempfile::Builder::new()
         .prefix(".bpf-overhead-")
         .tempfile_in(dir)
@@ -760,7 +815,7 @@ fn save_target(path: &Path, baseline: Option<&Path>, overwrite: bool) -> Result<
             let e = e.split(" at path ").next().unwrap_or_default();
             fail(format!("cannot create a file in {}: {e}", dir.display()))
         })?;
-    Ok(target)
+    Ok(())
 }
 
 /// Exit status when the gate found no regression but could not decide
@@ -806,7 +861,15 @@ fn report(args: &ReportArgs) -> Result<ExitCode, Failure> {
         ));
     }
     let svg_out = match &args.svg {
-        Some(out) => Some(save_target(out, None, false)?),
+        Some(out) => match save_target(out, None, false)? {
+            SaveTarget::File(path) => Some(path),
+            SaveTarget::Set(_) => {
+                return Err(Failure::Input(format!(
+                    "cannot save to {}: it is a directory; name a file to write",
+                    out.display()
+                )))
+            }
+        },
         None => None,
     };
     let docs = args

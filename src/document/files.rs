@@ -4,7 +4,7 @@
 use std::fs;
 use std::io::{Read as _, Write as _};
 use std::os::unix::fs::{FileTypeExt as _, OpenOptionsExt as _, PermissionsExt as _};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::schema::Document;
 
@@ -33,6 +33,47 @@ impl Document {
     /// crash or a full disk leaves the old file whole, never half a
     /// result.
     pub fn save(&self, path: &Path) -> Result<(), String> {
+        self.write(path, Replace::Yes)
+    }
+
+    /// Adds the result to the baseline set in `dir` (`--save DIR/`), as a
+    /// new file named by its time: never over another run.
+    pub fn save_into_set(&self, dir: &Path) -> Result<PathBuf, String> {
+        let stem = format!(
+            "{}-{}",
+            self.timestamp.replace(':', ""),
+            self.kernel_release
+        );
+        let stem: String = stem
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || "-._+".contains(c) {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        for n in 1..1000 {
+            let name = if n == 1 {
+                format!("{stem}.json")
+            } else {
+                format!("{stem}-{n}.json")
+            };
+            let path = dir.join(name);
+            match self.write(&path, Replace::No) {
+                Ok(()) => return Ok(path),
+                Err(_) if path.exists() => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(format!(
+            "cannot save into {}: 999 runs of {stem} there already",
+            dir.display()
+        ))
+    }
+
+    fn write(&self, path: &Path, replace: Replace) -> Result<(), String> {
         let fail = |e: &dyn std::fmt::Display| {
             // tempfile adds "at path <its random name>": not the user's.
             let e = e.to_string();
@@ -52,9 +93,32 @@ impl Document {
         file.as_file()
             .set_permissions(fs::Permissions::from_mode(mode))
             .map_err(|e| fail(&e))?;
-        file.persist(path).map_err(|e| fail(&e.error))?;
+        match replace {
+            Replace::Yes => file.persist(path).map(drop),
+            Replace::No => file.persist_noclobber(path).map(drop),
+        }
+        .map_err(|e| fail(&e.error))?;
         Ok(())
     }
+}
+
+#[derive(Clone, Copy)]
+enum Replace {
+    Yes,
+    No,
+}
+
+/// The result files of a baseline set (`--baseline DIR`): its `*.json`
+/// files, in name order (their time, as `--save DIR/` names them).
+pub fn set_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
+    let entries = fs::read_dir(dir)
+        .map_err(|e| format!("cannot read baseline set {}: {e}", dir.display()))?;
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json") && p.is_file())
+        .collect();
+    files.sort();
+    Ok(files)
 }
 
 /// The most a result file may weigh: a full run's is ~15 KiB.

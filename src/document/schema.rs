@@ -228,6 +228,18 @@ impl Document {
         self.mechanisms.iter().find(|m| m.name == name)
     }
 
+    /// An `--against` run's A side alone, as a run without `--against`
+    /// would have written it; any other document as it is.
+    pub fn side_a(&self) -> Document {
+        let mut a = self.clone();
+        a.against = None;
+        for m in &mut a.mechanisms {
+            m.against = None;
+            m.pairs_ns = None;
+        }
+        a
+    }
+
     pub fn mechanism_mut(&mut self, name: &str) -> Option<&mut MechanismResult> {
         self.mechanisms.iter_mut().find(|m| m.name == name)
     }

@@ -40,6 +40,9 @@
 //! the run, and takes its mechanisms with it). examples/gate_power.rs
 //! measures the rule's false alarms and power with real runs.
 
+pub mod against;
+pub mod set;
+
 use crate::document::{Document, MechanismResult, Status};
 use crate::measure::Trigger;
 use crate::stats::{detectable_ns, mann_whitney_greater, Summary, CI_Z, DETECT_Z};
