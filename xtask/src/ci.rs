@@ -17,9 +17,10 @@ use anyhow::{bail, ensure, Context, Result};
 
 use crate::arch::Arch;
 use crate::args::{CiArgs, CI_STEPS};
+use crate::guest_build::build_command;
 use crate::lint;
 use crate::summary::Summary;
-use crate::vmtest::{self, shown};
+use crate::util::{cargo, is_root, one_line, repo_root, shown};
 
 /// The CI kernels, one a line: both `cargo xtask ci` and the GitHub workflow
 /// (through `cargo xtask ci --matrix`) read it.
@@ -29,7 +30,7 @@ pub fn main(c: CiArgs) -> i32 {
     match run(&c) {
         Ok(rc) => rc,
         Err(e) => {
-            eprintln!("ci: {}", format!("{e:#}").replace('\n', " "));
+            eprintln!("ci: {}", one_line(&e));
             2
         }
     }
@@ -43,7 +44,7 @@ struct Done {
 }
 
 fn run(c: &CiArgs) -> Result<i32> {
-    let repo = vmtest::repo_root();
+    let repo = repo_root();
     env::set_current_dir(&repo).with_context(|| format!("cd {}", repo.display()))?;
     let kernels = if c.kernels.is_empty() {
         read_kernels(&fs::read_to_string(repo.join(KERNELS_FILE)).context(KERNELS_FILE)?)?
@@ -171,15 +172,6 @@ pub fn matrix(kernels: &[CiKernel]) -> serde_json::Value {
     serde_json::json!({ "include": include })
 }
 
-fn cargo() -> Command {
-    Command::new(env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
-}
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
 /// One host step, its output streamed.
 fn host_step(name: &str, repo: &Path) -> Done {
     let t = Instant::now();
@@ -286,8 +278,8 @@ fn vm_steps(c: &CiArgs, kernels: &[CiKernel]) -> Result<Vec<Done>> {
     archs.dedup();
     for arch in archs {
         let t = Instant::now();
-        let repo = vmtest::repo_root();
-        let mut build = vmtest::build_command(&repo, arch, false, &[], false);
+        let repo = repo_root();
+        let mut build = build_command(&repo, arch, false, &[], false);
         let name = arch.tagged("guest-build");
         say(&format!("{name}: {}", shown(&build)));
         let ok = build.status().is_ok_and(|s| s.success());
@@ -435,7 +427,7 @@ fn ktap(dir: &Path) -> Result<Ktap> {
     let file = dir.join("suite.ktap");
     ensure!(file.is_file(), "no suite.ktap");
     let out = Command::new("perl")
-        .arg(vmtest::repo_root().join("scripts/check-ktap.d/tap_summary.pl"))
+        .arg(repo_root().join("scripts/check-ktap.d/tap_summary.pl"))
         .arg(&file)
         .stdin(Stdio::null())
         .stderr(Stdio::inherit())
@@ -702,7 +694,7 @@ mod tests {
             matrix(&k[2..]).to_string(),
             r#"{"include":[{"arch":"x86_64","kernel":"newest","name":"newest"},{"arch":"arm64","kernel":"newest","name":"newest-arm64"}]}"#
         );
-        let repo = vmtest::repo_root();
+        let repo = repo_root();
         let ours = read_kernels(&fs::read_to_string(repo.join(KERNELS_FILE)).unwrap()).unwrap();
         assert_eq!(
             names(&ours),

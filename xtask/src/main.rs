@@ -4,35 +4,46 @@
 //! - `vmtest KERNEL [-- TEST-ARGS]`: run the test suite in a VM booted on another
 //!   kernel (a Debian kernel by series or release, or one you built).
 //! - `ci`: what .ci/run runs: lint, host tests, every CI kernel in a VM, the report.
+//!
+//! Three layers, each importing only from those under it:
+//! 1. [`util`], the helpers every module shares: it imports no other module;
+//! 2. the parts: the command line ([`args`]), kernels and their images, the
+//!    initramfs, the guest's build and job, qemu, the output directory, the
+//!    summary, the table of a CI run; they import each other without a cycle;
+//! 3. one module per task, [`vmtest`] and [`ci`]: no part imports a task and
+//!    no task another, so what two tasks share is a part.
 
+// The tasks.
+mod ci;
+mod vmtest;
+
+// The parts.
 mod arch;
 mod args;
 mod arm64;
 mod arm64_image;
-mod ci;
 mod cpio;
 mod debian;
 // The names it shares with the suite, from the main crate's one list
 // (xtask does not depend on the main crate: that would build its BPF).
 #[path = "../../src/env_vars.rs"]
 mod env_vars;
+mod guest_build;
 mod image;
+mod initramfs;
+mod job;
+mod kernel;
 mod lint;
 mod modules;
 mod out;
 mod summary;
 mod vm;
-mod vmtest;
+
+mod util;
 
 use std::process::ExitCode;
 
 use args::Parsed;
-
-/// Prints one `vmtest:` line on stderr.
-#[macro_export]
-macro_rules! say {
-    ($($t:tt)*) => { eprintln!("vmtest: {}", format!($($t)*)) };
-}
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
