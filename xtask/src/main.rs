@@ -22,6 +22,7 @@ mod arch;
 mod args;
 mod arm64;
 mod arm64_image;
+mod collect;
 mod cpio;
 mod debian;
 // The names it shares with the suite, from the main crate's one list
