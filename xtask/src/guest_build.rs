@@ -7,6 +7,8 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use anyhow::{ensure, Context, Result};
+use cargo_metadata::camino::Utf8PathBuf;
+use cargo_metadata::{Artifact, Message, TargetKind};
 
 use crate::arch::Arch;
 use crate::say;
@@ -92,20 +94,25 @@ pub fn build_tests(
     Ok((exes, command_executable(&json)))
 }
 
+/// The artifacts among cargo's messages (`--message-format=json`); a line
+/// that is no message of cargo's is left out.
+fn artifacts(json: &str) -> Vec<Artifact> {
+    Message::parse_stream(json.as_bytes())
+        .filter_map(|m| match m {
+            Ok(Message::CompilerArtifact(a)) => Some(a),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Test executables from `cargo test --no-run --message-format=json` output,
 /// in a stable order (by name, not by build completion).
 pub fn test_executables(json: &str) -> Vec<String> {
     let mut exes: Vec<String> = Vec::new();
-    for line in json.lines().filter(|l| l.starts_with('{')) {
-        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
-            continue;
-        };
-        if v["reason"] != "compiler-artifact" || v["profile"]["test"] != true {
-            continue;
-        }
-        if let Some(exe) = v["executable"].as_str() {
-            if !exes.iter().any(|e| e == exe) {
-                exes.push(exe.to_owned());
+    for a in artifacts(json).into_iter().filter(|a| a.profile.test) {
+        if let Some(exe) = a.executable.map(Utf8PathBuf::into_string) {
+            if !exes.contains(&exe) {
+                exes.push(exe);
             }
         }
     }
@@ -127,18 +134,12 @@ pub fn test_executables(json: &str) -> Vec<String> {
 /// The `bpf-overhead` command built with the tests (`cargo test` builds the
 /// binaries its integration tests run), from the same JSON.
 pub fn command_executable(json: &str) -> Option<String> {
-    json.lines()
-        .filter(|l| l.starts_with('{'))
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter(|v| {
-            v["reason"] == "compiler-artifact"
-                && v["profile"]["test"] == false
-                && v["target"]["name"] == "bpf-overhead"
-                && v["target"]["kind"]
-                    .as_array()
-                    .is_some_and(|k| k.iter().any(|k| k == "bin"))
+    artifacts(json)
+        .into_iter()
+        .filter(|a| {
+            !a.profile.test && a.target.name == "bpf-overhead" && a.target.is_kind(TargetKind::Bin)
         })
-        .find_map(|v| v["executable"].as_str().map(str::to_owned))
+        .find_map(|a| a.executable.map(Utf8PathBuf::into_string))
 }
 
 /// A test executable's name without cargo's hash: target/release/deps/overhead-1a2b
@@ -158,17 +159,80 @@ pub fn test_name(exe: &str) -> String {
 mod tests {
     use super::*;
 
+    /// An artifact message as cargo writes it (`cargo test --no-run
+    /// --message-format=json`).
+    fn artifact(name: &str, kind: &str, test: bool, exe: Option<&str>) -> String {
+        let src = if kind == "lib" { "lib" } else { "main" };
+        serde_json::json!({
+            "reason": "compiler-artifact",
+            "package_id": "path+file:///r#bpf-overhead@0.1.0",
+            "manifest_path": "/r/Cargo.toml",
+            "target": {
+                "kind": [kind],
+                "crate_types": [if kind == "lib" { "lib" } else { "bin" }],
+                "name": name,
+                "src_path": format!("/r/src/{src}.rs"),
+                "edition": "2021",
+                "doc": true,
+                "doctest": false,
+                "test": true
+            },
+            "profile": {
+                "opt_level": "0",
+                "debuginfo": 2,
+                "debug_assertions": true,
+                "overflow_checks": true,
+                "test": test
+            },
+            "features": [],
+            "filenames": [exe.unwrap_or("/r/target/debug/libbpf_overhead.rlib")],
+            "executable": exe,
+            "fresh": false
+        })
+        .to_string()
+    }
+
     #[test]
     fn executables_in_a_stable_order() {
-        let json = r#"{"reason":"compiler-artifact","profile":{"test":true},"executable":"/r/target/debug/deps/overhead-9f"}
-{"reason":"compiler-artifact","profile":{"test":false},"executable":"/r/target/debug/bpf-overhead"}
-{"reason":"compiler-artifact","profile":{"test":true},"executable":"/r/target/debug/deps/bpf_overhead-11"}
-{"reason":"compiler-artifact","profile":{"test":true},"executable":null}
-{"reason":"build-finished","success":true}
-not json
-{"reason":"compiler-artifact","profile":{"test":true},"executable":"/r/target/debug/deps/cleanup-02"}"#;
+        let json = [
+            artifact(
+                "overhead",
+                "test",
+                true,
+                Some("/r/target/debug/deps/overhead-9f"),
+            ),
+            artifact(
+                "bpf-overhead",
+                "bin",
+                false,
+                Some("/r/target/debug/bpf-overhead"),
+            ),
+            artifact(
+                "bpf_overhead",
+                "lib",
+                true,
+                Some("/r/target/debug/deps/bpf_overhead-11"),
+            ),
+            artifact("bpf_overhead", "lib", true, None),
+            r#"{"reason":"build-finished","success":true}"#.to_owned(),
+            "not json".to_owned(),
+            artifact(
+                "cleanup",
+                "test",
+                true,
+                Some("/r/target/debug/deps/cleanup-02"),
+            ),
+            // The same executable twice: listed once.
+            artifact(
+                "cleanup",
+                "test",
+                true,
+                Some("/r/target/debug/deps/cleanup-02"),
+            ),
+        ]
+        .join("\n");
         assert_eq!(
-            test_executables(json),
+            test_executables(&json),
             [
                 "/r/target/debug/deps/bpf_overhead-11",
                 "/r/target/debug/deps/cleanup-02",
@@ -194,12 +258,30 @@ not json
 
     #[test]
     fn the_command_among_the_artifacts() {
-        let json = r#"{"reason":"compiler-artifact","profile":{"test":true},"target":{"name":"bpf-overhead","kind":["bin"]},"executable":"/r/target/debug/deps/bpf_overhead-1"}
-{"reason":"compiler-artifact","profile":{"test":false},"target":{"name":"bpf-overhead","kind":["lib"]},"executable":null}
-{"reason":"compiler-artifact","profile":{"test":false},"target":{"name":"suite-helper","kind":["bin"]},"executable":"/r/target/debug/suite-helper"}
-{"reason":"compiler-artifact","profile":{"test":false},"target":{"name":"bpf-overhead","kind":["bin"]},"executable":"/r/target/debug/bpf-overhead"}"#;
+        let json = [
+            artifact(
+                "bpf-overhead",
+                "bin",
+                true,
+                Some("/r/target/debug/deps/bpf_overhead-1"),
+            ),
+            artifact("bpf-overhead", "lib", false, None),
+            artifact(
+                "suite-helper",
+                "bin",
+                false,
+                Some("/r/target/debug/suite-helper"),
+            ),
+            artifact(
+                "bpf-overhead",
+                "bin",
+                false,
+                Some("/r/target/debug/bpf-overhead"),
+            ),
+        ]
+        .join("\n");
         assert_eq!(
-            command_executable(json).as_deref(),
+            command_executable(&json).as_deref(),
             Some("/r/target/debug/bpf-overhead")
         );
         assert_eq!(command_executable("{}"), None);
