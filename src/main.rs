@@ -878,6 +878,20 @@ fn report(args: &ReportArgs) -> Result<ExitCode, Failure> {
         .map(|path| report::load(path).map(|doc| (path.display().to_string(), doc)))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| Failure::Input(format!("report: {e}")))?;
+    // An --against run is two columns, A and B, side by side.
+    let docs: Vec<(String, Document)> = docs
+        .into_iter()
+        .flat_map(|(label, doc)| match doc.side_b() {
+            Some(b) => vec![
+                (format!("{label} A"), doc.side_a()),
+                (
+                    format!("{label} B ({})", doc.against.as_deref().unwrap_or("")),
+                    b,
+                ),
+            ],
+            None => vec![(label, doc)],
+        })
+        .collect();
     let matrix = Matrix::new(&docs).map_err(|e| Failure::Input(format!("report: {e}")))?;
     print(&render::report::table(&matrix))?;
     if let Some(out) = &svg_out {

@@ -25,10 +25,6 @@ fn special_file_baselines_are_refused_without_reading_them() {
         ("/dev/zero", "/dev/zero: a device, not a result file"),
         (fifo.to_str().unwrap(), "a FIFO, not a result file"),
         (
-            dir.path().to_str().unwrap(),
-            "a directory, not a result file",
-        ),
-        (
             huge.to_str().unwrap(),
             "68157440 bytes, more than a result file's 64 MiB",
         ),
@@ -153,11 +149,13 @@ fn save_onto_the_baseline_is_refused() {
 #[test]
 fn bad_save_targets_are_found_before_measuring() {
     let dir = tempfile::tempdir().unwrap();
-    let d = dir.path().to_str().unwrap();
     let nowhere = dir.path().join("nowhere.json");
     std::os::unix::fs::symlink(dir.path().join("missing/x.json"), &nowhere).unwrap();
     for (save, expected) in [
-        (d, "it is a directory; name a file to write"),
+        (
+            "/proc",
+            "cannot save to /proc: cannot create a file in /proc",
+        ),
         (
             "/dev/full",
             "cannot save to /dev/full: it is not a regular file",
@@ -192,4 +190,57 @@ fn bad_save_targets_are_found_before_measuring() {
         "{}",
         out.stderr
     );
+}
+
+/// A directory is a baseline set: one with no result file, or one that is
+/// not a result, is bad input that names the file.
+#[test]
+fn bad_baseline_sets_are_refused_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    refused_early(
+        &["--baseline", d],
+        "no result files (*.json) in this directory",
+    );
+    fs::write(dir.path().join("a.json"), fixture().to_string()).unwrap();
+    fs::write(dir.path().join("b.json"), "{}").unwrap();
+    refused_early(&["--baseline", d], "b.json");
+    // report reads files, not sets.
+    let out = output_within(
+        command(&["report", d, d]),
+        std::time::Duration::from_secs(20),
+    );
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("a directory, not a result file"),
+        "{}",
+        out.stderr
+    );
+}
+
+/// `--save DIR/` adds each run to the set as a new file, never over
+/// another, and `--baseline DIR` judges against all of them.
+#[test]
+#[serial_test::serial]
+fn save_into_a_set_adds_a_file_each_run() {
+    if !is_root() {
+        println!("SKIP: a run needs root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    for n in 1..=2 {
+        run_ok(&raw_tp_run(
+            "3",
+            &["--budget", "0", "--no-prog-stats", "--save", d],
+        ));
+        let files = fs::read_dir(d).unwrap().count();
+        assert_eq!(files, n, "runs saved into {d}");
+    }
+    let out = run(&raw_tp_run(
+        "3",
+        &["--budget", "0", "--no-prog-stats", "--baseline", d],
+    ));
+    assert!(matches!(out.code, 0 | 1 | 3), "{}", out.stderr);
+    assert!(out.stdout.contains("baseline set"), "{}", out.stdout);
 }

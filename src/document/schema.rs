@@ -228,6 +228,27 @@ impl Document {
         self.mechanisms.iter().find(|m| m.name == name)
     }
 
+    /// An `--against` run's B side alone, as a run with the variant's
+    /// options would have written it (bases as they were: a variant never
+    /// changes a base); `None` for a run without `--against`.
+    pub fn side_b(&self) -> Option<Document> {
+        let variant = self.against.clone()?;
+        let mut b = self.side_a();
+        for (m, orig) in b.mechanisms.iter_mut().zip(&self.mechanisms) {
+            if let Some(side) = &orig.against {
+                *m = (**side).clone();
+            }
+        }
+        b.against = None;
+        if let Some(n) = variant
+            .strip_prefix("prog-work=")
+            .and_then(|n| n.parse().ok())
+        {
+            b.prog_work = n;
+        }
+        Some(b)
+    }
+
     /// An `--against` run's A side alone, as a run without `--against`
     /// would have written it; any other document as it is.
     pub fn side_a(&self) -> Document {

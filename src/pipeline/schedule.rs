@@ -267,6 +267,18 @@ fn run_here(plan: &Plan, privileged: &Privileged, mut progress: impl FnMut(&Step
     }
     propagate_base_problems(&mut outcomes);
     let rounds = timed_rounds(&mut at, &mut outcomes);
+    // A B side timed with BPF stats on (`--against bpf-stats`) has its
+    // program's run time from every round: no stats run needed.
+    for b in outcomes.iter_mut().filter_map(|o| o.against.as_deref_mut()) {
+        let ns: Vec<f64> = b
+            .samples
+            .iter()
+            .filter_map(Sample::prog_ns_per_event)
+            .collect();
+        if !ns.is_empty() {
+            b.prog_ns_per_event = Some(crate::stats::median(&ns));
+        }
+    }
     propagate_base_problems(&mut outcomes);
     if plan.stats_run {
         stats_run(&mut at, &mut outcomes);
@@ -552,7 +564,11 @@ fn stats_run(at: &mut Running<'_, impl FnMut(&Step)>, outcomes: &mut [Outcome]) 
         if !stats_of(at, outcome) {
             return;
         }
-        if let Some(b) = outcome.against.as_deref_mut().filter(|b| b.is_ok()) {
+        if let Some(b) = outcome
+            .against
+            .as_deref_mut()
+            .filter(|b| b.is_ok() && b.prog_ns_per_event.is_none())
+        {
             if !stats_of(at, b) {
                 return;
             }
@@ -594,7 +610,11 @@ fn cut_short(outcomes: &mut [Outcome], signal: i32) {
         }
     };
     for outcome in outcomes.iter_mut().filter(|o| o.is_ok()) {
-        if let Some(b) = outcome.against.as_deref_mut().filter(|b| b.is_ok()) {
+        if let Some(b) = outcome
+            .against
+            .as_deref_mut()
+            .filter(|b| b.is_ok() && b.prog_ns_per_event.is_none())
+        {
             cut(b);
         }
         cut(outcome);

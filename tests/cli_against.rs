@@ -1,0 +1,127 @@
+//! The `bpf-overhead` command's in-run comparison (--against): B against
+//! A in the same rounds, on real runs.
+
+use serde_json::Value;
+use serial_test::serial;
+
+#[path = "common/cli.rs"]
+mod cli;
+use cli::*;
+
+/// uprobe-nop with B's program doing 3000 steps more per hit: about
+/// 1 µs over a ~0.5 µs cost, far beyond the rounds' noise on a busy
+/// machine, so these tests exercise the plumbing, not the statistics
+/// (examples/compare_power measures those). Seven rounds: one pair the
+/// wrong way round (another run took the CPU) still leaves p <= 0.05.
+const HEAVIER: [&str; 8] = [
+    "-m",
+    "uprobe-nop",
+    "--repeat",
+    "7",
+    "--budget",
+    "0",
+    "--against",
+    "prog-work=3000",
+];
+
+fn mechanism<'a>(doc: &'a Value, name: &str) -> &'a Value {
+    doc["mechanisms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == name)
+        .unwrap_or_else(|| panic!("{name} in {doc}"))
+}
+
+#[test]
+#[serial]
+fn a_heavier_b_is_regressed_with_both_sides_and_the_pairs_in_the_json() {
+    let out = run(&[&HEAVIER[..], &["--format", "json", "--no-prog-stats"]].concat());
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("against: FAILED: 1 of 1 mechanisms regressed: uprobe-nop"),
+        "{}",
+        out.stderr
+    );
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(doc["against"], "prog-work=3000");
+    let a = mechanism(&doc, "uprobe-nop");
+    let b = &a["against"];
+    assert_eq!(b["status"], "ok", "{b}");
+    let pairs = a["pairs_ns"]["samples"].as_array().unwrap();
+    assert_eq!(pairs.len(), 7, "one pair a round: {a}");
+    let (oa, ob) = (
+        a["overhead_ns"]["median"].as_f64().unwrap(),
+        b["overhead_ns"]["median"].as_f64().unwrap(),
+    );
+    assert!(ob > oa, "B costs more: A {oa} B {ob}");
+    // Both sides counted every event.
+    for side in [a, b] {
+        for hits in side["hits"].as_array().unwrap() {
+            assert_eq!(hits, &side["events_per_run"], "{side}");
+        }
+    }
+    assert!(mechanism(&doc, "base-nop")["against"].is_null());
+}
+
+#[test]
+#[serial]
+fn a_regressed_b_is_a_failed_ktap_test_and_a_row_of_the_table() {
+    let out = run(&[&HEAVIER[..], &["--format", "ktap", "--no-prog-stats"]].concat());
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stdout.contains("\nnot ok 2 uprobe-nop\n"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("\nok 1 base-nop\n"), "{}", out.stdout);
+    let out = run(&[&HEAVIER[..], &["--no-prog-stats"]].concat());
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let row = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("uprobe-nop ") && l.ends_with("REGRESSED"))
+        .unwrap_or_else(|| panic!("a REGRESSED row: {}", out.stdout));
+    assert!(row.contains('%'), "{row}");
+}
+
+#[test]
+#[serial]
+fn bpf_stats_as_b_gives_b_its_program_run_time() {
+    let out = run(&[
+        "-m",
+        "raw_tp",
+        "--repeat",
+        "5",
+        "--budget",
+        "0",
+        "--against",
+        "bpf-stats",
+        "--format",
+        "json",
+        "--no-prog-stats",
+    ]);
+    // What stats cost raw_tp may or may not be beyond the threshold here.
+    assert!(matches!(out.code, 0 | 1 | 3), "{}", out.stderr);
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap();
+    let a = mechanism(&doc, "raw_tp");
+    assert!(a["prog_ns_per_event"].is_null(), "A ran without stats: {a}");
+    let prog_ns = a["against"]["prog_ns_per_event"].as_f64();
+    assert!(prog_ns.is_some_and(|ns| ns > 0.0), "B's prog ns: {a}");
+}
+
+#[test]
+fn bad_variants_and_a_baseline_beside_against_are_bad_input() {
+    bad_input(&["--against", "fast"], "expected prog-work=N or bpf-stats");
+    bad_input(
+        &["--against", "prog-work=99999"],
+        "prog-work=99999: N must be 0 to",
+    );
+    let saved = TempFile::new("against-baseline.json");
+    std::fs::write(&saved.0, fixture().to_string()).unwrap();
+    bad_input(
+        &["--against", "bpf-stats", "--baseline", saved.path()],
+        "cannot be used with",
+    );
+}
