@@ -19,7 +19,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use bpf_overhead::document::{self, Document, Status};
 use bpf_overhead::gate::{self, Threshold};
-use bpf_overhead::measure::host::Host;
+use bpf_overhead::measure::host::{self, Host};
 use bpf_overhead::measure::{
     cpulock, Batch, CpuPin, Options, Privileged, ProgWork, MAX_BATCH, MAX_PROG_WORK,
 };
@@ -444,7 +444,7 @@ fn check_producers(cli: &Cli) -> Result<(), Failure> {
 
 /// The run the command line asks for.
 fn plan(cli: &Cli) -> Plan {
-    let defaults = Plan::new(&cli.mechanisms);
+    let defaults = Plan::new(&cli.mechanisms, host::emulated());
     Plan {
         run: Options {
             iterations: cli.iterations.unwrap_or(defaults.run.iterations),

@@ -31,7 +31,7 @@ pub fn document(plan: &Plan, runs: &Runs, host: Host) -> Document {
         cpu_model: host.cpu_model,
         arch: host.arch,
         cpu,
-        emulated: host.emulated,
+        emulated: plan.emulated.clone(),
         iterations: plan.run.iterations.get(),
         repeats: runs.rounds.max(1),
         budget_secs: plan.budget.as_secs_f64(),
@@ -159,7 +159,7 @@ mod tests {
                 ..Options::default()
             },
             repeats: NonZeroUsize::new(3).unwrap(),
-            ..Plan::new(&[m("raw_tp")])
+            ..Plan::new(&[m("raw_tp")], None)
         };
         let doc = document(&plan, &runs(&outcomes), host());
         assert_eq!(doc.cpu, 1);
@@ -194,7 +194,7 @@ mod tests {
         let mut tp = outcome(m("tp"), &[1100]);
         tp.fail(Error::failed("tp: attach failed"));
         let outcomes = [outcome(m("base"), &[1000]), kprobe, tp];
-        let doc = document(&Plan::new(&[]), &runs(&outcomes), host());
+        let doc = document(&Plan::new(&[], None), &runs(&outcomes), host());
         let kprobe = doc.mechanism("kprobe").unwrap();
         assert_eq!(kprobe.status, Status::Skipped);
         assert_eq!(kprobe.reason.as_deref(), Some("no kprobes"));
@@ -209,7 +209,7 @@ mod tests {
         static STOP: AtomicUsize = AtomicUsize::new(0);
         let plan = Plan {
             stop: Some(&STOP),
-            ..Plan::new(&[m("raw_tp")])
+            ..Plan::new(&[m("raw_tp")], None)
         };
         let outcomes = [outcome(m("base"), &[1000]), outcome(m("raw_tp"), &[1100])];
         assert_eq!(document(&plan, &runs(&outcomes), host()).interrupted, None);

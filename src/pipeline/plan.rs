@@ -14,8 +14,8 @@ pub const DEFAULT_RUN_TIME: Duration = Duration::from_millis(50);
 pub const DEFAULT_BUDGET: Duration = Duration::from_secs(45);
 /// [`DEFAULT_BUDGET`], or none under emulation, where nothing timed is
 /// read.
-fn default_budget() -> Duration {
-    if crate::measure::host::emulated().is_some() {
+fn default_budget(emulated: bool) -> Duration {
+    if emulated {
         Duration::ZERO
     } else {
         DEFAULT_BUDGET
@@ -32,10 +32,8 @@ pub const SURE_SHARE: f64 = 0.6;
 
 /// [`DEFAULT_RUN_TIME`], or none under emulation: scaling needs the
 /// warm-up run's time per event, and there is no warm-up there.
-fn default_run_time() -> Option<Duration> {
-    crate::measure::host::emulated()
-        .is_none()
-        .then_some(DEFAULT_RUN_TIME)
+fn default_run_time(emulated: bool) -> Option<Duration> {
+    (!emulated).then_some(DEFAULT_RUN_TIME)
 }
 
 /// The change a run must be able to detect, as a share of a mechanism's
@@ -114,23 +112,30 @@ pub struct Plan {
     /// Set (to a signal number, by a signal handler) to stop the run
     /// after the run in progress: see [`run`](super::run).
     pub stop: Option<&'static AtomicUsize>,
+    /// The emulator the run is under (`tcg`), or none on real or
+    /// virtualised hardware: its rates are no performance figures, and
+    /// the defaults time nothing there. Given by the caller, who reads it
+    /// from the environment ([`emulated`](crate::measure::host::emulated)).
+    pub emulated: Option<String>,
 }
 
 impl Plan {
     /// `selection` and each one's base, in catalogue order; an empty
-    /// selection means every mechanism. Defaults for the rest.
-    pub fn new(selection: &[Mechanism]) -> Self {
-        let emulated = crate::measure::host::emulated().is_some();
+    /// selection means every mechanism. Defaults for the rest, which
+    /// depend on whether the run is `emulated` ([`Plan::emulated`]).
+    pub fn new(selection: &[Mechanism], emulated: Option<String>) -> Self {
+        let is_emulated = emulated.is_some();
         Self {
             mechanisms: expand(selection),
             run: Options::default(),
-            run_time: default_run_time(),
+            run_time: default_run_time(is_emulated),
             repeats: DEFAULT_REPEATS,
-            warmup: !emulated,
+            warmup: !is_emulated,
             stats_run: true,
-            budget: default_budget(),
+            budget: default_budget(is_emulated),
             precision: Precision::DEFAULT,
             stop: None,
+            emulated,
         }
     }
 
@@ -139,11 +144,10 @@ impl Plan {
     /// Under emulation, [`EMULATED_ITERATIONS`]: there the run proves that
     /// the mechanism attaches and counts exactly, which 10000 events prove
     /// as well as 100000, and its rates are no performance figures.
-    pub fn selftest(mechanism: Mechanism) -> Self {
-        let emulated = crate::measure::host::emulated().is_some();
+    pub fn selftest(mechanism: Mechanism, emulated: Option<String>) -> Self {
         Self {
             run: Options {
-                iterations: if emulated {
+                iterations: if emulated.is_some() {
                     EMULATED_ITERATIONS
                 } else {
                     DEFAULT_ITERATIONS
@@ -157,7 +161,7 @@ impl Plan {
             // run warms the path, and the keeper keeps the CPU from idling.
             warmup: false,
             stats_run: false,
-            ..Self::new(&[mechanism])
+            ..Self::new(&[mechanism], emulated)
         }
     }
 
@@ -293,6 +297,20 @@ mod tests {
         assert_eq!(expand(&[m("base-nop")]), vec![m("base-nop")]);
     }
 
+    /// Under emulation, which the caller gives, the defaults time nothing.
+    #[test]
+    fn emulation_is_the_plans_own_setting() {
+        let real = Plan::new(&[], None);
+        assert!(real.warmup && real.run_time.is_some() && real.budget > Duration::ZERO);
+        let emulated = Plan::new(&[], Some("tcg".into()));
+        assert!(!emulated.warmup && emulated.run_time.is_none());
+        assert_eq!(emulated.budget, Duration::ZERO);
+        assert_eq!(emulated.emulated.as_deref(), Some("tcg"));
+        let selftest = |emulated| Plan::selftest(m("raw_tp"), emulated).run.iterations;
+        assert_eq!(selftest(None), DEFAULT_ITERATIONS);
+        assert_eq!(selftest(Some("tcg".into())), EMULATED_ITERATIONS);
+    }
+
     #[test]
     fn the_estimate_is_a_lower_bound_that_grows_with_the_plan() {
         let plan = |iterations: u64, repeats: usize| Plan {
@@ -301,7 +319,7 @@ mod tests {
                 ..Options::default()
             },
             repeats: NonZeroUsize::new(repeats).unwrap(),
-            ..Plan::new(&[m("raw_tp"), m("uprobe-nop")])
+            ..Plan::new(&[m("raw_tp"), m("uprobe-nop")], None)
         };
         let small = estimate_secs(&plan(1000, 1));
         // 1000 comm writes and 100000 calls: well under a second.

@@ -6,7 +6,7 @@ use std::fmt;
 
 use bpf_overhead::document::{Document, MechanismResult};
 use bpf_overhead::expect::{Expectations, Verdict};
-use bpf_overhead::measure::host::Host;
+use bpf_overhead::measure::host::{emulated, Host};
 use bpf_overhead::measure::Privileged;
 use bpf_overhead::pipeline::{self, Plan};
 use bpf_overhead::render::KtapResult;
@@ -73,7 +73,7 @@ enum Checked {
 fn measure(name: &str) -> Result<Checked, Failure> {
     let expect = Expectations::from_env().map_err(Failure)?;
     let mechanism: Mechanism = name.parse().map_err(Failure)?;
-    let plan = Plan::selftest(mechanism);
+    let plan = Plan::selftest(mechanism, emulated());
     let doc = Privileged::check(&plan.mechanisms)
         .and_then(|privileged| pipeline::execute(&plan, &privileged, Host::current, |_| {}))
         .map_err(|e| Failure(e.to_string()))?;
