@@ -51,7 +51,7 @@ fn plan(names: &[&str], prog_work: u32) -> Plan {
     let selection: Vec<Mechanism> = names.iter().map(|n| n.parse().unwrap()).collect();
     Plan {
         stats_run: false,
-        run: Options {
+        options: Options {
             prog_work: ProgWork::new(prog_work).expect("a valid --prog-work"),
             ..Options::default()
         },

@@ -156,8 +156,8 @@ fn check_producers(cli: &Cli) -> Result<(), Failure> {
 fn plan(cli: &Cli) -> Plan {
     let defaults = Plan::new(&cli.mechanisms, host::emulated());
     Plan {
-        run: Options {
-            iterations: cli.iterations.unwrap_or(defaults.run.iterations),
+        options: Options {
+            iterations: cli.iterations.unwrap_or(defaults.options.iterations),
             cpu: cli.cpu,
             bpf_stats: false,
             batch: cli.batch,
@@ -207,7 +207,7 @@ fn hold_cpus(cli: &Cli, plan: &Plan) -> Result<Option<cpulock::CpuLock>, Failure
     } else {
         cpulock::Wait::Yes
     };
-    match cpulock::hold_for(plan.run.cpu, plan.run.producers.get(), wait) {
+    match cpulock::hold_for(plan.options.cpu, plan.options.producers.get(), wait) {
         Ok(lock) => Ok(Some(lock)),
         Err(cpulock::Refused::Busy(msg)) => {
             note(&format!("error: {msg}"));
@@ -373,13 +373,13 @@ fn check_duration(plan: &Plan) -> Result<(), Failure> {
     } else {
         format!("{days:.1e} days")
     };
-    let fit = (plan.run.iterations.get() as f64 * DAY / secs)
+    let fit = (plan.options.iterations.get() as f64 * DAY / secs)
         .floor()
         .max(1.0);
     Err(Failure::Input(format!(
         "--iterations {} with --repeat {}: this run would take at least {days}; \
          at most about {fit:.0} iterations finish in a day",
-        plan.run.iterations, plan.repeats
+        plan.options.iterations, plan.repeats
     )))
 }
 

@@ -176,7 +176,7 @@ fn every_mechanism_leaves_nothing_behind() {
     let before = state();
     // Every mechanism, with the BPF-stats run too.
     let plan = Plan {
-        run: opts(),
+        options: opts(),
         run_time: None,
         repeats: NonZeroUsize::MIN,
         budget: Duration::ZERO,

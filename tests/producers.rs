@@ -25,7 +25,7 @@ fn exact_per_producer(name: &str) {
         budget: Duration::ZERO,
         run_time: None,
         stats_run: false,
-        run: Options {
+        options: Options {
             producers: NonZeroUsize::new(2).unwrap(),
             ..Options::default()
         },

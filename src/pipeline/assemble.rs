@@ -19,7 +19,7 @@ pub fn document(plan: &Plan, runs: &Runs, host: Host) -> Document {
         .flat_map(|o| o.samples.first())
         .map(|s| s.cpu)
         .next()
-        .or(plan.run.cpu)
+        .or(plan.options.cpu)
         .unwrap_or(0);
     let mechanisms = outcomes.iter().map(|o| mechanism_result(plan, o)).collect();
     Document {
@@ -32,16 +32,16 @@ pub fn document(plan: &Plan, runs: &Runs, host: Host) -> Document {
         arch: host.arch,
         cpu,
         emulated: plan.emulated.clone(),
-        iterations: plan.run.iterations.get(),
+        iterations: plan.options.iterations.get(),
         repeats: runs.rounds.max(1),
         budget_secs: plan.budget.as_secs_f64(),
         run_secs: plan.run_time.map(|t| t.as_secs_f64()),
         warmup_runs: usize::from(plan.warmup),
         order: ORDER_BRACKETED.into(),
         prog_stats: plan.stats_run,
-        batch: plan.run.batch.get(),
-        prog_work: plan.run.prog_work.get(),
-        producers: plan.run.producers.get(),
+        batch: plan.options.batch.get(),
+        prog_work: plan.options.prog_work.get(),
+        producers: plan.options.producers.get(),
         interrupted: plan.stopped_by().map(signal_name),
         retaken_runs: runs.retaken_runs,
         context: runs.context.clone(),
@@ -84,7 +84,7 @@ fn mechanism_result(plan: &Plan, o: &Outcome) -> MechanismResult {
         events_per_run: o
             .samples
             .first()
-            .map_or_else(|| m.events(plan.run.iterations.get()), |s| s.iterations),
+            .map_or_else(|| m.events(plan.options.iterations.get()), |s| s.iterations),
         status,
         reason,
         k_events_per_sec: ok.then(|| Summary::of(&rates)).flatten(),
@@ -95,7 +95,7 @@ fn mechanism_result(plan: &Plan, o: &Outcome) -> MechanismResult {
         }),
         hits: (!m.is_base() && ok).then(|| o.samples.iter().map(|s| s.hits.unwrap_or(0)).collect()),
         prog_ns_per_event: ok.then_some(o.prog_ns_per_event).flatten(),
-        producers: (ok && plan.run.producers.get() > 1).then(|| per_producer(&o.samples)),
+        producers: (ok && plan.options.producers.get() > 1).then(|| per_producer(&o.samples)),
         scaling: (ok && o.single.len() == o.samples.len())
             .then(|| {
                 let ratios: Vec<f64> = o
@@ -154,7 +154,7 @@ mod tests {
             paired(m("raw_tp"), &[1100, 600, 1100], &[1000, 500, 1000]),
         ];
         let plan = Plan {
-            run: Options {
+            options: Options {
                 iterations: NonZeroU64::new(1000).unwrap(),
                 ..Options::default()
             },

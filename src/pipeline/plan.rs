@@ -87,7 +87,7 @@ pub struct Plan {
     /// nowhere. Its `bpf_stats` is turned on for the stats run only.
     /// With more than one producer, each round also measures one producer
     /// alone, for the scaling.
-    pub run: Options,
+    pub options: Options,
     /// Instead, scale each mechanism's events so that its timed runs last
     /// about this long, from its warm-up run: a slow mechanism (a uprobe
     /// on `ret`, 10 µs an event) then costs no more time than a fast one,
@@ -127,7 +127,7 @@ impl Plan {
         let is_emulated = emulated.is_some();
         Self {
             mechanisms: expand(selection),
-            run: Options::default(),
+            options: Options::default(),
             run_time: default_run_time(is_emulated),
             repeats: DEFAULT_REPEATS,
             warmup: !is_emulated,
@@ -146,7 +146,7 @@ impl Plan {
     /// as well as 100000, and its rates are no performance figures.
     pub fn selftest(mechanism: Mechanism, emulated: Option<String>) -> Self {
         Self {
-            run: Options {
+            options: Options {
                 iterations: if emulated.is_some() {
                     EMULATED_ITERATIONS
                 } else {
@@ -198,14 +198,14 @@ pub fn estimate_secs(plan: &Plan) -> f64 {
         let per_event = match ns_per_event.iter().find(|(t, _)| *t == trigger) {
             Some(&(_, per_event)) => per_event,
             None => {
-                let per_event = fastest_ns_per_event(trigger, plan.run.batch.get());
+                let per_event = fastest_ns_per_event(trigger, plan.options.batch.get());
                 ns_per_event.push((trigger, per_event));
                 per_event
             }
         };
         let stats_run = plan.stats_run && !m.is_base();
         let runs = 1 + plan.repeats.get() as u64 + u64::from(stats_run);
-        ns += runs as f64 * m.events(plan.run.iterations.get()) as f64 * per_event;
+        ns += runs as f64 * m.events(plan.options.iterations.get()) as f64 * per_event;
     }
     ns / 1e9
 }
@@ -306,7 +306,7 @@ mod tests {
         assert!(!emulated.warmup && emulated.run_time.is_none());
         assert_eq!(emulated.budget, Duration::ZERO);
         assert_eq!(emulated.emulated.as_deref(), Some("tcg"));
-        let selftest = |emulated| Plan::selftest(m("raw_tp"), emulated).run.iterations;
+        let selftest = |emulated| Plan::selftest(m("raw_tp"), emulated).options.iterations;
         assert_eq!(selftest(None), DEFAULT_ITERATIONS);
         assert_eq!(selftest(Some("tcg".into())), EMULATED_ITERATIONS);
     }
@@ -314,7 +314,7 @@ mod tests {
     #[test]
     fn the_estimate_is_a_lower_bound_that_grows_with_the_plan() {
         let plan = |iterations: u64, repeats: usize| Plan {
-            run: Options {
+            options: Options {
                 iterations: NonZeroU64::new(iterations).unwrap(),
                 ..Options::default()
             },

@@ -156,9 +156,9 @@ impl Plan {
     /// The options of `outcome`'s runs: its own iterations when scaled.
     fn options_for(&self, outcome: &Outcome, bpf_stats: bool) -> Options {
         Options {
-            iterations: outcome.iterations.unwrap_or(self.run.iterations),
+            iterations: outcome.iterations.unwrap_or(self.options.iterations),
             bpf_stats,
-            ..self.run.clone()
+            ..self.options.clone()
         }
     }
 }
@@ -176,7 +176,11 @@ pub fn run(
 ) -> Result<Runs> {
     // One measuring run per CPU at a time, across processes (re-entrant:
     // the command holds it already).
-    let _cpus = cpulock::hold_for(plan.run.cpu, plan.run.producers.get(), cpulock::Wait::Yes)?;
+    let _cpus = cpulock::hold_for(
+        plan.options.cpu,
+        plan.options.producers.get(),
+        cpulock::Wait::Yes,
+    )?;
     let mut runs = on_measuring_thread(|| Ok(run_here(plan, privileged, progress)))?;
     runs.cpu_wait_s = cpulock::waited_for_held().as_secs_f64();
     Ok(runs)
@@ -195,7 +199,7 @@ fn run_here(plan: &Plan, privileged: &Privileged, mut progress: impl FnMut(&Step
         }
     }
     // The CPU never idles between runs (see keeper.rs).
-    let cpu = CpuPin::new(plan.run.cpu).map(|pin| pin.cpu);
+    let cpu = CpuPin::new(plan.options.cpu).map(|pin| pin.cpu);
     let _keeper = cpu.as_ref().ok().map(|&cpu| Keeper::start(cpu));
     let context_before = context::snapshot(*cpu.as_ref().unwrap_or(&0));
 
@@ -260,7 +264,7 @@ fn warm_up(at: &mut Running<'_, impl FnMut(&Step)>, outcomes: &mut [Outcome]) {
     let plan = at.plan;
     let opts = Options {
         bpf_stats: false,
-        ..plan.run.clone()
+        ..plan.options.clone()
     };
     at.step.total = outcomes.iter().filter(|o| o.is_ok()).count() as u64;
     for outcome in outcomes.iter_mut().filter(|o| o.is_ok()) {
@@ -413,7 +417,7 @@ fn bracket(
 fn timed(at: &mut Running<'_, impl FnMut(&Step)>, o: &Outcome) -> Result<(Option<Sample>, Sample)> {
     let plan = at.plan;
     let opts = plan.options_for(o, false);
-    let single = (plan.run.producers.get() > 1)
+    let single = (plan.options.producers.get() > 1)
         .then(|| {
             let one = Options {
                 producers: NonZeroUsize::MIN,

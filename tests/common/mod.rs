@@ -104,7 +104,7 @@ fn measure(name: &str) -> Result<Checked, Failure> {
     for line in &lines {
         println!("{line}");
     }
-    check_counts(&doc, result, plan.run.iterations.get())?;
+    check_counts(&doc, result, plan.options.iterations.get())?;
     Ok(Checked::Passed(lines))
 }
 
