@@ -2,7 +2,7 @@
 //! and ratio to base are computed here and nowhere else.
 
 use super::plan::Plan;
-use super::schedule::{signal_name, Outcome, Runs};
+use super::schedule::{signal_name, MechanismRuns, Runs};
 use crate::document::{
     Document, MechanismResult, ProducerResult, Status, ORDER_BRACKETED, SCHEMA, SCHEMA_VERSION,
 };
@@ -52,7 +52,7 @@ pub fn document(plan: &Plan, runs: &Runs, host: Host) -> Document {
 
 /// One mechanism's figures. A mechanism's timed run is paired with the
 /// mean of its base's runs just before and after it.
-fn mechanism_result(plan: &Plan, o: &Outcome) -> MechanismResult {
+fn mechanism_result(plan: &Plan, o: &MechanismRuns) -> MechanismResult {
     let m = o.mechanism;
     // Ok with no timed run cannot happen through run(); say so if it does.
     let (status, reason) = match (o.status, o.samples.is_empty()) {
@@ -189,7 +189,7 @@ mod tests {
 
     #[test]
     fn skipped_and_failed_have_reasons_and_no_figures() {
-        let mut kprobe = Outcome::new(m("kprobe"));
+        let mut kprobe = MechanismRuns::new(m("kprobe"));
         kprobe.fail(Error::unsupported("no kprobes"));
         let mut tp = outcome(m("tp"), &[1100]);
         tp.fail(Error::failed("tp: attach failed"));

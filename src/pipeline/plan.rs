@@ -102,7 +102,7 @@ pub struct Plan {
     /// Make the extra run with BPF run-time stats.
     pub stats_run: bool,
     /// After `repeats` rounds, more rounds of the mechanisms not yet sure
-    /// (`Outcome::is_sure`) while the timed rounds have taken less than
+    /// (`MechanismRuns::is_sure`) while the timed rounds have taken less than
     /// this. Zero: exactly `repeats` rounds (so under emulation, where
     /// nothing timed is read).
     pub budget: Duration,

@@ -44,7 +44,7 @@ pub struct Step {
 /// What a [`run`] came to.
 #[derive(Clone, Debug, Default)]
 pub struct Runs {
-    pub outcomes: Vec<Outcome>,
+    pub outcomes: Vec<MechanismRuns>,
     /// Timed rounds run (the most any mechanism had).
     pub rounds: usize,
     /// Timed runs measured again because the measuring thread lost the CPU
@@ -59,7 +59,7 @@ pub struct Runs {
 
 /// What one mechanism came to.
 #[derive(Clone, Debug)]
-pub struct Outcome {
+pub struct MechanismRuns {
     pub mechanism: Mechanism,
     pub status: Status,
     pub reason: Option<String>,
@@ -79,7 +79,7 @@ pub struct Outcome {
     pub prog_ns_per_event: Option<f64>,
 }
 
-impl Outcome {
+impl MechanismRuns {
     pub(super) fn new(mechanism: Mechanism) -> Self {
         Self {
             mechanism,
@@ -154,7 +154,7 @@ impl Outcome {
 
 impl Plan {
     /// The options of `outcome`'s runs: its own iterations when scaled.
-    fn options_for(&self, outcome: &Outcome, bpf_stats: bool) -> Options {
+    fn options_for(&self, outcome: &MechanismRuns, bpf_stats: bool) -> Options {
         Options {
             iterations: outcome.iterations.unwrap_or(self.options.iterations),
             bpf_stats,
@@ -187,7 +187,12 @@ pub fn run(
 }
 
 fn run_here(plan: &Plan, privileged: &Privileged, mut progress: impl FnMut(&Step)) -> Runs {
-    let mut outcomes: Vec<Outcome> = plan.mechanisms.iter().copied().map(Outcome::new).collect();
+    let mut outcomes: Vec<MechanismRuns> = plan
+        .mechanisms
+        .iter()
+        .copied()
+        .map(MechanismRuns::new)
+        .collect();
 
     // Check once, and hold what the mechanisms need from the environment
     // (tracefs) for the whole run, so it is set up once rather than per
@@ -260,7 +265,7 @@ impl<P: FnMut(&Step)> Running<'_, P> {
 }
 
 /// Step 1: one untimed run of every mechanism: the load-time support check.
-fn warm_up(at: &mut Running<'_, impl FnMut(&Step)>, outcomes: &mut [Outcome]) {
+fn warm_up(at: &mut Running<'_, impl FnMut(&Step)>, outcomes: &mut [MechanismRuns]) {
     let plan = at.plan;
     let opts = Options {
         bpf_stats: false,
@@ -294,7 +299,7 @@ fn scaled(m: Mechanism, sample: &Sample, run_time: Duration) -> NonZeroU64 {
 }
 
 /// A base and the mechanisms compared to it, as ranges of the plan.
-fn groups(outcomes: &[Outcome]) -> Vec<std::ops::Range<usize>> {
+fn groups(outcomes: &[MechanismRuns]) -> Vec<std::ops::Range<usize>> {
     let starts: Vec<usize> = (0..outcomes.len())
         .filter(|&i| i == 0 || outcomes[i].mechanism.is_base())
         .collect();
@@ -311,18 +316,19 @@ fn groups(outcomes: &[Outcome]) -> Vec<std::ops::Range<usize>> {
 /// which takes out any drift in the machine's speed that is steady over
 /// the few tens of ms between them. At least `plan.repeats` rounds; then,
 /// within `plan.budget`, more rounds of the mechanisms not yet
-/// [`Outcome::is_sure`]. Returns the rounds run.
-fn timed_rounds(at: &mut Running<'_, impl FnMut(&Step)>, outcomes: &mut [Outcome]) -> usize {
+/// [`MechanismRuns::is_sure`]. Returns the rounds run.
+fn timed_rounds(at: &mut Running<'_, impl FnMut(&Step)>, outcomes: &mut [MechanismRuns]) -> usize {
     let plan = at.plan;
     let started = Instant::now();
     let mut round = 0;
     loop {
         let min_rounds = round < plan.repeats.get();
-        let wanted =
-            |o: &Outcome| o.is_ok() && !o.mechanism.is_base() && (min_rounds || !o.is_sure(plan));
+        let wanted = |o: &MechanismRuns| {
+            o.is_ok() && !o.mechanism.is_base() && (min_rounds || !o.is_sure(plan))
+        };
         // A base with none of its mechanisms to measure (selected alone,
         // or they are skipped) runs once a round, the least number of rounds.
-        let alone = |g: &std::ops::Range<usize>, outcomes: &[Outcome]| {
+        let alone = |g: &std::ops::Range<usize>, outcomes: &[MechanismRuns]| {
             min_rounds
                 && outcomes[g.start].is_ok()
                 && !outcomes[g.clone()]
@@ -360,7 +366,7 @@ fn timed_rounds(at: &mut Running<'_, impl FnMut(&Step)>, outcomes: &mut [Outcome
 /// stop was asked for.
 fn bracket(
     at: &mut Running<'_, impl FnMut(&Step)>,
-    outcomes: &mut [Outcome],
+    outcomes: &mut [MechanismRuns],
     base: usize,
     todo: &[usize],
     round: usize,
@@ -414,7 +420,10 @@ fn bracket(
 
 /// One timed run of `m`, and with several producers first one producer
 /// alone (for the scaling).
-fn timed(at: &mut Running<'_, impl FnMut(&Step)>, o: &Outcome) -> Result<(Option<Sample>, Sample)> {
+fn timed(
+    at: &mut Running<'_, impl FnMut(&Step)>,
+    o: &MechanismRuns,
+) -> Result<(Option<Sample>, Sample)> {
     let plan = at.plan;
     let opts = plan.options_for(o, false);
     let single = (plan.options.producers.get() > 1)
@@ -442,9 +451,9 @@ fn timed(at: &mut Running<'_, impl FnMut(&Step)>, o: &Outcome) -> Result<(Option
 }
 
 /// Step 3: the program's own run time, with BPF stats on for this run only.
-fn stats_run(at: &mut Running<'_, impl FnMut(&Step)>, outcomes: &mut [Outcome]) {
+fn stats_run(at: &mut Running<'_, impl FnMut(&Step)>, outcomes: &mut [MechanismRuns]) {
     let plan = at.plan;
-    let todo = |o: &Outcome| o.is_ok() && !o.mechanism.is_base();
+    let todo = |o: &MechanismRuns| o.is_ok() && !o.mechanism.is_base();
     at.step.total = at.step.done + outcomes.iter().filter(|o| todo(o)).count() as u64;
     for outcome in outcomes.iter_mut().filter(|o| todo(o)) {
         if plan.stopped_by().is_some() {
@@ -468,7 +477,7 @@ fn stats_run(at: &mut Running<'_, impl FnMut(&Step)>, outcomes: &mut [Outcome]) 
 /// After a stop: drops the round in progress (a mechanism's figures pair
 /// it with the base runs around it), and marks what has no round left as
 /// not measured.
-fn cut_short(outcomes: &mut [Outcome], signal: i32) {
+fn cut_short(outcomes: &mut [MechanismRuns], signal: i32) {
     let why = format!("not measured: interrupted by {}", signal_name(signal));
     for outcome in outcomes.iter_mut().filter(|o| o.is_ok()) {
         let kept = outcome.kept;
@@ -490,7 +499,7 @@ pub fn signal_name(signal: i32) -> String {
 }
 
 /// A mechanism whose base could not be measured cannot be compared to it.
-fn propagate_base_problems(outcomes: &mut [Outcome]) {
+fn propagate_base_problems(outcomes: &mut [MechanismRuns]) {
     let bad_bases: Vec<(Mechanism, Status)> = outcomes
         .iter()
         .filter(|o| o.mechanism.is_base() && !o.is_ok())
@@ -522,7 +531,7 @@ mod tests {
         let mut outcomes = [
             outcome(m("base"), &[1000, 1000, 1000]),
             outcome(m("raw_tp"), &[1100, 1100]),
-            Outcome::new(m("tp")),
+            MechanismRuns::new(m("tp")),
         ];
         outcomes[2].fail(Error::unsupported("no tracefs"));
         for o in &mut outcomes {

@@ -24,7 +24,7 @@ impl fmt::Debug for Failure {
     }
 }
 
-pub type Outcome = Result<(), Failure>;
+pub type TestResult = Result<(), Failure>;
 
 macro_rules! ensure {
     ($cond:expr, $($msg:tt)+) => {
@@ -44,7 +44,7 @@ macro_rules! ensure {
 ///
 /// With [`ktap::KTAP_ENV`] set, also appends the test's KTAP result to
 /// that file (see [`ktap::append`]).
-pub fn check(name: &str) -> Outcome {
+pub fn check(name: &str) -> TestResult {
     let (outcome, diagnostics) = match measure(name) {
         Ok(Checked::Passed(lines)) => (Ok(()), lines),
         Ok(Checked::Skipped(reason)) => {
@@ -110,7 +110,7 @@ fn measure(name: &str) -> Result<Checked, Failure> {
 
 /// `planned`: test_overhead's 100000 events, fewer under emulation
 /// ([`Plan::selftest`]).
-fn check_counts(doc: &Document, m: &MechanismResult, planned: u64) -> Outcome {
+fn check_counts(doc: &Document, m: &MechanismResult, planned: u64) -> TestResult {
     let name = &m.name;
     ensure!(
         doc.iterations == planned,
