@@ -19,7 +19,7 @@ use bpf_overhead::gate::{self, Threshold};
 use bpf_overhead::measure::host::{self, Host};
 use bpf_overhead::measure::{cpulock, CpuPin, Options, Privileged};
 use bpf_overhead::pipeline::{self, Plan};
-use bpf_overhead::report::{self, Matrix};
+use bpf_overhead::side_by_side::{self, Matrix};
 use bpf_overhead::{render, Error};
 
 mod cli;
@@ -135,7 +135,7 @@ fn run(cli: &Cli) -> Result<ExitCode, Failure> {
         None => {}
     }
     printed?;
-    Ok(exit_code(cli, &doc, gate.as_ref().map(|g| &g.report)))
+    Ok(exit_code(cli, &doc, gate.as_ref().map(|g| &g.findings)))
 }
 
 /// Each producer needs a CPU of its own, among those this process may use.
@@ -250,15 +250,15 @@ fn execute(plan: &Plan, privileged: &Privileged) -> Result<Document, Failure> {
 
 /// The gate's verdict on a run against its baseline, and its text.
 struct Gate {
-    report: gate::Report,
+    findings: gate::Findings,
     text: String,
 }
 
 /// Compares `doc` with the baseline `old`, read from `path`.
 fn judge(cli: &Cli, path: &Path, old: &Document, doc: &Document) -> Gate {
-    let report = gate::compare(old, doc, threshold(cli));
+    let findings = gate::compare(old, doc, threshold(cli));
     let text = render::gate_report(
-        &report,
+        &findings,
         &format!(
             "baseline {} ({}, kernel {})",
             path.display(),
@@ -266,7 +266,7 @@ fn judge(cli: &Cli, path: &Path, old: &Document, doc: &Document) -> Gate {
             old.kernel_release
         ),
     );
-    Gate { report, text }
+    Gate { findings, text }
 }
 
 /// The result in the chosen format on stdout. Beside a machine-readable
@@ -284,7 +284,7 @@ fn output(cli: &Cli, doc: &Document, gate: Option<&Gate>) -> Result<(), Failure>
             }
         }
         Format::Json => out.push_str(&doc.to_json()),
-        Format::Ktap => out.push_str(&render::ktap(doc, gate.map(|g| &g.report))),
+        Format::Ktap => out.push_str(&render::ktap(doc, gate.map(|g| &g.findings))),
         Format::Selftest => out.push_str(&render::selftest(doc)),
     }
     let printed = print(&out);
@@ -318,7 +318,7 @@ fn note_not_ok(doc: &Document) {
 
 /// The exit code of a completed run (see --help), with the failed
 /// mechanisms named on stderr.
-fn exit_code(cli: &Cli, doc: &Document, report: Option<&gate::Report>) -> ExitCode {
+fn exit_code(cli: &Cli, doc: &Document, findings: Option<&gate::Findings>) -> ExitCode {
     let failed: Vec<&str> = doc
         .mechanisms
         .iter()
@@ -328,8 +328,8 @@ fn exit_code(cli: &Cli, doc: &Document, report: Option<&gate::Report>) -> ExitCo
     if !failed.is_empty() {
         note(&format!("failed: {}", failed.join(", ")));
     }
-    let regressed = report.is_some_and(|r| !r.passed());
-    let unsure = report.is_some_and(|r| !r.conclusive_pass());
+    let regressed = findings.is_some_and(|r| !r.passed());
+    let unsure = findings.is_some_and(|r| !r.conclusive_pass());
     if !failed.is_empty() || regressed {
         ExitCode::from(1)
     } else if unsure {
@@ -487,7 +487,7 @@ fn report(args: &ReportArgs) -> Result<ExitCode, Failure> {
     let docs = args
         .files
         .iter()
-        .map(|path| report::load(path).map(|doc| (path.display().to_string(), doc)))
+        .map(|path| side_by_side::load(path).map(|doc| (path.display().to_string(), doc)))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| Failure::Input(format!("report: {e}")))?;
     let matrix = Matrix::new(&docs).map_err(|e| Failure::Input(format!("report: {e}")))?;
