@@ -21,30 +21,15 @@ use nix::sys::prctl;
 use nix::unistd::Pid;
 use serial_test::serial;
 
-/// IDs of the BPF programs this process holds: a `prog_id:` in the
-/// fdinfo of a program or link fd of any of its threads (the measuring
-/// thread has a file table of its own). Not the machine's list: another
-/// suite or benchmark running at the same time loads the same `prog_*`
-/// programs, and they are not ours to account for. A program of ours can
-/// only stay loaded through an fd of ours: nothing is pinned.
+#[path = "common/procs.rs"]
+mod procs;
+use procs::BpfFds;
+
+/// IDs of the BPF programs this process holds. Not the machine's list:
+/// another suite or benchmark running at the same time loads the same
+/// `prog_*` programs, and they are not ours to account for.
 fn our_programs() -> BTreeSet<u32> {
-    let mut ids = BTreeSet::new();
-    for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
-        let Ok(fds) = std::fs::read_dir(task.path().join("fdinfo")) else {
-            continue;
-        };
-        for fd in fds.flatten() {
-            let Ok(info) = std::fs::read_to_string(fd.path()) else {
-                continue;
-            };
-            ids.extend(
-                info.lines()
-                    .filter_map(|l| l.strip_prefix("prog_id:"))
-                    .filter_map(|v| v.trim().parse::<u32>().ok()),
-            );
-        }
-    }
-    ids
+    BpfFds::of(std::process::id()).programs
 }
 
 /// Whether any of `ids` is still loaded, machine-wide.
@@ -62,18 +47,15 @@ fn affinity() -> Vec<bool> {
         .collect()
 }
 
-/// Mounts (device, mount point, type), as the calling thread sees them:
-/// in a mount namespace of the test's own ([`own_mount_namespace`]),
-/// what others mount meanwhile (a second suite, a user, a CI job) does
-/// not show. Leaves out the tracefs that the kernel automounts under
-/// debugfs the first time anyone walks into /sys/kernel/debug/tracing
-/// (libbpf reads tracepoint IDs there when debugfs is mounted): the
-/// kernel's doing, and nothing to undo.
+/// Mounts as the calling thread sees them: in a mount namespace of the
+/// test's own ([`own_mount_namespace`]), what others mount meanwhile (a
+/// second suite, a user, a CI job) does not show. Leaves out the tracefs
+/// that the kernel automounts under debugfs the first time anyone walks
+/// into /sys/kernel/debug/tracing (libbpf reads tracepoint IDs there when
+/// debugfs is mounted): the kernel's doing, and nothing to undo.
 fn mounts() -> Vec<String> {
-    std::fs::read_to_string("/proc/thread-self/mounts")
-        .unwrap()
-        .lines()
-        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+    procs::mounts()
+        .into_iter()
         .filter(|m| m != "tracefs /sys/kernel/debug/tracing tracefs")
         .collect()
 }

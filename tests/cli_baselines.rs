@@ -1,13 +1,6 @@
 //! The `bpf-overhead` command's result files: baselines that are special
 //! files, nonsense or interrupted, and --save targets that are bad or the
 //! baseline itself, all refused before measuring.
-//
-// Timings are never asserted: the gate is exercised on doctored figures
-// (a baseline edited to be 30% better), and its rule itself is unit-tested
-// on fixed numbers in src/gate.rs. Tests that load BPF programs run the
-// binary as a child process, one at a time (`#[serial]`): they pin to the
-// same CPU and attach to the same hooks. They need root, like the rest of
-// the suite. Helpers: tests/common/cli.rs.
 
 use std::fs;
 use std::process::Command;

@@ -1,12 +1,5 @@
 //! The `bpf-overhead` command without the privileges it needs: not root,
 //! or capabilities missing, named up front in one line.
-//
-// Timings are never asserted: the gate is exercised on doctored figures
-// (a baseline edited to be 30% better), and its rule itself is unit-tested
-// on fixed numbers in src/gate.rs. Tests that load BPF programs run the
-// binary as a child process, one at a time (`#[serial]`): they pin to the
-// same CPU and attach to the same hooks. They need root, like the rest of
-// the suite. Helpers: tests/common/cli.rs.
 
 use std::os::unix::process::CommandExt;
 use std::process::Command;

@@ -25,6 +25,10 @@ use nix::unistd::Pid;
 use serde_json::Value;
 use serial_test::serial;
 
+#[path = "common/procs.rs"]
+mod procs;
+use procs::{mounts, BpfFds};
+
 const BIN: &str = env!("CARGO_BIN_EXE_bpf-overhead");
 const TRACING: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
 
@@ -34,15 +38,6 @@ fn root() -> bool {
         println!("SKIP: needs root");
     }
     root
-}
-
-/// The calling thread's mounts: (device, mount point, type).
-fn mounts() -> Vec<String> {
-    fs::read_to_string("/proc/thread-self/mounts")
-        .unwrap()
-        .lines()
-        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .collect()
 }
 
 /// Runs `f` on a new thread in a mount namespace of its own, with tracefs
@@ -193,43 +188,9 @@ fn holds_perf_event(pid: u32) -> bool {
     })
 }
 
-/// The BPF programs and links a process holds, from the fdinfo of every
-/// thread (the measuring thread has a file table of its own).
-fn bpf_objects(pid: u32) -> (BTreeSet<u32>, BTreeSet<u32>) {
-    let (mut progs, mut links) = (BTreeSet::new(), BTreeSet::new());
-    let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
-        return (progs, links);
-    };
-    for task in tasks.flatten() {
-        let Ok(fds) = fs::read_dir(task.path().join("fdinfo")) else {
-            continue;
-        };
-        for fd in fds.flatten() {
-            let Ok(info) = fs::read_to_string(fd.path()) else {
-                continue;
-            };
-            let id = |key: &str| {
-                info.lines()
-                    .find_map(|l| l.strip_prefix(key))
-                    .and_then(|v| v.trim().parse::<u32>().ok())
-            };
-            match (id("link_id:"), id("prog_id:")) {
-                (Some(link), _) => {
-                    links.insert(link);
-                }
-                (None, Some(prog)) => {
-                    progs.insert(prog);
-                }
-                (None, None) => {}
-            }
-        }
-    }
-    (progs, links)
-}
-
 /// Starts a long run of tp and uprobe-nop and waits until it has a
 /// program attached (a link), mid-run. Returns the run and what it holds.
-fn start_attached(save: &Path) -> (Child, BTreeSet<u32>, BTreeSet<u32>) {
+fn start_attached(save: &Path) -> (Child, BpfFds) {
     let save = save.to_str().unwrap();
     let mut run = spawn(&[
         "-m",
@@ -245,9 +206,9 @@ fn start_attached(save: &Path) -> (Child, BTreeSet<u32>, BTreeSet<u32>) {
     ]);
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let (progs, links) = bpf_objects(run.id());
-        if !progs.is_empty() && (!links.is_empty() || holds_perf_event(run.id())) {
-            return (run, progs, links);
+        let held = BpfFds::of(run.id());
+        if !held.programs.is_empty() && (!held.links.is_empty() || holds_perf_event(run.id())) {
+            return (run, held);
         }
         if let Some(status) = run.try_wait().unwrap() {
             panic!(
@@ -262,16 +223,17 @@ fn start_attached(save: &Path) -> (Child, BTreeSet<u32>, BTreeSet<u32>) {
 
 /// The programs and links are gone from the kernel (freed after an RCU
 /// grace period, so given a moment).
-fn assert_released(progs: &BTreeSet<u32>, links: &BTreeSet<u32>, when: &str) {
+#[track_caller]
+fn assert_released(held: &BpfFds, when: &str) {
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         let left_progs: Vec<u32> = ProgInfoIter::default()
             .map(|p| p.id)
-            .filter(|id| progs.contains(id))
+            .filter(|id| held.programs.contains(id))
             .collect();
         let left_links: Vec<u32> = LinkInfoIter::default()
             .map(|l| l.id)
-            .filter(|id| links.contains(id))
+            .filter(|id| held.links.contains(id))
             .collect();
         if left_progs.is_empty() && left_links.is_empty() {
             return;
@@ -305,7 +267,7 @@ fn sigint_and_sigterm_end_the_run_cleanly() {
             let before = mounts();
             let dir = tempfile::tempdir().unwrap();
             let save = dir.path().join("result.json");
-            let (mut run, progs, links) = start_attached(&save);
+            let (mut run, held) = start_attached(&save);
             // A round or two, so there is something to print.
             std::thread::sleep(Duration::from_millis(300));
             kill(Pid::from_raw(run.id() as i32), signal).unwrap();
@@ -321,7 +283,7 @@ fn sigint_and_sigterm_end_the_run_cleanly() {
             let doc: Value = serde_json::from_str(&stdout).expect("the output is whole JSON");
             assert_eq!(doc["interrupted"], signal.as_str(), "{stdout}");
             assert!(files_in(dir.path()).is_empty(), "saved after {signal}");
-            assert_released(&progs, &links, &format!("after {signal}"));
+            assert_released(&held, &format!("after {signal}"));
             assert_eq!(mounts(), before, "mounts changed after {signal}");
         }
     });
@@ -339,7 +301,7 @@ fn sigkill_mid_run_leaves_nothing_behind() {
     in_own_mount_namespace(|| {
         let before = mounts();
         let dir = tempfile::tempdir().unwrap();
-        let (mut run, progs, links) = start_attached(&dir.path().join("result.json"));
+        let (mut run, held) = start_attached(&dir.path().join("result.json"));
         // The run's own namespace has tracefs mounted now.
         let theirs = fs::read_dir(format!("/proc/{}/task", run.id()))
             .unwrap()
@@ -352,7 +314,7 @@ fn sigkill_mid_run_leaves_nothing_behind() {
         run.kill().unwrap();
         let status = wait(&mut run, Duration::from_secs(10));
         assert_eq!(status.signal(), Some(libc::SIGKILL));
-        assert_released(&progs, &links, "after SIGKILL");
+        assert_released(&held, "after SIGKILL");
         assert_eq!(mounts(), before, "mounts changed after SIGKILL");
         assert!(files_in(dir.path()).is_empty());
     });

@@ -2,6 +2,13 @@
 //! running it, its output, temporary files, and a result document with
 //! fixed figures. Each test file includes it with `#[path]`, so what one
 //! file does not use is no warning.
+//!
+//! Those tests never assert timings: the gate is exercised on doctored
+//! figures (a baseline edited to be 30% better), and its rule itself is
+//! unit-tested on fixed numbers in src/gate.rs. The tests that load BPF
+//! programs run the binary as a child process, one at a time
+//! (`#[serial]`): they pin to the same CPU and attach to the same hooks.
+//! They need root, like the rest of the suite.
 #![allow(dead_code)]
 
 use std::fs;
@@ -31,6 +38,7 @@ pub fn command(args: &[&str]) -> Command {
     cmd
 }
 
+#[track_caller]
 pub fn output(mut cmd: Command) -> Output {
     let out = cmd.output().expect("bpf-overhead runs");
     Output {
@@ -40,6 +48,7 @@ pub fn output(mut cmd: Command) -> Output {
     }
 }
 
+#[track_caller]
 pub fn run(args: &[&str]) -> Output {
     output(command(args))
 }
@@ -52,6 +61,7 @@ pub fn raw_tp_run<'a>(repeat: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
 }
 
 /// A run that must succeed: exit 0, or the test fails showing stderr.
+#[track_caller]
 pub fn run_ok(args: &[&str]) -> Output {
     let out = run(args);
     assert_eq!(
@@ -85,6 +95,7 @@ pub fn is_root() -> bool {
     nix::unistd::geteuid().is_root()
 }
 
+#[track_caller]
 pub fn bad_input(args: &[&str], expected: &str) {
     let out = run(args);
     assert_eq!(
@@ -102,6 +113,7 @@ pub fn bad_input(args: &[&str], expected: &str) {
 
 /// Like [`output`], but fails instead of hanging: a FIFO baseline once
 /// made the command wait forever.
+#[track_caller]
 pub fn output_within(mut cmd: Command, limit: std::time::Duration) -> Output {
     use std::io::Read as _;
     let mut child = cmd
@@ -143,6 +155,7 @@ pub fn output_within(mut cmd: Command, limit: std::time::Duration) -> Output {
 
 /// Bad input found before anything is measured: exit 2 with one line,
 /// within a few seconds although the run asked for would take minutes.
+#[track_caller]
 pub fn refused_early(args: &[&str], expected: &str) {
     let long_run: &[&str] = if args.contains(&"--iterations") {
         &["-m", "raw_tp", "--repeat", "3"]

@@ -132,6 +132,7 @@ fn check_counts(doc: &Document, m: &MechanismResult, planned: u64) -> TestResult
 }
 
 /// Every catalogue entry has a test line, and every test line names one.
+#[track_caller]
 pub fn check_coverage(tested: &[&str]) {
     let mut tested: Vec<&str> = tested.to_vec();
     let mut catalogue: Vec<&str> = Mechanism::all().map(Mechanism::name).collect();

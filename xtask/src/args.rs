@@ -288,6 +288,15 @@ pub enum Accel {
     Tcg,
 }
 
+impl Accel {
+    pub fn name(self) -> &'static str {
+        match self {
+            Accel::Kvm => "kvm",
+            Accel::Tcg => "tcg",
+        }
+    }
+}
+
 #[derive(Debug, PartialEq, Eq)]
 pub enum Job {
     /// Build and run the test executables with these libtest arguments.
@@ -320,7 +329,7 @@ pub struct Args {
     pub bzimage: bool,
     pub out: Option<String>,
     pub bench: bool,
-    /// Run every test binary, not only [`crate::vmtest::GUEST_TESTS`].
+    /// Run every test binary, not only [`crate::guest_build::GUEST_TESTS`].
     pub all_tests: bool,
 }
 

@@ -11,7 +11,7 @@ use crate::arch::Arch;
 use crate::arm64_image::{self, Format};
 use crate::debian::{self, Apt};
 use crate::say;
-use crate::vmtest::write_whole;
+use crate::util::write_whole;
 
 /// Where an unpacked Image is kept, next to the kernel's other files.
 const IMAGE: &str = "Image";

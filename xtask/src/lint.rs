@@ -27,7 +27,7 @@ use std::process::{Command, Stdio};
 
 use anyhow::{bail, ensure, Context, Result};
 
-use crate::vmtest;
+use crate::util;
 
 /// What the venv holds, pinned.
 const PINS: &[&str] = &[
@@ -66,7 +66,7 @@ with open(sys.argv[2], "w") as f:
 /// The venv with the pinned tools, made once per set of pins.
 fn venv() -> Result<PathBuf> {
     let name = PINS.join("+").replace("==", "-");
-    let dir = vmtest::cache_dir()?.join("lint").join(name);
+    let dir = util::cache_dir()?.join("lint").join(name);
     if dir.join(".complete").is_file() {
         return Ok(dir);
     }

@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use tempfile::TempDir;
 
+use crate::util::is_root;
+
 /// Prefix of the staging directories in DIR.
 const STAGING: &str = ".vmtest-run.";
 /// The lock file in DIR.
@@ -174,6 +176,16 @@ pub fn describe(c: &Collected, dir: &Path, staging: &Path) -> Vec<String> {
         ));
     }
     lines
+}
+
+/// As root, the guest's files (root's) take DIR's owner.
+pub fn owner(dir: &Path) -> Option<(u32, u32)> {
+    use std::os::unix::fs::MetadataExt;
+    if !is_root() {
+        return None;
+    }
+    let m = fs::metadata(dir).ok()?;
+    Some((m.uid(), m.gid()))
 }
 
 #[cfg(test)]

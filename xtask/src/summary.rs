@@ -63,7 +63,7 @@ impl Summary {
     pub fn save(&self, dir: &Path) -> Result<()> {
         let mut text = serde_json::to_string_pretty(self)?;
         text.push('\n');
-        crate::vmtest::write_whole(&dir.join(FILE), text.as_bytes())
+        crate::util::write_whole(&dir.join(FILE), text.as_bytes())
     }
 
     pub fn load(dir: &Path) -> Result<Summary> {

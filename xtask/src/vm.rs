@@ -1,7 +1,8 @@
-//! Running the VM: qemu's command line, the console stream with its watchdogs,
-//! and the verdict.
+//! Running the VM: the accelerator, the job directory, qemu's command line,
+//! the console stream with its watchdogs, and the verdict.
 
-use std::fs::File;
+use std::env;
+use std::fs::{self, File};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -10,10 +11,11 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::{bail, ensure, Context, Result};
 
 use crate::arch::Arch;
 use crate::args::Accel;
+use crate::say;
 
 /// What the guest init prints when it is about to run the command.
 pub const MARKER: &str = "vmtest: guest up";
@@ -42,6 +44,70 @@ pub fn signalled() -> Option<i32> {
     match SIGNALLED.load(Ordering::SeqCst) {
         0 => None,
         s => Some(s),
+    }
+}
+
+/// An error once a SIGINT or SIGTERM came, for a run to stop between steps.
+pub fn check_signal() -> Result<()> {
+    match signalled() {
+        Some(sig) => bail!("interrupted (signal {sig})"),
+        None => Ok(()),
+    }
+}
+
+/// The job directory: visible in the guest under the same path (the host
+/// root is its root), and short enough for the kernel command line.
+pub fn job_dir() -> Result<(tempfile::TempDir, PathBuf)> {
+    let base = env::temp_dir();
+    let base = if base.to_string_lossy().contains(char::is_whitespace) {
+        PathBuf::from("/tmp")
+    } else {
+        base
+    };
+    let dir = tempfile::Builder::new()
+        .prefix("vmtest.")
+        .tempdir_in(&base)?;
+    let path = dir.path().canonicalize()?;
+    Ok((dir, path))
+}
+
+/// The accelerator: `forced`, else KVM where it is hardware virtualization;
+/// a foreign architecture runs under TCG only.
+pub fn choose_accel(forced: Option<Accel>, arch: Arch) -> Result<Accel> {
+    if !arch.is_host() {
+        ensure!(
+            forced != Some(Accel::Kvm),
+            "--accel kvm: an {} guest on this {} host runs under TCG only",
+            arch.name(),
+            std::env::consts::ARCH
+        );
+        say!("accel=tcg (an {} guest on this host)", arch.name());
+        return Ok(Accel::Tcg);
+    }
+    if let Some(a) = forced {
+        say!("accel={} (forced)", a.name());
+        return Ok(a);
+    }
+    let kvm = Path::new("/dev/kvm");
+    // SAFETY: access(2) on a NUL-terminated path.
+    let writable = kvm.exists() && unsafe { libc::access(c"/dev/kvm".as_ptr(), libc::W_OK) } == 0;
+    let virt = fs::read_to_string("/proc/cpuinfo")
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.starts_with("flags"))
+        .any(|l| l.split_whitespace().any(|f| f == "vmx" || f == "svm"));
+    if writable && virt {
+        say!("accel=kvm (/dev/kvm and vmx/svm present)");
+        Ok(Accel::Kvm)
+    } else {
+        if kvm.exists() {
+            say!(
+                "accel=tcg (no vmx/svm in /proc/cpuinfo: /dev/kvm is not hardware virtualization)"
+            );
+        } else {
+            say!("accel=tcg (no /dev/kvm)");
+        }
+        Ok(Accel::Tcg)
     }
 }
 

@@ -1,0 +1,145 @@
+//! The documentation against the tree: docs/layout.md names every source
+//! file and no file that is gone, and the README's quick start is the two
+//! commands it promises, the second the one `cargo xtask ci` runs. No root
+//! needed.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::Path;
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+/// Where the source files are: every one of them must be in layout.md.
+const SOURCE_DIRS: [&str; 5] = ["src", "xtask/src", "bpf", "tests/common", "examples"];
+const SOURCE_EXTS: [&str; 4] = ["rs", "c", "h", "sh"];
+
+fn is_source(path: &str) -> bool {
+    Path::new(path)
+        .extension()
+        .is_some_and(|ext| SOURCE_EXTS.iter().any(|e| ext == *e))
+}
+
+fn read(path: &str) -> String {
+    fs::read_to_string(Path::new(ROOT).join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// The source files under `dir` (relative to the root), relative to the
+/// root, with `/` between the parts.
+fn source_files(dir: &str, into: &mut BTreeSet<String>) {
+    for entry in fs::read_dir(Path::new(ROOT).join(dir)).unwrap() {
+        let entry = entry.unwrap();
+        let path = format!("{dir}/{}", entry.file_name().to_string_lossy());
+        if entry.file_type().unwrap().is_dir() {
+            source_files(&path, into);
+        } else if is_source(&path) {
+            into.insert(path);
+        }
+    }
+}
+
+/// What is in backticks in `text`.
+fn spans(text: &str) -> impl Iterator<Item = &str> {
+    text.split('`').skip(1).step_by(2)
+}
+
+/// The paths layout.md names: every span, as written (a path from the
+/// root: `src/gate.rs`), and in a table row whose first cell names a
+/// directory (`src/measure/`), every span of the row below that directory
+/// too (`catalogue.rs` there is `src/measure/catalogue.rs`).
+fn named_in_layout() -> BTreeSet<String> {
+    let layout = read("docs/layout.md");
+    let mut named: BTreeSet<String> = spans(&layout).map(str::to_owned).collect();
+    for row in layout.lines().filter(|l| l.starts_with('|')) {
+        let first = row.split('|').nth(1).unwrap_or_default();
+        for dir in spans(first).filter(|s| s.ends_with('/')) {
+            named.extend(spans(row).map(|s| format!("{dir}{s}")));
+        }
+    }
+    named
+}
+
+#[test]
+fn layout_names_every_source_file() {
+    let mut files = BTreeSet::new();
+    for dir in SOURCE_DIRS {
+        source_files(dir, &mut files);
+    }
+    files.insert("build.rs".into());
+    let named = named_in_layout();
+    let missing: Vec<&String> = files.difference(&named).collect();
+    assert!(
+        missing.is_empty(),
+        "docs/layout.md does not name these source files (by their path in backticks, or by \
+         their name in backticks in the table row of their directory):\n{}",
+        missing
+            .iter()
+            .map(|f| format!("  {f}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
+
+/// A file layout.md's table names exists: a split or a rename updates it.
+#[test]
+fn layout_names_no_file_that_is_gone() {
+    let layout = read("docs/layout.md");
+    let mut gone = Vec::new();
+    for row in layout.lines().filter(|l| l.starts_with('|')) {
+        let first = row.split('|').nth(1).unwrap_or_default();
+        let dirs: Vec<&str> = spans(first).filter(|s| s.ends_with('/')).collect();
+        for span in spans(row) {
+            if !is_source(span) || span.contains([' ', '*']) {
+                continue;
+            }
+            let exists = |path: &str| Path::new(ROOT).join(path).is_file();
+            if !exists(span) && !dirs.iter().any(|dir| exists(&format!("{dir}{span}"))) {
+                gone.push(span);
+            }
+        }
+    }
+    assert!(
+        gone.is_empty(),
+        "docs/layout.md's table names files that are not there: {gone:?}"
+    );
+}
+
+/// The README's quick start: two commands, the main job and the tests,
+/// and the tests as `cargo xtask ci` runs them (its host-tests step), so
+/// that CI runs what the README tells a newcomer to run.
+#[test]
+fn the_readme_quick_start_is_what_ci_runs() {
+    let readme = read("README.md");
+    let start = readme
+        .split_once("## Quick start")
+        .expect("README.md has a quick start")
+        .1;
+    let block = start
+        .split_once("```sh\n")
+        .and_then(|(_, rest)| rest.split_once("```"))
+        .expect("the quick start has a sh block")
+        .0;
+    let commands: Vec<&str> = block.lines().collect();
+    assert_eq!(
+        commands.len(),
+        2,
+        "the quick start is two commands: {commands:?}"
+    );
+    assert!(
+        commands[0].contains("cargo sudo-run"),
+        "the first command runs the main job: {}",
+        commands[0]
+    );
+    let test = commands[1]
+        .strip_prefix("scripts/setup && cargo ")
+        .expect("the second command sets up and runs cargo");
+    // As xtask writes cargo's arguments: ["sudo-test", "--", "--nocapture"].
+    let args: Vec<String> = test.split_whitespace().map(|a| format!("{a:?}")).collect();
+    let in_xtask = format!("[{}]", args.join(","));
+    let mut xtask = BTreeSet::new();
+    source_files("xtask/src", &mut xtask);
+    let unspaced = |text: &str| text.split_whitespace().collect::<String>();
+    assert!(
+        xtask.iter().any(|f| unspaced(&read(f)).contains(&in_xtask)),
+        "no file in xtask/src runs cargo with {in_xtask}, the README's test command"
+    );
+}

@@ -1,0 +1,381 @@
+//! `cargo xtask ci`'s last step, and `ci --collect DIR`: one table built from
+//! each kernel's vmtest.json and suite.ktap, and the kernels' results side by
+//! side (`bpf-overhead report`).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use anyhow::{bail, ensure, Context, Result};
+
+use crate::summary::Summary;
+use crate::util::{cargo, repo_root};
+
+/// One kernel's run, as ci saw it.
+pub struct KernelRun {
+    pub kernel: String,
+    pub exit: i32,
+    pub wall: Duration,
+}
+
+/// A kernel's directory under DIR: its name, or a path's, made a file name.
+pub fn kernel_dir(out: &Path, kernel: &str) -> PathBuf {
+    out.join(kernel.replace('/', "_"))
+}
+
+/// What TAP::Parser (prove's parser) understood of a KTAP file.
+#[derive(Debug, PartialEq, Eq, Default)]
+pub struct Ktap {
+    pub plan: Option<u32>,
+    pub pass: u32,
+    pub skip: u32,
+    pub fail: u32,
+    /// A plan met by the results, none failed, no parse error.
+    pub ok: bool,
+}
+
+/// scripts/check-ktap.d/tap_summary.pl's output: `plan N`, `pass N`,
+/// `skip N`, `fail N`, `verdict pass|fail`.
+pub fn parse_tap_summary(text: &str) -> Ktap {
+    let mut k = Ktap::default();
+    for l in text.lines() {
+        let Some((key, v)) = l.split_once(' ') else {
+            continue;
+        };
+        let n = v.parse::<u32>().ok();
+        match (key, n) {
+            ("plan", n) => k.plan = n,
+            ("pass", Some(n)) => k.pass = n,
+            ("skip", Some(n)) => k.skip = n,
+            ("fail", Some(n)) => k.fail = n,
+            ("verdict", _) => k.ok = v == "pass",
+            _ => {}
+        }
+    }
+    k
+}
+
+/// The suite's KTAP in DIR, read by TAP::Parser, the parser behind prove,
+/// which scripts/check-ktap checks against the kernel's own kunit_parser.
+fn ktap(dir: &Path) -> Result<Ktap> {
+    let file = dir.join("suite.ktap");
+    ensure!(file.is_file(), "no suite.ktap");
+    let out = Command::new("perl")
+        .arg(repo_root().join("scripts/check-ktap.d/tap_summary.pl"))
+        .arg(&file)
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .output()
+        .context("running scripts/check-ktap.d/tap_summary.pl (perl)")?;
+    ensure!(
+        out.status.success(),
+        "tap_summary.pl failed on {}",
+        file.display()
+    );
+    Ok(parse_tap_summary(&String::from_utf8_lossy(&out.stdout)))
+}
+
+/// One row of the table.
+pub struct Row {
+    pub kernel: String,
+    pub summary: Option<Summary>,
+    pub ktap: Option<Ktap>,
+    /// ci's own clock, the fetch taken out; else the runner's total.
+    pub wall: Option<f64>,
+    pub verdict: String,
+}
+
+fn row(out: &Path, kernel: &str, run: Option<&KernelRun>) -> Row {
+    let dir = kernel_dir(out, kernel);
+    let summary = Summary::load(&dir).ok();
+    let ktap = ktap(&dir);
+    let exit = run.map(|r| r.exit).or(summary.as_ref().map(|s| s.exit));
+    let verdict = match (&summary, &ktap, exit) {
+        (_, _, None) => "FAIL: not run (no vmtest.json)".to_owned(),
+        (None, _, Some(rc)) => format!("FAIL: exit {rc}, no vmtest.json"),
+        (Some(s), _, Some(rc)) if rc != 0 => {
+            let why = s.why.first().map(String::as_str).unwrap_or("");
+            format!("FAIL: exit {rc} {why}").trim_end().to_owned()
+        }
+        (_, Err(e), _) => format!("FAIL: KTAP: {e:#}"),
+        (_, Ok(k), _) if !k.ok => "FAIL: KTAP incomplete or failing".to_owned(),
+        _ => "PASS".to_owned(),
+    };
+    let wall = match (run, &summary) {
+        (Some(r), s) => Some(r.wall.as_secs_f64() - s.as_ref().map_or(0.0, |s| s.fetch_s)),
+        (None, Some(s)) => Some(s.total_s),
+        (None, None) => None,
+    };
+    Row {
+        kernel: kernel.to_owned(),
+        summary,
+        ktap: ktap.ok(),
+        wall,
+        verdict,
+    }
+}
+
+const HEADER: [&str; 8] = [
+    "kernel",
+    "release",
+    "fetch s",
+    "boot s",
+    "VM s",
+    "wall s",
+    "KTAP pass/skip/fail (plan)",
+    "verdict",
+];
+
+fn cells(r: &Row) -> [String; 8] {
+    let s = r.summary.as_ref();
+    let f = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.1}"));
+    [
+        r.kernel.clone(),
+        s.map_or("-".into(), |s| s.release.clone()),
+        f(s.map(|s| s.fetch_s)),
+        f(s.and_then(|s| s.boot_s)),
+        f(s.map(|s| s.vm_s)),
+        f(r.wall),
+        r.ktap.as_ref().map_or("-".into(), |k| {
+            format!(
+                "{}/{}/{} ({})",
+                k.pass,
+                k.skip,
+                k.fail,
+                k.plan.map_or("none".into(), |p| p.to_string())
+            )
+        }),
+        r.verdict.clone(),
+    ]
+}
+
+/// The table, aligned for a terminal or in Markdown.
+pub fn table(rows: &[Row], markdown: bool) -> String {
+    let all: Vec<[String; 8]> = std::iter::once(HEADER.map(String::from))
+        .chain(rows.iter().map(cells))
+        .collect();
+    let mut s = String::new();
+    if markdown {
+        for (i, r) in all.iter().enumerate() {
+            s += &format!("| {} |\n", r.join(" | "));
+            if i == 0 {
+                s += &format!("|{}\n", "---|".repeat(r.len()));
+            }
+        }
+        return s;
+    }
+    let widths: Vec<usize> = (0..HEADER.len())
+        .map(|c| all.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    for r in &all {
+        let line: Vec<String> = r
+            .iter()
+            .zip(&widths)
+            .enumerate()
+            .map(|(c, (v, w))| {
+                // Text left, figures right.
+                if (2..=5).contains(&c) {
+                    format!("{v:>w$}")
+                } else {
+                    format!("{v:<w$}")
+                }
+            })
+            .collect();
+        s += line.join("  ").trim_end();
+        s.push('\n');
+    }
+    s
+}
+
+/// The table of DIR's kernels, then the report; true if every kernel passed
+/// and the report was written.
+pub fn collect(out: &Path, kernels: &[String], runs: &[KernelRun], markdown: bool) -> Result<bool> {
+    let rows: Vec<Row> = kernels
+        .iter()
+        .map(|k| row(out, k, runs.iter().find(|r| &r.kernel == k)))
+        .collect();
+    let all_pass = rows.iter().all(|r| r.verdict == "PASS");
+    if markdown {
+        let report = report(out, kernels);
+        print!("{}", markdown_summary(&rows, &report, out));
+        return Ok(all_pass && report.is_ok());
+    }
+    println!(
+        "ci: VM runs (fetch: getting the kernel; boot: qemu start to the command; VM: qemu \
+         start to exit; wall: the whole run less the fetch)"
+    );
+    print!("{}", table(&rows, false));
+    let report = report(out, kernels);
+    match &report {
+        Ok(text) => {
+            print!("{text}");
+            eprintln!(
+                "ci: report of the kernels: {}, {}",
+                out.join("report.txt").display(),
+                out.join("report.svg").display()
+            );
+        }
+        Err(e) => eprintln!("ci: report: {e:#}"),
+    }
+    Ok(all_pass && report.is_ok())
+}
+
+/// `bpf-overhead report` over DIR/*/result.json into report.txt and .svg.
+fn report(out: &Path, kernels: &[String]) -> Result<String> {
+    let results: Vec<PathBuf> = kernels
+        .iter()
+        .map(|k| kernel_dir(out, k).join("result.json"))
+        .filter(|p| p.is_file())
+        .collect();
+    if results.is_empty() {
+        bail!("no kernel saved a result: no report");
+    }
+    let o = cargo()
+        .args([
+            "run",
+            "--quiet",
+            "--package",
+            "bpf-overhead",
+            "--",
+            "report",
+        ])
+        .args(&results)
+        .arg("--svg")
+        .arg(out.join("report.svg"))
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .output()
+        .context("running bpf-overhead report")?;
+    ensure!(
+        o.status.success(),
+        "bpf-overhead report failed ({})",
+        o.status
+    );
+    fs::write(out.join("report.txt"), &o.stdout)?;
+    Ok(String::from_utf8_lossy(&o.stdout).into_owned())
+}
+
+/// For $GITHUB_STEP_SUMMARY: the table, the report, and the chart inline
+/// (also in the report artifact, as report.svg).
+fn markdown_summary(rows: &[Row], report: &Result<String>, out: &Path) -> String {
+    let mut s = String::from("## bpf-overhead: the suite on each kernel\n\n");
+    s += &table(rows, true);
+    s += "\nfetch: getting the kernel (apt, download, unpack; ~0 when cached); boot: qemu start \
+          to the command; VM: qemu start to exit; wall: the whole run less the fetch. KTAP: \
+          the suite's results as TAP::Parser reads them.\n\n";
+    match report {
+        Ok(text) => {
+            s += "## The kernels side by side (`bpf-overhead report`)\n\n```\n";
+            s += text;
+            s += "```\n\n";
+            if let Ok(svg) = fs::read(out.join("report.svg")) {
+                s += &format!(
+                    "<img alt=\"bpf-overhead report chart\" src=\"data:image/svg+xml;base64,{}\">\n\n",
+                    base64(&svg)
+                );
+            }
+        }
+        Err(e) => s += &format!("No report: {e:#}\n"),
+    }
+    s
+}
+
+fn base64(data: &[u8]) -> String {
+    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut s = String::with_capacity(data.len().div_ceil(3) * 4);
+    for c in data.chunks(3) {
+        let n = (u32::from(c[0]) << 16)
+            | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
+            | u32::from(*c.get(2).unwrap_or(&0));
+        for i in 0..4 {
+            if i <= c.len() {
+                s.push(T[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                s.push('=');
+            }
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tap_summary_counts() {
+        let k = parse_tap_summary(
+            "plan 48\nok base\nskip x: old\npass 45\nskip 3\nfail 0\nverdict pass\n",
+        );
+        assert_eq!(
+            k,
+            Ktap {
+                plan: Some(48),
+                pass: 45,
+                skip: 3,
+                fail: 0,
+                ok: true
+            }
+        );
+        let k = parse_tap_summary("plan none\npass 0\nskip 0\nfail 0\nverdict fail\n");
+        assert_eq!((k.plan, k.ok), (None, false));
+    }
+
+    #[test]
+    fn rows_from_the_runner_and_ktap() {
+        let out = tempfile::tempdir().unwrap();
+        let dir = kernel_dir(out.path(), "6.1");
+        fs::create_dir_all(&dir).unwrap();
+        let s = Summary {
+            kernel: "6.1".into(),
+            release: "6.1.0-57-amd64".into(),
+            fetch_s: 2.0,
+            boot_s: Some(3.1),
+            vm_s: 25.0,
+            total_s: 30.0,
+            ..Summary::default()
+        };
+        s.save(&dir).unwrap();
+        fs::write(
+            dir.join("suite.ktap"),
+            "KTAP version 1\n1..2\nok 1 base\nok 2 kprobe # SKIP old\n",
+        )
+        .unwrap();
+        let run = KernelRun {
+            kernel: "6.1".into(),
+            exit: 0,
+            wall: Duration::from_secs(40),
+        };
+        let r = row(out.path(), "6.1", Some(&run));
+        assert_eq!(r.verdict, "PASS");
+        assert_eq!(r.wall, Some(38.0), "the fetch is taken out");
+        let t = table(&[r], false);
+        assert!(t.contains("6.1.0-57-amd64"), "{t}");
+        assert!(t.contains("1/1/0 (2)"), "{t}");
+
+        // Cut short: its plan is not met.
+        fs::write(dir.join("suite.ktap"), "KTAP version 1\n1..3\nok 1 base\n").unwrap();
+        let r = row(out.path(), "6.1", Some(&run));
+        assert_eq!(r.verdict, "FAIL: KTAP incomplete or failing");
+        let missing = row(out.path(), "5.10", None);
+        assert!(missing.verdict.starts_with("FAIL: not run"));
+        let failed = KernelRun {
+            kernel: "5.10".into(),
+            exit: 2,
+            wall: Duration::from_secs(1),
+        };
+        let r = row(out.path(), "5.10", Some(&failed));
+        assert_eq!(r.verdict, "FAIL: exit 2, no vmtest.json");
+        let md = table(&[r], true);
+        assert!(md.starts_with("| kernel | release |") && md.contains("|---|"));
+    }
+
+    #[test]
+    fn base64_as_rfc4648() {
+        assert_eq!(base64(b""), "");
+        assert_eq!(base64(b"f"), "Zg==");
+        assert_eq!(base64(b"fo"), "Zm8=");
+        assert_eq!(base64(b"foobar"), "Zm9vYmFy");
+    }
+}

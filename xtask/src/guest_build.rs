@@ -1,0 +1,322 @@
+//! The host build of the guest's test binaries (`cargo test --no-run`, or
+//! the cross build of another architecture's), and what it built, read from
+//! cargo's JSON messages.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use anyhow::{ensure, Context, Result};
+use cargo_metadata::camino::Utf8PathBuf;
+use cargo_metadata::{Artifact, Message, TargetKind};
+
+use crate::arch::Arch;
+use crate::say;
+use crate::util::{cargo, shown};
+use crate::vm::{self, check_signal};
+
+/// The test binaries that a guest runs by default: what the kernel decides
+/// (every mechanism attaches or skips as declared and counts exactly;
+/// nothing is left behind). The others test the command line, signals and
+/// pure logic, which no kernel changes, and run on the host.
+pub const GUEST_TESTS: &[&str] = &["overhead", "cleanup"];
+
+/// `cargo test --no-run`'s arguments: a release build of [`GUEST_TESTS`]
+/// (under TCG a debug build spends twice as long in user space), or with
+/// `all`, every test binary as `cargo test` builds them; then the user's.
+pub fn test_build_args(all: bool, user: &[String]) -> Vec<String> {
+    let mut args = Vec::new();
+    if !all {
+        args.push("--release".to_owned());
+        if !user
+            .iter()
+            .any(|a| a == "--test" || a.starts_with("--test="))
+        {
+            for t in GUEST_TESTS {
+                args.extend(["--test".to_owned(), (*t).to_owned()]);
+            }
+        }
+    }
+    args.extend(user.iter().cloned());
+    args
+}
+
+/// The cross build of an arm64 guest's binaries (Debian's Rust, the cross
+/// gcc, target/arm64; `scripts/setup --arm64` installs them): `cargo test
+/// --no-run --release --target aarch64-unknown-linux-gnu` with the arguments
+/// it is given.
+pub const CROSS_BUILD_ARM64: &str = "scripts/cross-build-arm64";
+
+/// The build of the guest's test binaries for `arch`: `cargo test --no-run`
+/// with [`test_build_args`], or for another architecture than the host's
+/// its cross build (always a release build), JSON on stdout with `json`.
+pub fn build_command(repo: &Path, arch: Arch, all: bool, user: &[String], json: bool) -> Command {
+    let args = test_build_args(all, user);
+    let json = json.then_some("--message-format=json-render-diagnostics");
+    let mut c = if arch.is_host() {
+        let mut c = cargo();
+        c.args(["test", "--no-run"]).args(json).args(args);
+        c
+    } else {
+        let mut c = Command::new(repo.join(CROSS_BUILD_ARM64));
+        c.args(json)
+            .args(args.into_iter().filter(|a| a != "--release"));
+        c
+    };
+    c.current_dir(repo).stdin(Stdio::null());
+    c
+}
+
+/// The test executables and the command.
+pub fn build_tests(
+    repo: &Path,
+    arch: Arch,
+    all: bool,
+    user: &[String],
+) -> Result<(Vec<String>, Option<String>)> {
+    let mut cmd = build_command(repo, arch, all, user, true);
+    say!("building tests: {}", shown(&cmd));
+    let t = Instant::now();
+    let out = cmd
+        .stderr(Stdio::inherit())
+        .output()
+        .with_context(|| format!("running {}", shown(&cmd)))?;
+    check_signal()?;
+    ensure!(out.status.success(), "{} failed", shown(&cmd));
+    let json = String::from_utf8_lossy(&out.stdout);
+    let exes = test_executables(&json);
+    ensure!(!exes.is_empty(), "cargo built no test executables");
+    say!(
+        "built {} test executable(s) in {}",
+        exes.len(),
+        vm::secs(t.elapsed())
+    );
+    Ok((exes, command_executable(&json)))
+}
+
+/// The artifacts among cargo's messages (`--message-format=json`); a line
+/// that is no message of cargo's is left out.
+fn artifacts(json: &str) -> Vec<Artifact> {
+    Message::parse_stream(json.as_bytes())
+        .filter_map(|m| match m {
+            Ok(Message::CompilerArtifact(a)) => Some(a),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Test executables from `cargo test --no-run --message-format=json` output,
+/// in a stable order (by name, not by build completion).
+pub fn test_executables(json: &str) -> Vec<String> {
+    let mut exes: Vec<String> = Vec::new();
+    for a in artifacts(json).into_iter().filter(|a| a.profile.test) {
+        if let Some(exe) = a.executable.map(Utf8PathBuf::into_string) {
+            if !exes.contains(&exe) {
+                exes.push(exe);
+            }
+        }
+    }
+    let key = |p: &String| {
+        let base = Path::new(p)
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        (
+            base.rsplit_once('-')
+                .map_or(base.clone(), |(n, _)| n.to_owned()),
+            p.clone(),
+        )
+    };
+    exes.sort_by_key(key);
+    exes
+}
+
+/// The `bpf-overhead` command built with the tests (`cargo test` builds the
+/// binaries its integration tests run), from the same JSON.
+pub fn command_executable(json: &str) -> Option<String> {
+    artifacts(json)
+        .into_iter()
+        .filter(|a| {
+            !a.profile.test && a.target.name == "bpf-overhead" && a.target.is_kind(TargetKind::Bin)
+        })
+        .find_map(|a| a.executable.map(Utf8PathBuf::into_string))
+}
+
+/// A test executable's name without cargo's hash: target/release/deps/overhead-1a2b
+/// is overhead.
+pub fn test_name(exe: &str) -> String {
+    let base = Path::new(exe)
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    match base.rsplit_once('-') {
+        Some((n, h)) if h.bytes().all(|b| b.is_ascii_hexdigit()) => n.to_owned(),
+        _ => base,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An artifact message as cargo writes it (`cargo test --no-run
+    /// --message-format=json`).
+    fn artifact(name: &str, kind: &str, test: bool, exe: Option<&str>) -> String {
+        let src = if kind == "lib" { "lib" } else { "main" };
+        serde_json::json!({
+            "reason": "compiler-artifact",
+            "package_id": "path+file:///r#bpf-overhead@0.1.0",
+            "manifest_path": "/r/Cargo.toml",
+            "target": {
+                "kind": [kind],
+                "crate_types": [if kind == "lib" { "lib" } else { "bin" }],
+                "name": name,
+                "src_path": format!("/r/src/{src}.rs"),
+                "edition": "2021",
+                "doc": true,
+                "doctest": false,
+                "test": true
+            },
+            "profile": {
+                "opt_level": "0",
+                "debuginfo": 2,
+                "debug_assertions": true,
+                "overflow_checks": true,
+                "test": test
+            },
+            "features": [],
+            "filenames": [exe.unwrap_or("/r/target/debug/libbpf_overhead.rlib")],
+            "executable": exe,
+            "fresh": false
+        })
+        .to_string()
+    }
+
+    #[test]
+    fn executables_in_a_stable_order() {
+        let json = [
+            artifact(
+                "overhead",
+                "test",
+                true,
+                Some("/r/target/debug/deps/overhead-9f"),
+            ),
+            artifact(
+                "bpf-overhead",
+                "bin",
+                false,
+                Some("/r/target/debug/bpf-overhead"),
+            ),
+            artifact(
+                "bpf_overhead",
+                "lib",
+                true,
+                Some("/r/target/debug/deps/bpf_overhead-11"),
+            ),
+            artifact("bpf_overhead", "lib", true, None),
+            r#"{"reason":"build-finished","success":true}"#.to_owned(),
+            "not json".to_owned(),
+            artifact(
+                "cleanup",
+                "test",
+                true,
+                Some("/r/target/debug/deps/cleanup-02"),
+            ),
+            // The same executable twice: listed once.
+            artifact(
+                "cleanup",
+                "test",
+                true,
+                Some("/r/target/debug/deps/cleanup-02"),
+            ),
+        ]
+        .join("\n");
+        assert_eq!(
+            test_executables(&json),
+            [
+                "/r/target/debug/deps/bpf_overhead-11",
+                "/r/target/debug/deps/cleanup-02",
+                "/r/target/debug/deps/overhead-9f"
+            ]
+        );
+    }
+
+    #[test]
+    fn the_guest_builds_what_the_kernel_decides() {
+        let none: [String; 0] = [];
+        assert_eq!(
+            test_build_args(false, &none),
+            ["--release", "--test", "overhead", "--test", "cleanup"]
+        );
+        assert!(test_build_args(true, &none).is_empty());
+        let user = ["--test".to_owned(), "producers".to_owned()];
+        assert_eq!(
+            test_build_args(false, &user),
+            ["--release", "--test", "producers"]
+        );
+    }
+
+    #[test]
+    fn the_command_among_the_artifacts() {
+        let json = [
+            artifact(
+                "bpf-overhead",
+                "bin",
+                true,
+                Some("/r/target/debug/deps/bpf_overhead-1"),
+            ),
+            artifact("bpf-overhead", "lib", false, None),
+            artifact(
+                "suite-helper",
+                "bin",
+                false,
+                Some("/r/target/debug/suite-helper"),
+            ),
+            artifact(
+                "bpf-overhead",
+                "bin",
+                false,
+                Some("/r/target/debug/bpf-overhead"),
+            ),
+        ]
+        .join("\n");
+        assert_eq!(
+            command_executable(&json).as_deref(),
+            Some("/r/target/debug/bpf-overhead")
+        );
+        assert_eq!(command_executable("{}"), None);
+    }
+
+    #[test]
+    fn cross_builds_for_another_architecture() {
+        let repo = Path::new("/r");
+        let host = build_command(repo, Arch::X86_64, false, &[], true);
+        assert!(
+            shown(&host).ends_with(
+                "test --no-run --message-format=json-render-diagnostics --release --test overhead \
+                 --test cleanup"
+            ),
+            "{}",
+            shown(&host)
+        );
+        let arm = build_command(repo, Arch::Arm64, false, &[], true);
+        assert_eq!(arm.get_program(), "/r/scripts/cross-build-arm64");
+        assert_eq!(
+            shown(&arm),
+            "cross-build-arm64 --message-format=json-render-diagnostics --test overhead \
+             --test cleanup",
+            "the script builds release"
+        );
+        assert_eq!(arm.get_current_dir(), Some(repo));
+    }
+
+    #[test]
+    fn test_names_lose_the_hash() {
+        assert_eq!(
+            test_name("/r/target/release/deps/overhead-9f3a"),
+            "overhead"
+        );
+        assert_eq!(test_name("/r/target/t-1"), "t");
+        assert_eq!(test_name("/r/target/suite-helper"), "suite-helper");
+    }
+}

@@ -1,0 +1,473 @@
+//! Getting a kernel ready to boot: a Debian kernel by series or release
+//! (fetched through the runner's own apt, unpacked and checked once into the
+//! cache), or a kernel image given as a path, checked before anything of it
+//! is cached.
+
+use std::fs::{self, File};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, ensure, Context, Result};
+
+use crate::arch::Arch;
+use crate::arm64;
+use crate::debian::{self, Apt};
+use crate::image::{self, BzImage};
+use crate::modules;
+use crate::say;
+use crate::util::{fnv, lock, which, write_whole, FNV_START};
+use crate::vm::{self, check_signal};
+
+/// A kernel ready to boot.
+#[derive(Debug)]
+pub struct Kernel {
+    pub release: String,
+    /// What qemu's -kernel gets: the vmlinux (PVH) or the bzImage.
+    pub boot: PathBuf,
+    /// Where its initramfs is cached.
+    pub dir: PathBuf,
+    /// Its modules tree, if any.
+    pub modules: Option<PathBuf>,
+    /// Bytes downloaded to get it (0: it was cached, or a path).
+    pub downloaded: u64,
+}
+
+/// KERNEL, ready to boot: a path (with its modules from `modules_dir`, if
+/// given), or a Debian kernel (fetched unless cached). `force_bz` boots an
+/// x86 bzImage as it is.
+pub fn kernel(
+    kernel: &str,
+    modules_dir: Option<&str>,
+    arch: Arch,
+    cache: &Path,
+    force_bz: bool,
+) -> Result<Kernel> {
+    let is_path = kernel.contains('/') || Path::new(kernel).exists();
+    if is_path {
+        custom_kernel(kernel, modules_dir, cache, arch, force_bz)
+    } else {
+        ensure!(
+            modules_dir.is_none(),
+            "--modules is for a KERNEL given as a path"
+        );
+        for other in [Arch::X86_64, Arch::Arm64] {
+            ensure!(
+                other == arch || !debian::plain_release(kernel, other),
+                "{} is an {} release: add --arch {}",
+                kernel,
+                other.name(),
+                other.name()
+            );
+        }
+        debian_kernel(kernel, arch, cache, force_bz)
+    }
+}
+
+/// Checks a bzImage and, unless `force_bz`, writes its vmlinux to `dir/vmlinux`
+/// when that has a PVH entry. Returns the image to boot.
+fn prepare_bzimage(bz_path: &Path, dir: &Path, force_bz: bool) -> Result<PathBuf> {
+    let data = fs::read(bz_path).with_context(|| format!("reading {}", bz_path.display()))?;
+    let bz = BzImage::parse(&data).with_context(|| format!("{}", bz_path.display()))?;
+    let vmlinux = bz
+        .vmlinux()
+        .with_context(|| format!("{}", bz_path.display()))?;
+    let Some(elf) = vmlinux else {
+        say!(
+            "{}: cannot decompress its {} payload here (only its size is checked); booting the bzImage",
+            bz_path.display(),
+            bz.compression.name()
+        );
+        return Ok(bz_path.to_path_buf());
+    };
+    let info = image::check_elf(&elf)?;
+    if force_bz {
+        return Ok(bz_path.to_path_buf());
+    }
+    if !info.pvh {
+        say!(
+            "{}: its kernel has no PVH entry note (CONFIG_PVH): booting the bzImage (slower)",
+            bz_path.display()
+        );
+        return Ok(bz_path.to_path_buf());
+    }
+    // Written only once checked.
+    let out = dir.join("vmlinux");
+    write_whole(&out, &elf)?;
+    say!(
+        "checked {}: {} bytes, {} payload, {} byte ELF with a PVH entry",
+        bz_path.file_name().unwrap_or_default().to_string_lossy(),
+        data.len(),
+        bz.compression.name(),
+        elf.len()
+    );
+    Ok(out)
+}
+
+/// Removes what a killed run (SIGKILL: no cleanup) left unpacking hours ago.
+fn remove_stale_unpacks(kernels: &Path) {
+    let Ok(entries) = fs::read_dir(kernels) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let old = e
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > Duration::from_secs(6 * 3600));
+        if old && e.file_name().to_string_lossy().starts_with(".unpack-") {
+            let _ = fs::remove_dir_all(e.path());
+        }
+    }
+}
+
+/// A Debian package's bzImage: boot/vmlinuz-<release>, or from 6.19 (linux-binary-*)
+/// usr/lib/modules/<release>/vmlinuz.
+fn find_bzimage(root: &Path, release: &str) -> Option<PathBuf> {
+    [
+        format!("boot/vmlinuz-{release}"),
+        format!("usr/lib/modules/{release}/vmlinuz"),
+        format!("lib/modules/{release}/vmlinuz"),
+    ]
+    .into_iter()
+    .map(|p| root.join(p))
+    .find(|p| p.is_file())
+}
+
+fn debian_kernel(kernel: &str, arch: Arch, cache: &Path, force_bz: bool) -> Result<Kernel> {
+    for tool in ["apt-get", "apt-cache", "dpkg-deb"] {
+        ensure!(
+            which(tool).is_some(),
+            "{tool} not found: a Debian kernel needs apt and dpkg"
+        );
+    }
+    let kernels = cache.join("kernels");
+    // An exact release already cached needs no apt at all (and works offline).
+    if debian::plain_release(kernel, arch) && kernels.join(kernel).join("root").is_dir() {
+        return cached_kernel(&kernels, kernel, arch, force_bz);
+    }
+    let apt = Apt::new(cache, arch);
+    let apt_lock = lock(&cache.join("apt.lock"))?;
+    let updated = apt.update(debian::LISTS_MAX_AGE)?;
+    let mut rels = apt.releases()?;
+    let mut chosen = debian::choose(kernel, &rels);
+    if chosen.is_err() && !updated && apt.update(debian::LISTS_RETRY_AGE)? {
+        // Perhaps newer than the lists were: look again.
+        rels = apt.releases()?;
+        chosen = debian::choose(kernel, &rels);
+    }
+    let rel = chosen?;
+    let kdir = kernels.join(&rel.name);
+    let _klock = lock(&kernels.join(format!("{}.lock", rel.name)))?;
+    let downloaded = if kdir.exists() {
+        drop(apt_lock);
+        0
+    } else {
+        fetch_release(&apt, apt_lock, &rel, &kernels, &kdir, arch)?
+    };
+    drop(_klock);
+    let mut k = cached_kernel(&kernels, &rel.name, arch, force_bz)?;
+    k.downloaded = downloaded;
+    Ok(k)
+}
+
+/// Downloads, unpacks and checks `rel` into `kdir`; the bytes downloaded.
+/// apt's lock is held until the download is done.
+fn fetch_release(
+    apt: &Apt,
+    apt_lock: File,
+    rel: &debian::Release,
+    kernels: &Path,
+    kdir: &Path,
+    arch: Arch,
+) -> Result<u64> {
+    remove_stale_unpacks(kernels);
+    // Everything happens in a temporary directory, renamed into place once
+    // whole and checked: an interrupted run leaves nothing to trust.
+    let tmp = tempfile::Builder::new()
+        .prefix(".unpack-")
+        .tempdir_in(kernels)
+        .with_context(|| format!("creating a directory in {}", kernels.display()))?;
+    say!("fetching {}", rel.packages.join(" "));
+    let t = Instant::now();
+    let (debs, size) = apt.download(&rel.packages)?;
+    drop(apt_lock);
+    check_signal()?;
+    if size > 0 {
+        say!(
+            "fetched {} MB in {}",
+            size / 1_000_000,
+            vm::secs(t.elapsed())
+        );
+    }
+    let t = Instant::now();
+    let root = tmp.path().join("root");
+    let unpacked = (|| -> Result<()> {
+        for deb in &debs {
+            debian::unpack(deb, &root)?;
+        }
+        let bz = find_bzimage(&root, &rel.name).with_context(|| {
+            format!(
+                "{} holds no boot/vmlinuz-{} nor usr/lib/modules/{}/vmlinuz",
+                rel.packages[0], rel.name, rel.name
+            )
+        })?;
+        ensure!(
+            !modules::trees(&root).is_empty(),
+            "{} holds no lib/modules or usr/lib/modules",
+            rel.packages.join(" ")
+        );
+        check_signal()?;
+        match arch {
+            Arch::X86_64 => prepare_bzimage(&bz, tmp.path(), false)?,
+            Arch::Arm64 => arm64::prepare(&bz, tmp.path())?,
+        };
+        Ok(())
+    })();
+    if let Err(e) = unpacked {
+        // Kept for the next run after an interruption; after a failure the
+        // next run downloads them again.
+        if vm::signalled().is_none() {
+            for deb in &debs {
+                let _ = fs::remove_file(deb);
+            }
+        }
+        return Err(e);
+    }
+    let tmp = tmp.keep();
+    fs::rename(&tmp, kdir).with_context(|| format!("moving into {}", kdir.display()))?;
+    for deb in &debs {
+        let _ = fs::remove_file(deb);
+    }
+    say!(
+        "unpacked and checked in {} into {}",
+        vm::secs(t.elapsed()),
+        kdir.display()
+    );
+    Ok(size)
+}
+
+/// A kernel unpacked and checked into `kernels/<release>` earlier.
+fn cached_kernel(kernels: &Path, release: &str, arch: Arch, force_bz: bool) -> Result<Kernel> {
+    let kdir = kernels.join(release);
+    let root = kdir.join("root");
+    let trees = modules::trees(&root);
+    let (tree, _) = trees
+        .iter()
+        .find(|(_, v)| v == release)
+        .or(trees.first())
+        .with_context(|| format!("cached kernel without modules: remove {}", kdir.display()))?;
+    let bz = find_bzimage(&root, release).with_context(|| {
+        format!(
+            "cached kernel without its bzImage: remove {}",
+            kdir.display()
+        )
+    })?;
+    let vmlinux = kdir.join("vmlinux");
+    let boot = if arch == Arch::Arm64 {
+        arm64::cached_boot(&kdir, &bz)?
+    } else if !force_bz && vmlinux.is_file() {
+        let data = fs::read(&vmlinux)?;
+        image::check_elf(&data).with_context(|| {
+            format!(
+                "cached {} is damaged: remove {}",
+                vmlinux.display(),
+                kdir.display()
+            )
+        })?;
+        vmlinux
+    } else {
+        bz
+    };
+    Ok(Kernel {
+        release: release.to_owned(),
+        boot,
+        dir: kdir.clone(),
+        modules: Some(tree.clone()),
+        downloaded: 0,
+    })
+}
+
+fn custom_kernel(
+    path: &str,
+    modules_dir: Option<&str>,
+    cache: &Path,
+    arch: Arch,
+    force_bz: bool,
+) -> Result<Kernel> {
+    let p = Path::new(path);
+    ensure!(
+        p.is_file(),
+        "kernel '{path}' does not exist; {}",
+        debian::ACCEPTED
+    );
+    let p = p.canonicalize()?;
+    let data = fs::read(&p).with_context(|| format!("reading {}", p.display()))?;
+    let mut h = FNV_START;
+    fnv(&mut h, &data);
+    let dir = cache.join("custom").join(format!("{h:016x}"));
+    let (release, boot) = if arch == Arch::Arm64 {
+        let boot = arm64::prepare(&p, &dir)?;
+        let image = if boot == p { data } else { fs::read(&boot)? };
+        (image::banner_release(&image), boot)
+    } else if image::is_elf(&data) {
+        let info = image::check_elf(&data).with_context(|| path.to_string())?;
+        ensure!(
+            info.pvh,
+            "{path} is an ELF without a PVH entry note (CONFIG_PVH): boot its bzImage instead"
+        );
+        (image::banner_release(&data), p.clone())
+    } else if image::is_bzimage(&data) {
+        let release = BzImage::parse(&data)
+            .with_context(|| path.to_string())?
+            .release;
+        (release, prepare_bzimage(&p, &dir, force_bz)?)
+    } else {
+        bail!(
+            "{path} is neither a bzImage nor an x86-64 vmlinux ELF; {}",
+            debian::ACCEPTED
+        );
+    };
+    let release = release.unwrap_or_else(|| "unknown".into());
+    fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let modules = match modules_dir {
+        None => None,
+        Some(m) => {
+            let m = Path::new(m);
+            ensure!(m.is_dir(), "--modules {} is not a directory", m.display());
+            let trees = modules::trees(m);
+            Some(match trees.len() {
+                0 => m.to_path_buf(),
+                1 => trees[0].0.clone(),
+                _ => trees
+                    .iter()
+                    .find(|(_, v)| *v == release)
+                    .map(|(t, _)| t.clone())
+                    .with_context(|| {
+                        format!(
+                            "--modules {}: more than one lib/modules/<version>, none is {release}",
+                            m.display()
+                        )
+                    })?,
+            })
+        }
+    };
+    Ok(Kernel {
+        release,
+        boot,
+        dir,
+        modules,
+        downloaded: 0,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bzimage_of_either_package_shape() {
+        let root = tempfile::tempdir().unwrap();
+        assert_eq!(find_bzimage(root.path(), "7.3.4+deb13-amd64"), None);
+        let new = root
+            .path()
+            .join("usr/lib/modules/7.3.4+deb13-amd64/vmlinuz");
+        fs::create_dir_all(new.parent().unwrap()).unwrap();
+        fs::write(&new, "").unwrap();
+        assert_eq!(find_bzimage(root.path(), "7.3.4+deb13-amd64"), Some(new));
+        let old = root.path().join("boot/vmlinuz-6.1.0-57-amd64");
+        fs::create_dir_all(old.parent().unwrap()).unwrap();
+        fs::write(&old, "").unwrap();
+        assert_eq!(find_bzimage(root.path(), "6.1.0-57-amd64"), Some(old));
+    }
+
+    #[test]
+    fn custom_images_are_checked_before_anything_is_cached() {
+        use crate::image::{fixtures, Compression};
+        let dir = tempfile::tempdir().unwrap();
+        let cache = dir.path().join("cache");
+        let elf = fixtures::elf(true);
+        let good = fixtures::bzimage(Compression::Zstd, &elf);
+        let mut flipped = good.clone();
+        flipped[1024 + 64 + (good.len() - 1024 - 64) / 2] ^= 0x10;
+        let cases: [(&str, Vec<u8>, &str); 5] = [
+            (
+                "cut.bzImage",
+                good[..good.len() - 100].to_vec(),
+                ": truncated: ",
+            ),
+            ("flipped.bzImage", flipped, ": damaged: its zstd payload"),
+            (
+                "cut.vmlinux",
+                elf[..elf.len() - 50].to_vec(),
+                ": truncated ELF",
+            ),
+            (
+                "nopvh.vmlinux",
+                fixtures::elf(false),
+                "without a PVH entry note",
+            ),
+            (
+                "text",
+                b"hello".to_vec(),
+                "is neither a bzImage nor an x86-64 vmlinux",
+            ),
+        ];
+        for (name, data, want) in cases {
+            let p = dir.path().join(name);
+            fs::write(&p, data).unwrap();
+            let err = custom_kernel(p.to_str().unwrap(), None, &cache, Arch::X86_64, false).err();
+            let msg = format!("{:#}", err.expect(name));
+            assert!(msg.contains(want) && !msg.contains('\n'), "{name}: {msg}");
+        }
+        assert!(!cache.exists(), "nothing cached for a damaged image");
+
+        let p = dir.path().join("good.bzImage");
+        fs::write(&p, &good).unwrap();
+        let k = custom_kernel(p.to_str().unwrap(), None, &cache, Arch::X86_64, false).unwrap();
+        assert_eq!(k.release, fixtures::RELEASE);
+        assert_eq!(k.boot.file_name().unwrap(), "vmlinux");
+        assert_eq!(fs::read(&k.boot).unwrap(), elf);
+        let k = custom_kernel(p.to_str().unwrap(), None, &cache, Arch::X86_64, true).unwrap();
+        assert_eq!(
+            k.boot,
+            p.canonicalize().unwrap(),
+            "--bzimage boots the bzImage"
+        );
+    }
+
+    #[test]
+    fn custom_arm64_kernels() {
+        use crate::arm64_image::fixtures;
+        use crate::image::Compression;
+        let dir = tempfile::tempdir().unwrap();
+        let cache = dir.path().join("cache");
+        let img = fixtures::image();
+        let z = dir.path().join("vmlinuz.efi");
+        fs::write(&z, fixtures::zboot(Compression::Zstd, &img)).unwrap();
+        let k = custom_kernel(z.to_str().unwrap(), None, &cache, Arch::Arm64, false).unwrap();
+        assert_eq!(k.release, fixtures::RELEASE);
+        assert_eq!(k.boot.file_name().unwrap(), "Image");
+        assert_eq!(fs::read(&k.boot).unwrap(), img);
+        let cut = dir.path().join("Image");
+        fs::write(&cut, &img[..img.len() - 10]).unwrap();
+        let msg = format!(
+            "{:#}",
+            custom_kernel(cut.to_str().unwrap(), None, &cache, Arch::Arm64, false).unwrap_err()
+        );
+        assert!(msg.contains("Image: truncated Image: PE section"), "{msg}");
+        // An x86 bzImage is no arm64 kernel.
+        let bz = dir.path().join("bzImage");
+        let elf = crate::image::fixtures::elf(true);
+        fs::write(
+            &bz,
+            crate::image::fixtures::bzimage(Compression::Gzip, &elf),
+        )
+        .unwrap();
+        let msg = format!(
+            "{:#}",
+            custom_kernel(bz.to_str().unwrap(), None, &cache, Arch::Arm64, false).unwrap_err()
+        );
+        assert!(msg.contains("not an arm64 kernel"), "{msg}");
+    }
+}

@@ -1,0 +1,148 @@
+//! What every part of xtask shares: the repository and cache directories,
+//! whole-file writes and locks, programs on PATH, a content hash, sh quoting,
+//! a command shown as one line. It imports no other xtask module (only the
+//! main crate's list of environment variables), so that any module may use
+//! it and no module imports another for these.
+
+use std::env;
+use std::fs::{self, File};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result};
+
+use crate::env_vars::CACHE_ENV;
+
+/// Prints one `vmtest:` line on stderr.
+#[macro_export]
+macro_rules! say {
+    ($($t:tt)*) => { eprintln!("vmtest: {}", format!($($t)*)) };
+}
+
+/// The repository root: xtask's parent directory.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives in the repository")
+        .to_path_buf()
+}
+
+/// The cache of kernels, apt's lists and the lint venv: `BPF_OVERHEAD_CACHE`,
+/// else ~/.cache/bpf-overhead.
+pub fn cache_dir() -> Result<PathBuf> {
+    if let Some(c) = env::var_os(CACHE_ENV).filter(|c| !c.is_empty()) {
+        return Ok(PathBuf::from(c));
+    }
+    let home =
+        env::var_os("HOME").with_context(|| format!("neither {CACHE_ENV} nor HOME is set"))?;
+    Ok(PathBuf::from(home).join(".cache/bpf-overhead"))
+}
+
+/// Exclusive lock on `path` (created), released when the file is dropped.
+pub fn lock(path: &Path) -> Result<File> {
+    if let Some(d) = path.parent() {
+        fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
+    }
+    let f = File::create(path).with_context(|| format!("creating {}", path.display()))?;
+    f.lock()
+        .with_context(|| format!("locking {}", path.display()))?;
+    Ok(f)
+}
+
+/// Writes `data` to `path` whole or not at all (a temporary file beside it,
+/// renamed over it), creating its directory: concurrent runs share the cache.
+pub fn write_whole(path: &Path, data: &[u8]) -> Result<()> {
+    let dir = path.parent().context("a file to write has a directory")?;
+    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let mut tmp = tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .tempfile_in(dir)
+        .with_context(|| format!("creating a file in {}", dir.display()))?;
+    tmp.write_all(data)
+        .with_context(|| format!("writing {}", tmp.path().display()))?;
+    tmp.persist(path)
+        .with_context(|| format!("renaming it to {}", path.display()))?;
+    Ok(())
+}
+
+/// FNV-1a: a stable content hash for cache keys.
+pub fn fnv(h: &mut u64, data: &[u8]) {
+    for &b in data {
+        *h ^= u64::from(b);
+        *h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+}
+pub const FNV_START: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// A program on PATH or in the system's directories (apt's tools are in sbin).
+pub fn which(prog: &str) -> Option<PathBuf> {
+    let path = env::var_os("PATH").unwrap_or_default();
+    env::split_paths(&path)
+        .chain(["/usr/sbin", "/sbin", "/usr/bin", "/bin"].map(PathBuf::from))
+        .map(|d| d.join(prog))
+        .find(|p| p.is_file())
+}
+
+/// Quotes a word for sh.
+pub fn sh_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_@%+=:,./-".contains(&b))
+    {
+        s.to_owned()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+/// A command as one line, the program without its directory.
+pub fn shown(cmd: &Command) -> String {
+    let prog = Path::new(cmd.get_program())
+        .file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned();
+    std::iter::once(prog)
+        .chain(cmd.get_args().map(|a| a.to_string_lossy().into_owned()))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// cargo, as cargo itself runs us (`CARGO`) or from PATH.
+pub fn cargo() -> Command {
+    Command::new(env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+}
+
+/// Whether we run as root (the effective user).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// An error and its causes on one line.
+pub fn one_line(e: &anyhow::Error) -> String {
+    format!("{e:#}").replace('\n', " ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoting() {
+        assert_eq!(sh_quote("/t/overhead-1a2b"), "/t/overhead-1a2b");
+        assert_eq!(sh_quote("a b"), "'a b'");
+        assert_eq!(sh_quote("it's"), "'it'\\''s'");
+        assert_eq!(sh_quote(""), "''");
+        assert_eq!(sh_quote("$HOME"), "'$HOME'");
+    }
+
+    #[test]
+    fn fnv_is_stable() {
+        let mut h = FNV_START;
+        fnv(&mut h, b"a");
+        assert_eq!(h, 0xaf63_dc4c_8601_ec8c);
+    }
+}
