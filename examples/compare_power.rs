@@ -32,7 +32,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bpf_overhead::document::Document;
-use bpf_overhead::gate::{self, against, Report as GateReport, Threshold, Verdict};
+use bpf_overhead::gate::{self, against, Findings as GateReport, Threshold, Verdict};
 use bpf_overhead::measure::{online_cpus, CpuPin};
 use bpf_overhead::stats::median;
 

@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 
 use bpf_overhead::document::Document;
 use bpf_overhead::gate::{self, Threshold, Verdict};
-use bpf_overhead::measure::host::Host;
+use bpf_overhead::measure::host::{emulated, Host};
 use bpf_overhead::measure::{online_cpus, CpuPin, Options, ProgWork};
 use bpf_overhead::pipeline::{self, Plan};
 use bpf_overhead::stats::{mean, median, stddev};
@@ -51,11 +51,11 @@ fn plan(names: &[&str], prog_work: u32) -> Plan {
     let selection: Vec<Mechanism> = names.iter().map(|n| n.parse().unwrap()).collect();
     Plan {
         stats_run: false,
-        run: Options {
+        options: Options {
             prog_work: ProgWork::new(prog_work).expect("a valid --prog-work"),
             ..Options::default()
         },
-        ..Plan::new(&selection)
+        ..Plan::new(&selection, emulated())
     }
 }
 
@@ -387,7 +387,7 @@ fn length() {
                 stats_run: false,
                 budget: Duration::ZERO,
                 run_time: Some(Duration::from_millis(*ms)),
-                ..Plan::new(&selection)
+                ..Plan::new(&selection, emulated())
             };
             let t = Instant::now();
             let privileged = pipeline::check_privileges(&plan).unwrap();

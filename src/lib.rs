@@ -10,7 +10,7 @@
 //!    rounds, turned into a result [`document`] (with [`stats`]);
 //! 3. [`render`] (pure functions of a document), [`gate`] (a document
 //!    against a baseline document), [`expect`] (strict mode and a kernel's
-//!    declared absences) and [`report`] (several documents side by side);
+//!    declared absences) and [`side_by_side`] (several documents side by side);
 //! 4. the tests and the `bpf-overhead` command, which both go through the
 //!    pipeline.
 
@@ -22,7 +22,7 @@ pub mod measure;
 pub mod paired;
 pub mod pipeline;
 pub mod render;
-pub mod report;
+pub mod side_by_side;
 pub mod stats;
 
 pub use measure::{Error, Mechanism, Result, Target, Trigger};
@@ -40,7 +40,13 @@ mod tests {
             let path = entry.unwrap().path();
             let text = std::fs::read_to_string(&path).unwrap();
             for upper in [
-                "pipeline", "document", "render", "gate", "report", "stats", "expect",
+                "pipeline",
+                "document",
+                "render",
+                "gate",
+                "side_by_side",
+                "stats",
+                "expect",
             ] {
                 for pattern in [format!("crate::{upper}"), format!("super::super::{upper}")] {
                     assert!(
@@ -53,6 +59,37 @@ mod tests {
             checked += 1;
         }
         assert!(checked >= 6, "only {checked} files in {}", core.display());
+    }
+
+    /// No two source files share a name: a name says which file it is.
+    #[test]
+    fn no_two_source_files_share_a_name() {
+        fn walk(dir: &Path, files: &mut Vec<std::path::PathBuf>) {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    walk(&path, files);
+                } else {
+                    files.push(path);
+                }
+            }
+        }
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut files = Vec::new();
+        walk(&src, &mut files);
+        files.sort();
+        for (i, a) in files.iter().enumerate() {
+            for b in &files[..i] {
+                assert_ne!(
+                    a.file_name(),
+                    b.file_name(),
+                    "{} and {}",
+                    a.display(),
+                    b.display()
+                );
+            }
+        }
+        assert!(files.len() > 20, "{files:?}");
     }
 
     /// The modules of `src/measure/` that `text` (one of them, its tests

@@ -1,344 +1,30 @@
 //! `bpf-overhead`: the benchmark matrix, its statistics and a regression
 //! gate, on top of the library the tests use. Thin on purpose: argument
-//! parsing, exit codes and wiring; the logic lives in the library's
-//! pipeline, document, render and gate modules.
+//! parsing (`cli.rs`), exit codes and wiring; the logic lives in the
+//! library's pipeline, document, render and gate modules.
 
 use std::fs;
 use std::io::{IsTerminal, Write as _};
-use std::num::{NonZeroU64, NonZeroUsize};
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicUsize};
-use std::time::Duration;
 
 use signal_hook::consts::{SIGINT, SIGTERM};
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use bpf_overhead::document::{self, Document, Status};
 use bpf_overhead::gate::{self, against, Threshold};
-use bpf_overhead::measure::host::Host;
-use bpf_overhead::measure::{
-    cpulock, Batch, CpuPin, Options, Privileged, ProgWork, Variant, MAX_BATCH, MAX_PROG_WORK,
-};
-use bpf_overhead::pipeline::{self, Plan, DEFAULT_REPEATS};
-use bpf_overhead::report::{self, Matrix};
-use bpf_overhead::{render, Error, Mechanism};
+use bpf_overhead::measure::host::{self, Host};
+use bpf_overhead::measure::{cpulock, CpuPin, Options, Privileged, Variant};
+use bpf_overhead::pipeline::{self, Plan};
+use bpf_overhead::side_by_side::{self, Matrix};
+use bpf_overhead::{render, Error};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-enum Format {
-    /// A table for humans.
-    Table,
-    /// The result document (schema in docs/json-schema.md).
-    Json,
-    /// KTAP, for kselftest runners.
-    Ktap,
-    /// test_overhead's lines: `task_rename <mech>\t<N>K events per sec`.
-    Selftest,
-}
+mod cli;
 
-#[derive(Debug, Parser)]
-#[command(
-    name = "bpf-overhead",
-    version,
-    about = "Measures what it costs to attach a BPF program, mechanism by mechanism \
-             (kprobe, raw_tp, fentry, uprobe...), against the same trigger with nothing \
-             attached",
-    long_about = "Measures what it costs to attach a BPF program, mechanism by mechanism \
-(kprobe, kretprobe, raw_tp, tp, fentry, fexit, fmod_ret, uprobe, uretprobe), as the kernel's \
-test_overhead selftest and bench tool do: pinned to one CPU, fire the trigger N times, count \
-the BPF program's hits, and compare the rate with the same trigger with nothing attached \
-(its base).\n\n\
-Each mechanism and its base get one untimed warm-up run, which also sizes its timed runs to \
-about 50 ms each (unless --iterations). Then come timed rounds: in each, every base runs \
-before and after each of its mechanisms (base, raw_tp, base, tp, base), and a mechanism's \
-overhead is its ns per event over the mean of the two base runs around it, so that drift in \
-the machine's speed cancels. The measuring CPU never idles between runs (an idle vCPU comes \
-back slow on a shared VM), and each timed run starts straight after an untimed lead-in of \
-the same events. After --repeat rounds, a mechanism goes on, within --budget, until its \
-overhead is known well enough to see a change of the threshold; the table's sees column \
-says how well it is known. The program's own run time \
-comes from one extra run with the kernel's BPF run-time stats on (BPF_ENABLE_STATS, which \
-goes off again when the run ends): the stats add two clock reads per program run, so that \
-run is never one of the timed ones.\n\n\
-Needs root: CAP_BPF and CAP_PERFMON to load the programs; tp also reads root's tracefs \
-(CAP_DAC_READ_SEARCH), uprobes and the prog ns run need CAP_SYS_ADMIN. What is missing is \
-named before anything runs. SIGINT or SIGTERM stops after the run in progress and prints \
-what was measured, marked interrupted.",
-    after_help = "Exit status: 0 all measured (skips included) and no regression; 1 a \
-mechanism failed, the gate found a regression, the run could not start (not root, a \
-capability missing) or its output could not be written; 2 bad input (unknown mechanism, \
---iterations 0 or more than a day's worth, CPU out of range, an unreadable, special, corrupt \
-or incompatible baseline, a --save that cannot be written or is the baseline); 3 no regression, \
-but the gate could not decide every comparison: the runs were too noisy to see a change of the \
-threshold (UNSURE lines; try a quieter machine, a longer --budget, or the kernel-loop trigger); \
-4, with --format ktap only, every \
-selected mechanism was skipped (kselftest's KSFT_SKIP); 75 with --no-wait, another measuring \
-run holds the CPU (one line on stderr says which; without --no-wait the run waits for it, \
-saying so on stderr); 130, 143 interrupted by SIGINT, \
-SIGTERM.\n\n\
-Examples:\n  \
-sudo bpf-overhead\n  \
-sudo bpf-overhead -m raw_tp,uprobe-nop --repeat 10\n  \
-sudo bpf-overhead --format json --save baseline.json\n  \
-sudo bpf-overhead --baseline baseline.json --threshold 10 -m raw_tp-loop,tp-loop\n  \
-sudo bpf-overhead --save baselines/    # three times: a baseline set\n  \
-sudo bpf-overhead --baseline baselines/\n  \
-sudo bpf-overhead --against prog-work=20 -m raw_tp-loop,uprobe-nop\n  \
-bpf-overhead report 6.1.json 6.12.json --svg report.svg",
-    args_conflicts_with_subcommands = true
-)]
-struct Cli {
-    #[command(subcommand)]
-    command: Option<Command>,
-
-    /// Mechanisms to measure, comma-separated or repeated [default: all].
-    /// Each one's base is measured too. See --list for the names.
-    #[arg(short, long = "mechanism", value_name = "NAME", value_delimiter = ',',
-          value_parser = parse_mechanism)]
-    mechanisms: Vec<Mechanism>,
-
-    /// Events per timed run (a base's scaled as its trigger says). Without
-    /// it, each mechanism's events are scaled so that its timed runs last
-    /// about 50 ms, from its warm-up run (100000 under emulation). A run
-    /// that would take more than a day is refused.
-    #[arg(long, value_name = "N", allow_negative_numbers = true,
-          value_parser = parse_at_least_one::<NonZeroU64>)]
-    iterations: Option<NonZeroU64>,
-
-    /// The least number of timed rounds (after one warm-up run). Then,
-    /// within --budget, more rounds of each mechanism whose overhead is
-    /// not yet known well enough to see a change of the threshold.
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_REPEATS,
-          allow_negative_numbers = true, value_parser = parse_at_least_one::<NonZeroUsize>)]
-    repeat: NonZeroUsize,
-
-    /// Seconds of timed rounds after which no round beyond --repeat
-    /// starts; 0: exactly --repeat rounds [default: 45, 0 under emulation].
-    #[arg(long, value_name = "SECS", value_parser = parse_secs)]
-    budget: Option<Duration>,
-
-    /// CPU to pin every run to [default: 0, or the first CPU this process
-    /// may use].
-    #[arg(long, value_name = "CPU", allow_negative_numbers = true, value_parser = parse_cpu)]
-    cpu: Option<usize>,
-
-    /// List the mechanisms, what each attaches to and needs, and whether
-    /// this kernel supports it; then exit.
-    #[arg(long)]
-    list: bool,
-
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Table)]
-    format: Format,
-
-    /// Compare with earlier results: a --save or --format json file, or a
-    /// directory of them (a baseline set, filled by --save DIR/). Exit 1
-    /// if a mechanism's overhead regressed, 3 if the runs could not tell.
-    /// Against several runs, only a change beyond their spread between
-    /// runs counts; against one, only a change beyond the largest drift
-    /// between runs seen on this machine kind (+100%); a run under other
-    /// conditions (stolen time, other work, speed) than the baseline's is
-    /// not called REGRESSED. For a change under those, use --against.
-    #[arg(long, value_name = "FILE")]
-    baseline: Option<PathBuf>,
-
-    /// Compare inside this run: measure each mechanism as A (this run's
-    /// settings) and as B (VARIANT) in the same rounds, alternating, each
-    /// run bracketed by its base, and judge B against A from the rounds'
-    /// pairs (signed-rank test): exit 1 if B regressed, 3 if the pairs
-    /// could not tell. VARIANT: prog-work=N (B's programs do N steps of
-    /// extra work per hit; prog-work=0 against the default is A/A) or
-    /// bpf-stats (the kernel's BPF run-time stats on during B's runs:
-    /// what enabling them costs).
-    #[arg(long, value_name = "VARIANT", value_parser = Variant::parse,
-          conflicts_with = "baseline")]
-    against: Option<Variant>,
-
-    /// With --baseline: a regression is an overhead over base (the
-    /// mechanism's own cost) higher by more than this many percent, and
-    /// beyond the noise of both runs (one-sided Mann-Whitney, p <= 0.05).
-    /// Also what the rounds aim to see. Default: 6, and 15 on the comm
-    /// trigger, whose overheads are a small part of a syscall; with
-    /// --against, 5 on every trigger (pairs in one run do not carry the
-    /// drift between runs).
-    #[arg(long, value_name = "PERCENT", allow_negative_numbers = true,
-          value_parser = parse_percent)]
-    threshold: Option<f64>,
-
-    /// Write the result as JSON to FILE (whatever --format), for later use
-    /// as a --baseline. Written whole or not at all (a new file renamed
-    /// over FILE), and not when the run is interrupted. A directory is a
-    /// baseline set: the run is added to it as a new file named by its
-    /// time, never over another.
-    #[arg(long, value_name = "FILE")]
-    save: Option<PathBuf>,
-
-    /// Let --save replace the --baseline file (refused otherwise).
-    #[arg(long, requires = "save")]
-    overwrite_baseline: bool,
-
-    /// Skip the extra run with BPF run-time stats (no "prog ns" figure).
-    #[arg(long)]
-    no_prog_stats: bool,
-
-    /// Kernel-loop trigger (`*-loop` mechanisms): loop iterations per
-    /// BPF_PROG_TEST_RUN of the driver, 1 to 1000.
-    #[arg(long, value_name = "N", default_value_t = Batch::default(),
-          allow_negative_numbers = true, value_parser = parse_batch)]
-    batch: Batch,
-
-    /// Steps of extra work every program does per hit (a dependent add
-    /// each, about a CPU cycle), 0 to 10000: what a mechanism costs next to
-    /// a program that does something.
-    #[arg(long, value_name = "N", default_value_t = ProgWork::default(),
-          allow_negative_numbers = true, value_parser = parse_prog_work)]
-    prog_work: ProgWork,
-
-    /// When another measuring run (this command's or the test suite's)
-    /// holds a CPU this run needs, fail at once (exit 75) instead of
-    /// waiting for it.
-    #[arg(long)]
-    no_wait: bool,
-
-    /// Threads firing each mechanism at once, each pinned to a CPU of its
-    /// own and counting into its own slot (bench's -p N -a). With N > 1
-    /// each round also runs one producer alone, and the table adds the
-    /// total rate, the rate per producer and the scaling.
-    #[arg(long, value_name = "N", default_value_t = NonZeroUsize::MIN,
-          allow_negative_numbers = true, value_parser = parse_at_least_one::<NonZeroUsize>)]
-    producers: NonZeroUsize,
-}
-
-#[derive(Debug, Subcommand)]
-enum Command {
-    /// Puts result files side by side: a table, and an SVG chart with --svg.
-    ///
-    /// The files come from --save or --format json: several kernels,
-    /// machines, or before and after a change. Mechanisms go down and runs
-    /// across; each cell is the mechanism's ns per event over the base of
-    /// its own run, median ± sample stddev over the rounds. The chart shows
-    /// the same figures, one panel per trigger. Emulated runs are marked in
-    /// both. Needs no root. Exit status: 0 rendered; 2 bad input (no files,
-    /// an unreadable file or not a result, no two results with a mechanism
-    /// in common, --svg into a missing directory).
-    Report(ReportArgs),
-}
-
-#[derive(Debug, Args)]
-struct ReportArgs {
-    /// Result files, as written by --save or --format json.
-    #[arg(value_name = "FILE")]
-    files: Vec<PathBuf>,
-
-    /// Also write the chart, as SVG, to OUT.
-    #[arg(long, value_name = "OUT")]
-    svg: Option<PathBuf>,
-}
-
-fn parse_mechanism(s: &str) -> Result<Mechanism, String> {
-    s.trim().parse()
-}
-
-fn parse_at_least_one<T>(s: &str) -> Result<T, String>
-where
-    T: std::str::FromStr,
-    T::Err: std::fmt::Display,
-{
-    let s = s.trim();
-    // NonZero's own message ("number would be zero for non-zero type")
-    // does not say what to do, nor u64's for "-1" ("invalid digit").
-    if s.parse::<i128>().is_ok_and(|v| v < 1) {
-        return Err(format!("{s} is out of range: must be at least 1"));
-    }
-    s.parse().map_err(|e| format!("{e}"))
-}
-
-fn parse_secs(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    match s.parse::<f64>() {
-        Ok(v) if (0.0..=86_400.0).contains(&v) => Ok(Duration::from_secs_f64(v)),
-        _ => Err(format!("{s} is not a number of seconds from 0 to 86400")),
-    }
-}
-
-fn parse_cpu(s: &str) -> Result<usize, String> {
-    let s = s.trim();
-    if s.parse::<i128>().is_ok_and(|v| v < 0) {
-        return Err(format!("{s} is out of range: CPUs are numbered from 0"));
-    }
-    s.parse()
-        .map_err(|e| format!("{e}: a CPU number (0, 1, ...) is expected"))
-}
-
-fn parse_batch(s: &str) -> Result<Batch, String> {
-    s.trim()
-        .parse::<u32>()
-        .ok()
-        .and_then(Batch::new)
-        .ok_or_else(|| format!("must be a whole number from 1 to {MAX_BATCH}"))
-}
-
-fn parse_prog_work(s: &str) -> Result<ProgWork, String> {
-    s.trim()
-        .parse::<u32>()
-        .ok()
-        .and_then(ProgWork::new)
-        .ok_or_else(|| format!("must be a whole number from 0 to {MAX_PROG_WORK}"))
-}
-
-fn parse_percent(s: &str) -> Result<f64, String> {
-    let s = s.trim();
-    let v: f64 = s
-        .trim_end_matches('%')
-        .parse()
-        .map_err(|e| format!("{e}"))?;
-    if !(0.0..100.0).contains(&v) {
-        return Err(format!(
-            "{s} is out of range: must be a percentage from 0 to below 100"
-        ));
-    }
-    Ok(v)
-}
-
-/// clap's own errors take three to six lines (error, possible values,
-/// tip, usage, "for more information"): this keeps the error and its
-/// possible values or tip on one line, then the usage hint.
-fn parse_args() -> Result<Cli, ExitCode> {
-    let err = match Cli::try_parse() {
-        Ok(cli) => return Ok(cli),
-        Err(err) => err,
-    };
-    if !err.use_stderr() {
-        // --help, --version: clap prints them to stdout and exits 0.
-        err.exit();
-    }
-    let text = err.render().to_string();
-    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
-    let first = lines
-        .next()
-        .unwrap_or_default()
-        .trim_start_matches("error: ");
-    let mut msg = first.to_string();
-    let mut usage = None;
-    for line in lines {
-        if line.starts_with("Usage:") {
-            usage = Some(line.to_string());
-        } else if let Some(tip) = line.strip_prefix("tip: ") {
-            msg.push_str(&format!(" ({tip})"));
-        } else if !line.starts_with("For more information") {
-            // "[possible values: ...]", the arguments missing after "...:"
-            msg.push(' ');
-            msg.push_str(line);
-        }
-    }
-    note(&format!("error: {msg}"));
-    let usage = usage.unwrap_or_else(|| "Usage: bpf-overhead [OPTIONS]".into());
-    let _ = writeln!(std::io::stderr(), "{usage} (see --help)");
-    Err(ExitCode::from(2))
-}
+use cli::{parse_args, Cli, Command, Format, ReportArgs};
 
 /// One line on stderr, `bpf-overhead: <msg>`. A closed or full stderr
 /// does not stop the command (eprintln! would panic).
@@ -456,7 +142,7 @@ fn run(cli: &Cli) -> Result<ExitCode, Failure> {
         None => {}
     }
     printed?;
-    Ok(exit_code(cli, &doc, gate.as_ref().map(|g| &g.report)))
+    Ok(exit_code(cli, &doc, gate.as_ref().map(|g| &g.findings)))
 }
 
 /// Each producer needs a CPU of its own, among those this process may use.
@@ -475,10 +161,10 @@ fn check_producers(cli: &Cli) -> Result<(), Failure> {
 
 /// The run the command line asks for.
 fn plan(cli: &Cli) -> Plan {
-    let defaults = Plan::new(&cli.mechanisms);
+    let defaults = Plan::new(&cli.mechanisms, host::emulated());
     Plan {
-        run: Options {
-            iterations: cli.iterations.unwrap_or(defaults.run.iterations),
+        options: Options {
+            iterations: cli.iterations.unwrap_or(defaults.options.iterations),
             cpu: cli.cpu,
             bpf_stats: false,
             batch: cli.batch,
@@ -553,7 +239,7 @@ fn hold_cpus(cli: &Cli, plan: &Plan) -> Result<Option<cpulock::CpuLock>, Failure
     } else {
         cpulock::Wait::Yes
     };
-    match cpulock::hold_for(plan.run.cpu, plan.run.producers.get(), wait) {
+    match cpulock::hold_for(plan.options.cpu, plan.options.producers.get(), wait) {
         Ok(lock) => Ok(Some(lock)),
         Err(cpulock::Refused::Busy(msg)) => {
             note(&format!("error: {msg}"));
@@ -596,13 +282,13 @@ fn execute(plan: &Plan, privileged: &Privileged) -> Result<Document, Failure> {
 
 /// The gate's verdict on a run against its baseline, and its text.
 struct Gate {
-    report: gate::Report,
+    findings: gate::Findings,
     text: String,
 }
 
 /// Compares `doc` with the baseline `old`, read from `path`.
 fn judge(cli: &Cli, path: &Path, old: &[Document], doc: &Document) -> Gate {
-    let report = gate::set::compare_set(old, doc, threshold(cli));
+    let findings = gate::set::compare_set(old, doc, threshold(cli));
     let newest = old.iter().max_by(|a, b| a.timestamp.cmp(&b.timestamp));
     let label = match (old.len(), newest) {
         (1, Some(one)) => format!(
@@ -613,8 +299,8 @@ fn judge(cli: &Cli, path: &Path, old: &[Document], doc: &Document) -> Gate {
         ),
         (n, _) => format!("baseline set {} ({n} runs)", path.display()),
     };
-    let text = render::gate_report(&report, &label);
-    Gate { report, text }
+    let text = render::gate_report(&findings, &label);
+    Gate { findings, text }
 }
 
 /// B against A inside `doc`, a run made with `--against variant`.
@@ -622,9 +308,9 @@ fn judge_against(cli: &Cli, variant: &Variant, doc: &Document) -> Gate {
     let Threshold::Fixed(t) = threshold(cli) else {
         unreachable!("--against has one threshold on every trigger")
     };
-    let report = against::compare(doc, t);
-    let text = render::against_report(doc, &report, &variant.to_string());
-    Gate { report, text }
+    let findings = against::compare(doc, t);
+    let text = render::against_report(doc, &findings, &variant.to_string());
+    Gate { findings, text }
 }
 
 /// The result in the chosen format on stdout. Beside a machine-readable
@@ -642,7 +328,7 @@ fn output(cli: &Cli, doc: &Document, gate: Option<&Gate>) -> Result<(), Failure>
             }
         }
         Format::Json => out.push_str(&doc.to_json()),
-        Format::Ktap => out.push_str(&render::ktap(doc, gate.map(|g| &g.report))),
+        Format::Ktap => out.push_str(&render::ktap(doc, gate.map(|g| &g.findings))),
         Format::Selftest => out.push_str(&render::selftest(doc)),
     }
     let printed = print(&out);
@@ -676,7 +362,7 @@ fn note_not_ok(doc: &Document) {
 
 /// The exit code of a completed run (see --help), with the failed
 /// mechanisms named on stderr.
-fn exit_code(cli: &Cli, doc: &Document, report: Option<&gate::Report>) -> ExitCode {
+fn exit_code(cli: &Cli, doc: &Document, findings: Option<&gate::Findings>) -> ExitCode {
     let failed: Vec<&str> = doc
         .mechanisms
         .iter()
@@ -686,8 +372,8 @@ fn exit_code(cli: &Cli, doc: &Document, report: Option<&gate::Report>) -> ExitCo
     if !failed.is_empty() {
         note(&format!("failed: {}", failed.join(", ")));
     }
-    let regressed = report.is_some_and(|r| !r.passed());
-    let unsure = report.is_some_and(|r| !r.conclusive_pass());
+    let regressed = findings.is_some_and(|r| !r.passed());
+    let unsure = findings.is_some_and(|r| !r.conclusive_pass());
     if !failed.is_empty() || regressed {
         ExitCode::from(1)
     } else if unsure {
@@ -731,13 +417,13 @@ fn check_duration(plan: &Plan) -> Result<(), Failure> {
     } else {
         format!("{days:.1e} days")
     };
-    let fit = (plan.run.iterations.get() as f64 * DAY / secs)
+    let fit = (plan.options.iterations.get() as f64 * DAY / secs)
         .floor()
         .max(1.0);
     Err(Failure::Input(format!(
         "--iterations {} with --repeat {}: this run would take at least {days}; \
          at most about {fit:.0} iterations finish in a day",
-        plan.run.iterations, plan.repeats
+        plan.options.iterations, plan.repeats
     )))
 }
 
@@ -875,7 +561,7 @@ fn report(args: &ReportArgs) -> Result<ExitCode, Failure> {
     let docs = args
         .files
         .iter()
-        .map(|path| report::load(path).map(|doc| (path.display().to_string(), doc)))
+        .map(|path| side_by_side::load(path).map(|doc| (path.display().to_string(), doc)))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| Failure::Input(format!("report: {e}")))?;
     // An --against run is two columns, A and B, side by side.

@@ -16,7 +16,7 @@
 //!    machine's speed that is steady over those few tens of ms cancels.
 //!    At least `repeats` rounds; then, within `budget`, more rounds of
 //!    each mechanism whose overhead is not yet known well enough to see a
-//!    change of `precision` (`Outcome::is_sure`). The CPU never idles
+//!    change of `precision` (`MechanismRuns::is_sure`). The CPU never idles
 //!    between runs ([`Keeper`]: a vCPU that idles comes back slow), and
 //!    every timed run starts straight after an untimed lead-in of the
 //!    same events;
@@ -42,7 +42,9 @@ pub use plan::{
     check_privileges, estimate_secs, expand, Plan, Precision, DEFAULT_BUDGET, DEFAULT_REPEATS,
     DEFAULT_RUN_TIME, EMULATED_ITERATIONS, FLOOR_OF_BASE, SURE_SHARE,
 };
-pub use schedule::{run, signal_name, Outcome, Runs, Step, MAX_LOST, MAX_RETAKES, MAX_ROUNDS};
+pub use schedule::{
+    run, signal_name, MechanismRuns, Runs, Step, MAX_LOST, MAX_RETAKES, MAX_ROUNDS,
+};
 pub use survey::{survey, Availability};
 
 use crate::document::Document;
@@ -66,7 +68,7 @@ pub fn execute(
 mod fixtures {
     use std::time::Duration;
 
-    use super::{Outcome, Runs};
+    use super::{MechanismRuns, Runs};
     use crate::measure::host::Host;
     use crate::measure::{Mechanism, Sample};
 
@@ -74,7 +76,7 @@ mod fixtures {
         name.parse().unwrap()
     }
 
-    pub(super) fn runs(outcomes: &[Outcome]) -> Runs {
+    pub(super) fn runs(outcomes: &[MechanismRuns]) -> Runs {
         Runs {
             outcomes: outcomes.to_vec(),
             rounds: outcomes.iter().map(|o| o.samples.len()).max().unwrap_or(0),
@@ -101,11 +103,11 @@ mod fixtures {
 
     /// A base's runs, or a mechanism's with the same base time before
     /// and after each: `base_ns` (or 1000 ns when not given).
-    pub(super) fn outcome(mech: Mechanism, ns: &[u64]) -> Outcome {
+    pub(super) fn outcome(mech: Mechanism, ns: &[u64]) -> MechanismRuns {
         paired(mech, ns, &vec![1000; ns.len()])
     }
 
-    pub(super) fn paired(mech: Mechanism, ns: &[u64], base_ns: &[u64]) -> Outcome {
+    pub(super) fn paired(mech: Mechanism, ns: &[u64], base_ns: &[u64]) -> MechanismRuns {
         let hits = (!mech.is_base()).then_some(1000);
         let base: Vec<Sample> = if mech.is_base() {
             Vec::new()
@@ -115,7 +117,7 @@ mod fixtures {
                 .map(|&n| sample(mech.base(), n, None))
                 .collect()
         };
-        let mut o = Outcome::new(mech);
+        let mut o = MechanismRuns::new(mech);
         o.samples = ns.iter().map(|&n| sample(mech, n, hits)).collect();
         o.before = base.clone();
         o.after = base;
@@ -129,7 +131,6 @@ mod fixtures {
             cpu_model: "Test CPU".into(),
             arch: "x86_64".into(),
             timestamp: "2026-05-01T12:00:00Z".into(),
-            emulated: None,
         }
     }
 }

@@ -1,7 +1,7 @@
 //! Every renderer, each a pure function of what it renders: the human
 //! table, KTAP for kselftest runners, test_overhead's own lines and the
 //! suite's detail line (of a result [`Document`]), the gate report (of a
-//! [`Report`]) and `--list` (of a survey). JSON is the document itself:
+//! gate's [`Findings`]) and `--list` (of a survey). JSON is the document itself:
 //! [`Document::to_json`]. [`report`] renders several documents side by
 //! side, as a table and an SVG chart. All tested on fixed values.
 
@@ -10,7 +10,7 @@ pub mod report;
 use std::fmt::Write as _;
 
 use crate::document::{Document, MechanismResult, Status};
-use crate::gate::{fmt_ratio, Report, Verdict};
+use crate::gate::{fmt_ratio, Findings, Verdict};
 use crate::measure::Mechanism;
 use crate::pipeline::Availability;
 
@@ -411,7 +411,7 @@ pub fn ktap_diagnostic(text: &str) -> String {
 /// lacks, `not ok N name` for a failure — and, with a gate report, for a
 /// regression — with the figures as `#` diagnostic lines, and kselftest's
 /// `# Totals:` line.
-pub fn ktap(doc: &Document, gate: Option<&Report>) -> String {
+pub fn ktap(doc: &Document, gate: Option<&Findings>) -> String {
     let mut out = ktap_header(doc.mechanisms.len());
     for line in heading(doc) {
         let _ = writeln!(out, "{}", ktap_diagnostic(&line));
@@ -457,25 +457,25 @@ pub fn ktap(doc: &Document, gate: Option<&Report>) -> String {
 }
 
 /// The gate's report for humans: one line per mechanism, and the verdict.
-pub fn gate_report(report: &Report, baseline_label: &str) -> String {
+pub fn gate_report(findings: &Findings, baseline_label: &str) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
         "gate: this run against {baseline_label}: a regression is an overhead over base \
          higher by more than {} and beyond the noise (Mann-Whitney p <= 0.05); unchanged, \
          when the change's 90% interval lies within the threshold; else UNSURE",
-        report.threshold.describe()
+        findings.threshold.describe()
     );
-    for w in &report.warnings {
+    for w in &findings.warnings {
         let _ = writeln!(out, "gate: warning: {w}");
     }
-    let width = report
+    let width = findings
         .comparisons
         .iter()
         .map(|c| c.name.len())
         .max()
         .unwrap_or(0);
-    for c in &report.comparisons {
+    for c in &findings.comparisons {
         let _ = writeln!(
             out,
             "  {:<9} {:<width$}  {}",
@@ -486,7 +486,7 @@ pub fn gate_report(report: &Report, baseline_label: &str) -> String {
     }
     out.push_str(&conclusion(
         "gate",
-        report,
+        findings,
         "rerun on a quieter machine, with a longer --budget, or measure the kernel-loop \
          trigger (-m raw_tp-loop,tp-loop,...), whose overheads stand out of the noise; or \
          compare inside one run (--against)",
@@ -496,7 +496,7 @@ pub fn gate_report(report: &Report, baseline_label: &str) -> String {
 
 /// The last line of a report: FAILED, INCONCLUSIVE (with `advice`) or
 /// PASSED.
-fn conclusion(who: &str, report: &Report, advice: &str) -> String {
+fn conclusion(who: &str, report: &Findings, advice: &str) -> String {
     let regressed: Vec<&str> = report.regressions().map(|c| c.name.as_str()).collect();
     let unsure: Vec<&str> = report.inconclusive().map(|c| c.name.as_str()).collect();
     let compared = report
@@ -528,7 +528,7 @@ fn conclusion(who: &str, report: &Report, advice: &str) -> String {
 /// An in-run comparison (`--against`) side by side, as `veristat -C`
 /// puts two builds: per mechanism A's and B's overhead over base, the
 /// difference of the pairs, what they could see, and the verdict.
-pub fn against_report(doc: &Document, report: &Report, variant: &str) -> String {
+pub fn against_report(doc: &Document, report: &Findings, variant: &str) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -810,8 +810,8 @@ mod tests {
         let overhead = raw_tp.overhead_ns.as_mut().unwrap();
         *overhead = crate::stats::Summary::of(&[50.0, 55.0, 45.0]).unwrap();
         raw_tp.overhead_steps = crate::stats::Summary::of(&[25.0, 27.5, 22.5]);
-        let report = compare(&baseline, &document(), Threshold::Fixed(DEFAULT_THRESHOLD));
-        let text = ktap(&document(), Some(&report));
+        let findings = compare(&baseline, &document(), Threshold::Fixed(DEFAULT_THRESHOLD));
+        let text = ktap(&document(), Some(&findings));
         assert!(text.contains("\nnot ok 3 raw_tp\n"), "{text}");
         assert!(
             text.contains("# gate raw_tp: overhead over base +50.0 -> +100.0 ns/event"),

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use std::num::{NonZeroU64, NonZeroUsize};
 
 use bpf_overhead::document::Status;
+use bpf_overhead::measure::host::emulated;
 use bpf_overhead::measure::{cpulock, with_run, Options, Privileged, Support};
 use bpf_overhead::pipeline::{self, Plan};
 use bpf_overhead::Mechanism;
@@ -157,11 +158,11 @@ fn every_mechanism_leaves_nothing_behind() {
     let before = state();
     // Every mechanism, with the BPF-stats run too.
     let plan = Plan {
-        run: opts(),
+        options: opts(),
         run_time: None,
         repeats: NonZeroUsize::MIN,
         budget: Duration::ZERO,
-        ..Plan::new(&[])
+        ..Plan::new(&[], emulated())
     };
     let privileged = Privileged::check(&plan.mechanisms).unwrap();
     let outcomes = pipeline::run(&plan, &privileged, |_| {}).unwrap().outcomes;

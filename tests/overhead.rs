@@ -14,7 +14,7 @@ macro_rules! overhead_tests {
         $(
             #[test_log::test]
             #[serial]
-            fn $test() -> common::Outcome {
+            fn $test() -> common::TestResult {
                 common::check($name)
             }
         )*

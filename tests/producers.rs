@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use bpf_overhead::document::Status;
 use bpf_overhead::expect::{Expectations, Verdict};
-use bpf_overhead::measure::host::Host;
+use bpf_overhead::measure::host::{emulated, Host};
 use bpf_overhead::measure::{online_cpus, Options, Privileged, DEFAULT_ITERATIONS};
 use bpf_overhead::pipeline::{self, Plan};
 use bpf_overhead::Mechanism;
@@ -25,11 +25,11 @@ fn exact_per_producer(name: &str) {
         budget: Duration::ZERO,
         run_time: None,
         stats_run: false,
-        run: Options {
+        options: Options {
             producers: NonZeroUsize::new(2).unwrap(),
             ..Options::default()
         },
-        ..Plan::new(&[m])
+        ..Plan::new(&[m], emulated())
     };
     let privileged = Privileged::check(&plan.mechanisms).unwrap();
     let doc = pipeline::execute(&plan, &privileged, Host::current, |_| {}).unwrap();

@@ -17,7 +17,7 @@
 //! skipped (the kernel lacks what the variant needs) is not compared.
 
 use crate::document::{Document, MechanismResult, Status};
-use crate::gate::{Comparison, Judgement, Report, Threshold, Verdict, ALPHA, FLOOR_OF_BASE};
+use crate::gate::{Comparison, Findings, Judgement, Threshold, Verdict, ALPHA, FLOOR_OF_BASE};
 use crate::paired::paired;
 
 /// What B must cost more than A, as a share of A's own cost, to be a
@@ -54,14 +54,14 @@ pub fn judge(pairs: &[f64], reference_ns: f64, threshold: f64) -> Option<Judgeme
 
 /// Judges every mechanism's B side against its A side in `doc`, a run
 /// made with `--against`.
-pub fn compare(doc: &Document, threshold: f64) -> Report {
+pub fn compare(doc: &Document, threshold: f64) -> Findings {
     let comparisons = doc
         .mechanisms
         .iter()
         .filter(|m| !m.is_base() && m.is_ok())
         .filter_map(|a| Some(compared(doc, a, a.against.as_deref()?, threshold)))
         .collect();
-    Report {
+    Findings {
         threshold: Threshold::Fixed(threshold),
         warnings: Vec::new(),
         comparisons,

@@ -158,7 +158,7 @@ pub struct Comparison {
 }
 
 #[derive(Clone, Debug, PartialEq)]
-pub struct Report {
+pub struct Findings {
     pub threshold: Threshold,
     /// Differences between the runs worth knowing (other CPU, other
     /// iteration count...). They do not fail the gate.
@@ -166,7 +166,7 @@ pub struct Report {
     pub comparisons: Vec<Comparison>,
 }
 
-impl Report {
+impl Findings {
     pub fn regressions(&self) -> impl Iterator<Item = &Comparison> {
         self.comparisons
             .iter()
@@ -424,7 +424,7 @@ impl Comparison {
 }
 
 /// Compares `current` against `baseline` with `threshold`.
-pub fn compare(baseline: &Document, current: &Document, threshold: Threshold) -> Report {
+pub fn compare(baseline: &Document, current: &Document, threshold: Threshold) -> Findings {
     let mut comparisons = Vec::new();
     for old in baseline.mechanisms.iter().filter(|m| !m.is_base()) {
         let name = old.name.as_str();
@@ -470,7 +470,7 @@ pub fn compare(baseline: &Document, current: &Document, threshold: Threshold) ->
             format!("not in the baseline; now {}", figures(new)),
         ));
     }
-    Report {
+    Findings {
         threshold,
         warnings: warnings(baseline, current),
         comparisons,
@@ -656,13 +656,13 @@ mod tests {
     fn the_same_result_passes() {
         let doc = document();
         assert_eq!(check_overlap(&doc, &["raw_tp"]), Ok(()));
-        let report = compare(&doc, &doc, Threshold::Fixed(DEFAULT_THRESHOLD));
-        assert!(report.passed(), "{report:?}");
-        assert_eq!(report.find("raw_tp").unwrap().verdict, Verdict::Unchanged);
-        assert_eq!(report.find("tp").unwrap().change, Some(0.0));
+        let findings = compare(&doc, &doc, Threshold::Fixed(DEFAULT_THRESHOLD));
+        assert!(findings.passed(), "{findings:?}");
+        assert_eq!(findings.find("raw_tp").unwrap().verdict, Verdict::Unchanged);
+        assert_eq!(findings.find("tp").unwrap().change, Some(0.0));
         // Skipped in both: not compared, not a regression.
-        assert!(report.find("kprobe").is_none());
-        assert!(gate_report(&report, "b.json")
+        assert!(findings.find("kprobe").is_none());
+        assert!(gate_report(&findings, "b.json")
             .contains("gate: PASSED (2 mechanisms compared, each precisely"));
     }
 
@@ -725,16 +725,16 @@ mod tests {
 
     #[test]
     fn a_slower_machine_is_compared_in_ns_with_a_warning() {
-        let report = compare(
+        let findings = compare(
             &document(),
             &slowed(document(), 1.3),
             Threshold::Fixed(DEFAULT_THRESHOLD),
         );
-        assert_eq!(report.find("raw_tp").unwrap().verdict, Verdict::Regressed);
+        assert_eq!(findings.find("raw_tp").unwrap().verdict, Verdict::Regressed);
         assert!(
-            report.warnings[0].contains("the machine ran 30% slower than in the baseline"),
+            findings.warnings[0].contains("the machine ran 30% slower than in the baseline"),
             "{:?}",
-            report.warnings
+            findings.warnings
         );
     }
 
@@ -752,12 +752,12 @@ mod tests {
             mhz: None,
         });
         // A regression as clear as can be, in a run that timed other work.
-        let report = compare(
+        let findings = compare(
             &better_baseline(),
             &busy,
             Threshold::Fixed(DEFAULT_THRESHOLD),
         );
-        let raw_tp = report.find("raw_tp").unwrap();
+        let raw_tp = findings.find("raw_tp").unwrap();
         assert_eq!(raw_tp.verdict, Verdict::Inconclusive);
         assert!(
             raw_tp
@@ -766,7 +766,7 @@ mod tests {
             "{}",
             raw_tp.detail
         );
-        assert!(report.passed() && !report.conclusive_pass());
+        assert!(findings.passed() && !findings.conclusive_pass());
     }
 
     #[test]
@@ -805,17 +805,17 @@ mod tests {
 
     #[test]
     fn a_30_percent_better_baseline_fails_naming_the_mechanism() {
-        let report = compare(
+        let findings = compare(
             &better_baseline(),
             &document(),
             Threshold::Fixed(DEFAULT_THRESHOLD),
         );
-        assert!(!report.passed());
-        let names: Vec<&str> = report.regressions().map(|c| c.name.as_str()).collect();
+        assert!(!findings.passed());
+        let names: Vec<&str> = findings.regressions().map(|c| c.name.as_str()).collect();
         assert_eq!(names, vec!["raw_tp"]);
-        let raw_tp = report.find("raw_tp").unwrap();
+        let raw_tp = findings.find("raw_tp").unwrap();
         assert!((raw_tp.change.unwrap() - (1.0 / 0.7 - 1.0)).abs() < 1e-9);
-        let text = gate_report(&report, "b.json");
+        let text = gate_report(&findings, "b.json");
         assert!(
             text.contains("gate: FAILED: 1 of 2 mechanisms regressed: raw_tp"),
             "{text}"
@@ -828,7 +828,7 @@ mod tests {
             "{text}"
         );
         // Only raw_tp: tp is unchanged.
-        assert_eq!(report.find("tp").unwrap().verdict, Verdict::Unchanged);
+        assert_eq!(findings.find("tp").unwrap().verdict, Verdict::Unchanged);
     }
 
     #[test]
@@ -839,15 +839,15 @@ mod tests {
         tp.status = Status::Skipped;
         tp.reason = Some("no tracefs".into());
         tp.overhead_ns = None;
-        let report = compare(&baseline, &current, Threshold::Fixed(DEFAULT_THRESHOLD));
-        let tp = report.find("tp").unwrap();
+        let findings = compare(&baseline, &current, Threshold::Fixed(DEFAULT_THRESHOLD));
+        let tp = findings.find("tp").unwrap();
         assert_eq!(tp.verdict, Verdict::Missing);
         assert!(
             tp.detail.contains("skipped now: no tracefs"),
             "{}",
             tp.detail
         );
-        assert!(!report.passed());
+        assert!(!findings.passed());
     }
 
     #[test]
@@ -855,9 +855,9 @@ mod tests {
         let mut baseline = document();
         let raw_tp = baseline.mechanism_mut("raw_tp").unwrap();
         raw_tp.status = Status::Skipped;
-        let report = compare(&baseline, &document(), Threshold::Fixed(DEFAULT_THRESHOLD));
-        assert_eq!(report.find("raw_tp").unwrap().verdict, Verdict::New);
-        assert!(report.passed());
+        let findings = compare(&baseline, &document(), Threshold::Fixed(DEFAULT_THRESHOLD));
+        assert_eq!(findings.find("raw_tp").unwrap().verdict, Verdict::New);
+        assert!(findings.passed());
     }
 
     #[test]
@@ -865,10 +865,10 @@ mod tests {
         let baseline = document();
         let mut current = document();
         current.mechanisms.retain(|m| m.name != "tp");
-        let report = compare(&baseline, &current, Threshold::Fixed(DEFAULT_THRESHOLD));
-        assert_eq!(report.find("tp").unwrap().verdict, Verdict::NotRun);
-        assert!(report.passed());
-        assert!(gate_report(&report, "b")
+        let findings = compare(&baseline, &current, Threshold::Fixed(DEFAULT_THRESHOLD));
+        assert_eq!(findings.find("tp").unwrap().verdict, Verdict::NotRun);
+        assert!(findings.passed());
+        assert!(gate_report(&findings, "b")
             .contains("gate: PASSED (1 mechanisms compared, each precisely"));
     }
 

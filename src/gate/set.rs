@@ -19,7 +19,7 @@
 //! Otherwise it is UNSURE, with a line saying what would answer: an
 //! in-run comparison (`--against`) or a longer baseline.
 
-use super::{compare, speed_of, Report, Threshold, Verdict};
+use super::{compare, speed_of, Findings, Threshold, Verdict};
 use crate::document::Document;
 use crate::stats::{mean, median, stddev, Summary};
 
@@ -47,7 +47,7 @@ fn t95(df: usize) -> f64 {
 }
 
 /// Judges `current` against the saved runs `baselines` (at least one).
-pub fn compare_set(baselines: &[Document], current: &Document, threshold: Threshold) -> Report {
+pub fn compare_set(baselines: &[Document], current: &Document, threshold: Threshold) -> Findings {
     assert!(!baselines.is_empty(), "a baseline has at least one run");
     let pooled = pool(baselines);
     let mut report = compare(&pooled, current, threshold);

@@ -1,5 +1,6 @@
 //! Facts about the machine recorded with a result: the kernel, the CPU's
-//! model, the emulator, the time.
+//! model, the time; and the emulator the run is under, from the
+//! environment, which the caller reads once and gives to the plan.
 
 use std::fs;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -13,7 +14,6 @@ pub struct Host {
     pub cpu_model: String,
     pub arch: String,
     pub timestamp: String,
-    pub emulated: Option<String>,
 }
 
 impl Host {
@@ -23,7 +23,6 @@ impl Host {
             cpu_model: cpu_model(),
             arch: std::env::consts::ARCH.into(),
             timestamp: rfc3339_utc(SystemTime::now()),
-            emulated: emulated(),
         }
     }
 }

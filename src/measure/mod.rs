@@ -11,6 +11,7 @@ pub mod cpulock;
 pub mod error;
 pub mod host;
 pub mod keeper;
+pub mod kind;
 mod load;
 pub mod options;
 mod producer;

@@ -2,7 +2,7 @@
 //! and ratio to base are computed here and nowhere else.
 
 use super::plan::Plan;
-use super::schedule::{signal_name, Outcome, Runs};
+use super::schedule::{signal_name, MechanismRuns, Runs};
 use crate::document::{
     Document, MechanismResult, ProducerResult, Status, ORDER_BRACKETED, SCHEMA, SCHEMA_VERSION,
 };
@@ -19,7 +19,7 @@ pub fn document(plan: &Plan, runs: &Runs, host: Host) -> Document {
         .flat_map(|o| o.samples.first())
         .map(|s| s.cpu)
         .next()
-        .or(plan.run.cpu)
+        .or(plan.options.cpu)
         .unwrap_or(0);
     let mechanisms = outcomes.iter().map(|o| mechanism_result(plan, o)).collect();
     Document {
@@ -31,17 +31,17 @@ pub fn document(plan: &Plan, runs: &Runs, host: Host) -> Document {
         cpu_model: host.cpu_model,
         arch: host.arch,
         cpu,
-        emulated: host.emulated,
-        iterations: plan.run.iterations.get(),
+        emulated: plan.emulated.clone(),
+        iterations: plan.options.iterations.get(),
         repeats: runs.rounds.max(1),
         budget_secs: plan.budget.as_secs_f64(),
         run_secs: plan.run_time.map(|t| t.as_secs_f64()),
         warmup_runs: usize::from(plan.warmup),
         order: ORDER_BRACKETED.into(),
         prog_stats: plan.stats_run,
-        batch: plan.run.batch.get(),
-        prog_work: plan.run.prog_work.get(),
-        producers: plan.run.producers.get(),
+        batch: plan.options.batch.get(),
+        prog_work: plan.options.prog_work.get(),
+        producers: plan.options.producers.get(),
         interrupted: plan.stopped_by().map(signal_name),
         retaken_runs: runs.retaken_runs,
         context: runs.context.clone(),
@@ -53,7 +53,7 @@ pub fn document(plan: &Plan, runs: &Runs, host: Host) -> Document {
 
 /// One mechanism's figures. A mechanism's timed run is paired with the
 /// mean of its base's runs just before and after it.
-fn mechanism_result(plan: &Plan, o: &Outcome) -> MechanismResult {
+fn mechanism_result(plan: &Plan, o: &MechanismRuns) -> MechanismResult {
     let m = o.mechanism;
     // Ok with no timed run cannot happen through run(); say so if it does.
     let (status, reason) = match (o.status, o.samples.is_empty()) {
@@ -85,7 +85,7 @@ fn mechanism_result(plan: &Plan, o: &Outcome) -> MechanismResult {
         events_per_run: o
             .samples
             .first()
-            .map_or_else(|| m.events(plan.run.iterations.get()), |s| s.iterations),
+            .map_or_else(|| m.events(plan.options.iterations.get()), |s| s.iterations),
         status,
         reason,
         k_events_per_sec: ok.then(|| Summary::of(&rates)).flatten(),
@@ -96,7 +96,7 @@ fn mechanism_result(plan: &Plan, o: &Outcome) -> MechanismResult {
         }),
         hits: (!m.is_base() && ok).then(|| o.samples.iter().map(|s| s.hits.unwrap_or(0)).collect()),
         prog_ns_per_event: ok.then_some(o.prog_ns_per_event).flatten(),
-        producers: (ok && plan.run.producers.get() > 1).then(|| per_producer(&o.samples)),
+        producers: (ok && plan.options.producers.get() > 1).then(|| per_producer(&o.samples)),
         scaling: (ok && o.single.len() == o.samples.len())
             .then(|| {
                 let ratios: Vec<f64> = o
@@ -163,12 +163,12 @@ mod tests {
             paired(m("raw_tp"), &[1100, 600, 1100], &[1000, 500, 1000]),
         ];
         let plan = Plan {
-            run: Options {
+            options: Options {
                 iterations: NonZeroU64::new(1000).unwrap(),
                 ..Options::default()
             },
             repeats: NonZeroUsize::new(3).unwrap(),
-            ..Plan::new(&[m("raw_tp")])
+            ..Plan::new(&[m("raw_tp")], None)
         };
         let doc = document(&plan, &runs(&outcomes), host());
         assert_eq!(doc.cpu, 1);
@@ -198,12 +198,12 @@ mod tests {
 
     #[test]
     fn skipped_and_failed_have_reasons_and_no_figures() {
-        let mut kprobe = Outcome::new(m("kprobe"));
+        let mut kprobe = MechanismRuns::new(m("kprobe"));
         kprobe.fail(Error::unsupported("no kprobes"));
         let mut tp = outcome(m("tp"), &[1100]);
         tp.fail(Error::failed("tp: attach failed"));
         let outcomes = [outcome(m("base"), &[1000]), kprobe, tp];
-        let doc = document(&Plan::new(&[]), &runs(&outcomes), host());
+        let doc = document(&Plan::new(&[], None), &runs(&outcomes), host());
         let kprobe = doc.mechanism("kprobe").unwrap();
         assert_eq!(kprobe.status, Status::Skipped);
         assert_eq!(kprobe.reason.as_deref(), Some("no kprobes"));
@@ -218,7 +218,7 @@ mod tests {
         static STOP: AtomicUsize = AtomicUsize::new(0);
         let plan = Plan {
             stop: Some(&STOP),
-            ..Plan::new(&[m("raw_tp")])
+            ..Plan::new(&[m("raw_tp")], None)
         };
         let outcomes = [outcome(m("base"), &[1000]), outcome(m("raw_tp"), &[1100])];
         assert_eq!(document(&plan, &runs(&outcomes), host()).interrupted, None);

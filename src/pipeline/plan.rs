@@ -16,8 +16,8 @@ pub const DEFAULT_RUN_TIME: Duration = Duration::from_millis(50);
 pub const DEFAULT_BUDGET: Duration = Duration::from_secs(45);
 /// [`DEFAULT_BUDGET`], or none under emulation, where nothing timed is
 /// read.
-fn default_budget() -> Duration {
-    if crate::measure::host::emulated().is_some() {
+fn default_budget(emulated: bool) -> Duration {
+    if emulated {
         Duration::ZERO
     } else {
         DEFAULT_BUDGET
@@ -34,10 +34,8 @@ pub const SURE_SHARE: f64 = 0.6;
 
 /// [`DEFAULT_RUN_TIME`], or none under emulation: scaling needs the
 /// warm-up run's time per event, and there is no warm-up there.
-fn default_run_time() -> Option<Duration> {
-    crate::measure::host::emulated()
-        .is_none()
-        .then_some(DEFAULT_RUN_TIME)
+fn default_run_time(emulated: bool) -> Option<Duration> {
+    (!emulated).then_some(DEFAULT_RUN_TIME)
 }
 
 /// The change a run must be able to detect, as a share of a mechanism's
@@ -100,7 +98,7 @@ pub struct Plan {
     /// nowhere. Its `bpf_stats` is turned on for the stats run only.
     /// With more than one producer, each round also measures one producer
     /// alone, for the scaling.
-    pub run: Options,
+    pub options: Options,
     /// Instead, scale each mechanism's events so that its timed runs last
     /// about this long, from its warm-up run: a slow mechanism (a uprobe
     /// on `ret`, 10 µs an event) then costs no more time than a fast one,
@@ -115,7 +113,7 @@ pub struct Plan {
     /// Make the extra run with BPF run-time stats.
     pub stats_run: bool,
     /// After `repeats` rounds, more rounds of the mechanisms not yet sure
-    /// (`Outcome::is_sure`) while the timed rounds have taken less than
+    /// (`MechanismRuns::is_sure`) while the timed rounds have taken less than
     /// this. Zero: exactly `repeats` rounds (so under emulation, where
     /// nothing timed is read).
     pub budget: Duration,
@@ -128,24 +126,31 @@ pub struct Plan {
     /// Measure each mechanism twice a round: as A with these options and
     /// as B with the variant's (`--against`), each bracketed by its base.
     pub against: Option<Variant>,
+    /// The emulator the run is under (`tcg`), or none on real or
+    /// virtualised hardware: its rates are no performance figures, and
+    /// the defaults time nothing there. Given by the caller, who reads it
+    /// from the environment ([`emulated`](crate::measure::host::emulated)).
+    pub emulated: Option<String>,
 }
 
 impl Plan {
     /// `selection` and each one's base, in catalogue order; an empty
-    /// selection means every mechanism. Defaults for the rest.
-    pub fn new(selection: &[Mechanism]) -> Self {
-        let emulated = crate::measure::host::emulated().is_some();
+    /// selection means every mechanism. Defaults for the rest, which
+    /// depend on whether the run is `emulated` ([`Plan::emulated`]).
+    pub fn new(selection: &[Mechanism], emulated: Option<String>) -> Self {
+        let is_emulated = emulated.is_some();
         Self {
             mechanisms: expand(selection),
-            run: Options::default(),
-            run_time: default_run_time(),
+            options: Options::default(),
+            run_time: default_run_time(is_emulated),
             repeats: DEFAULT_REPEATS,
-            warmup: !emulated,
+            warmup: !is_emulated,
             stats_run: true,
-            budget: default_budget(),
+            budget: default_budget(is_emulated),
             precision: Precision::DEFAULT,
             stop: None,
             against: None,
+            emulated,
         }
     }
 
@@ -154,11 +159,10 @@ impl Plan {
     /// Under emulation, [`EMULATED_ITERATIONS`]: there the run proves that
     /// the mechanism attaches and counts exactly, which 10000 events prove
     /// as well as 100000, and its rates are no performance figures.
-    pub fn selftest(mechanism: Mechanism) -> Self {
-        let emulated = crate::measure::host::emulated().is_some();
+    pub fn selftest(mechanism: Mechanism, emulated: Option<String>) -> Self {
         Self {
-            run: Options {
-                iterations: if emulated {
+            options: Options {
+                iterations: if emulated.is_some() {
                     EMULATED_ITERATIONS
                 } else {
                     DEFAULT_ITERATIONS
@@ -172,7 +176,7 @@ impl Plan {
             // run warms the path, and the keeper keeps the CPU from idling.
             warmup: false,
             stats_run: false,
-            ..Self::new(&[mechanism])
+            ..Self::new(&[mechanism], emulated)
         }
     }
 
@@ -209,14 +213,14 @@ pub fn estimate_secs(plan: &Plan) -> f64 {
         let per_event = match ns_per_event.iter().find(|(t, _)| *t == trigger) {
             Some(&(_, per_event)) => per_event,
             None => {
-                let per_event = fastest_ns_per_event(trigger, plan.run.batch.get());
+                let per_event = fastest_ns_per_event(trigger, plan.options.batch.get());
                 ns_per_event.push((trigger, per_event));
                 per_event
             }
         };
         let stats_run = plan.stats_run && !m.is_base();
         let runs = 1 + plan.repeats.get() as u64 + u64::from(stats_run);
-        ns += runs as f64 * m.events(plan.run.iterations.get()) as f64 * per_event;
+        ns += runs as f64 * m.events(plan.options.iterations.get()) as f64 * per_event;
     }
     ns / 1e9
 }
@@ -308,15 +312,29 @@ mod tests {
         assert_eq!(expand(&[m("base-nop")]), vec![m("base-nop")]);
     }
 
+    /// Under emulation, which the caller gives, the defaults time nothing.
+    #[test]
+    fn emulation_is_the_plans_own_setting() {
+        let real = Plan::new(&[], None);
+        assert!(real.warmup && real.run_time.is_some() && real.budget > Duration::ZERO);
+        let emulated = Plan::new(&[], Some("tcg".into()));
+        assert!(!emulated.warmup && emulated.run_time.is_none());
+        assert_eq!(emulated.budget, Duration::ZERO);
+        assert_eq!(emulated.emulated.as_deref(), Some("tcg"));
+        let selftest = |emulated| Plan::selftest(m("raw_tp"), emulated).options.iterations;
+        assert_eq!(selftest(None), DEFAULT_ITERATIONS);
+        assert_eq!(selftest(Some("tcg".into())), EMULATED_ITERATIONS);
+    }
+
     #[test]
     fn the_estimate_is_a_lower_bound_that_grows_with_the_plan() {
         let plan = |iterations: u64, repeats: usize| Plan {
-            run: Options {
+            options: Options {
                 iterations: NonZeroU64::new(iterations).unwrap(),
                 ..Options::default()
             },
             repeats: NonZeroUsize::new(repeats).unwrap(),
-            ..Plan::new(&[m("raw_tp"), m("uprobe-nop")])
+            ..Plan::new(&[m("raw_tp"), m("uprobe-nop")], None)
         };
         let small = estimate_secs(&plan(1000, 1));
         // 1000 comm writes and 100000 calls: well under a second.

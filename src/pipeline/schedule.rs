@@ -44,7 +44,7 @@ pub struct Step {
 /// What a [`run`] came to.
 #[derive(Clone, Debug, Default)]
 pub struct Runs {
-    pub outcomes: Vec<Outcome>,
+    pub outcomes: Vec<MechanismRuns>,
     /// Timed rounds run (the most any mechanism had).
     pub rounds: usize,
     /// Timed runs measured again because the measuring thread lost the CPU
@@ -59,7 +59,7 @@ pub struct Runs {
 
 /// What one mechanism came to.
 #[derive(Clone, Debug)]
-pub struct Outcome {
+pub struct MechanismRuns {
     pub mechanism: Mechanism,
     pub status: Status,
     pub reason: Option<String>,
@@ -80,12 +80,12 @@ pub struct Outcome {
     /// With `--against`: the same mechanism as B, measured with the
     /// variant's options in the same rounds, each run bracketed by the
     /// same base (the variant never changes a base).
-    pub against: Option<Box<Outcome>>,
+    pub against: Option<Box<MechanismRuns>>,
     /// This is a B side: its runs take the variant's options.
     is_b: bool,
 }
 
-impl Outcome {
+impl MechanismRuns {
     pub(super) fn new(mechanism: Mechanism) -> Self {
         Self {
             mechanism,
@@ -193,11 +193,11 @@ impl Outcome {
 
 impl Plan {
     /// The options of `outcome`'s runs: its own iterations when scaled.
-    fn options_for(&self, outcome: &Outcome, bpf_stats: bool) -> Options {
+    fn options_for(&self, outcome: &MechanismRuns, bpf_stats: bool) -> Options {
         let a = Options {
-            iterations: outcome.iterations.unwrap_or(self.run.iterations),
+            iterations: outcome.iterations.unwrap_or(self.options.iterations),
             bpf_stats,
-            ..self.run.clone()
+            ..self.options.clone()
         };
         match &self.against {
             Some(variant) if outcome.is_b => variant.apply(&a),
@@ -219,17 +219,26 @@ pub fn run(
 ) -> Result<Runs> {
     // One measuring run per CPU at a time, across processes (re-entrant:
     // the command holds it already).
-    let _cpus = cpulock::hold_for(plan.run.cpu, plan.run.producers.get(), cpulock::Wait::Yes)?;
+    let _cpus = cpulock::hold_for(
+        plan.options.cpu,
+        plan.options.producers.get(),
+        cpulock::Wait::Yes,
+    )?;
     let mut runs = on_measuring_thread(|| Ok(run_here(plan, privileged, progress)))?;
     runs.cpu_wait_s = cpulock::waited_for_held().as_secs_f64();
     Ok(runs)
 }
 
 fn run_here(plan: &Plan, privileged: &Privileged, mut progress: impl FnMut(&Step)) -> Runs {
-    let mut outcomes: Vec<Outcome> = plan.mechanisms.iter().copied().map(Outcome::new).collect();
+    let mut outcomes: Vec<MechanismRuns> = plan
+        .mechanisms
+        .iter()
+        .copied()
+        .map(MechanismRuns::new)
+        .collect();
     if plan.against.is_some() {
         for o in outcomes.iter_mut().filter(|o| !o.mechanism.is_base()) {
-            o.against = Some(Box::new(Outcome::b_side(o.mechanism)));
+            o.against = Some(Box::new(MechanismRuns::b_side(o.mechanism)));
         }
     }
 
@@ -246,7 +255,7 @@ fn run_here(plan: &Plan, privileged: &Privileged, mut progress: impl FnMut(&Step
         }
     }
     // The CPU never idles between runs (see keeper.rs).
-    let cpu = CpuPin::new(plan.run.cpu).map(|pin| pin.cpu);
+    let cpu = CpuPin::new(plan.options.cpu).map(|pin| pin.cpu);
     let _keeper = cpu.as_ref().ok().map(|&cpu| Keeper::start(cpu));
     let context_before = context::snapshot(*cpu.as_ref().unwrap_or(&0));
 
@@ -319,11 +328,11 @@ impl<P: FnMut(&Step)> Running<'_, P> {
 }
 
 /// Step 1: one untimed run of every mechanism: the load-time support check.
-fn warm_up(at: &mut Running<'_, impl FnMut(&Step)>, outcomes: &mut [Outcome]) {
+fn warm_up(at: &mut Running<'_, impl FnMut(&Step)>, outcomes: &mut [MechanismRuns]) {
     let plan = at.plan;
     let opts = Options {
         bpf_stats: false,
-        ..plan.run.clone()
+        ..plan.options.clone()
     };
     at.step.total = outcomes.iter().filter(|o| o.is_ok()).count() as u64;
     for outcome in outcomes.iter_mut().filter(|o| o.is_ok()) {
@@ -363,7 +372,7 @@ fn scaled(m: Mechanism, sample: &Sample, run_time: Duration) -> NonZeroU64 {
 }
 
 /// A base and the mechanisms compared to it, as ranges of the plan.
-fn groups(outcomes: &[Outcome]) -> Vec<std::ops::Range<usize>> {
+fn groups(outcomes: &[MechanismRuns]) -> Vec<std::ops::Range<usize>> {
     let starts: Vec<usize> = (0..outcomes.len())
         .filter(|&i| i == 0 || outcomes[i].mechanism.is_base())
         .collect();
@@ -380,18 +389,19 @@ fn groups(outcomes: &[Outcome]) -> Vec<std::ops::Range<usize>> {
 /// which takes out any drift in the machine's speed that is steady over
 /// the few tens of ms between them. At least `plan.repeats` rounds; then,
 /// within `plan.budget`, more rounds of the mechanisms not yet
-/// [`Outcome::is_sure`]. Returns the rounds run.
-fn timed_rounds(at: &mut Running<'_, impl FnMut(&Step)>, outcomes: &mut [Outcome]) -> usize {
+/// [`MechanismRuns::is_sure`]. Returns the rounds run.
+fn timed_rounds(at: &mut Running<'_, impl FnMut(&Step)>, outcomes: &mut [MechanismRuns]) -> usize {
     let plan = at.plan;
     let started = Instant::now();
     let mut round = 0;
     loop {
         let min_rounds = round < plan.repeats.get();
-        let wanted =
-            |o: &Outcome| o.is_ok() && !o.mechanism.is_base() && (min_rounds || !o.is_sure(plan));
+        let wanted = |o: &MechanismRuns| {
+            o.is_ok() && !o.mechanism.is_base() && (min_rounds || !o.is_sure(plan))
+        };
         // A base with none of its mechanisms to measure (selected alone,
         // or they are skipped) runs once a round, the least number of rounds.
-        let alone = |g: &std::ops::Range<usize>, outcomes: &[Outcome]| {
+        let alone = |g: &std::ops::Range<usize>, outcomes: &[MechanismRuns]| {
             min_rounds
                 && outcomes[g.start].is_ok()
                 && !outcomes[g.clone()]
@@ -437,7 +447,7 @@ enum Side {
     B,
 }
 
-fn side(outcomes: &mut [Outcome], (i, side): (usize, Side)) -> &mut Outcome {
+fn side(outcomes: &mut [MechanismRuns], (i, side): (usize, Side)) -> &mut MechanismRuns {
     match side {
         Side::A => &mut outcomes[i],
         Side::B => outcomes[i]
@@ -450,7 +460,7 @@ fn side(outcomes: &mut [Outcome], (i, side): (usize, Side)) -> &mut Outcome {
 /// The runs of `wanted` mechanisms in round `round`: each one's A, and
 /// B beside it where there is one, in turns (A then B in odd rounds, B
 /// then A in even ones) so that neither side always comes first.
-fn sides(outcomes: &[Outcome], wanted: &[usize], round: usize) -> Vec<(usize, Side)> {
+fn sides(outcomes: &[MechanismRuns], wanted: &[usize], round: usize) -> Vec<(usize, Side)> {
     let mut runs = Vec::new();
     for &i in wanted {
         if !outcomes[i].b_ok() {
@@ -468,7 +478,7 @@ fn sides(outcomes: &[Outcome], wanted: &[usize], round: usize) -> Vec<(usize, Si
 /// stop was asked for.
 fn bracket(
     at: &mut Running<'_, impl FnMut(&Step)>,
-    outcomes: &mut [Outcome],
+    outcomes: &mut [MechanismRuns],
     base: usize,
     todo: &[(usize, Side)],
     round: usize,
@@ -524,10 +534,13 @@ fn bracket(
 
 /// One timed run of `m`, and with several producers first one producer
 /// alone (for the scaling).
-fn timed(at: &mut Running<'_, impl FnMut(&Step)>, o: &Outcome) -> Result<(Option<Sample>, Sample)> {
+fn timed(
+    at: &mut Running<'_, impl FnMut(&Step)>,
+    o: &MechanismRuns,
+) -> Result<(Option<Sample>, Sample)> {
     let plan = at.plan;
     let opts = plan.options_for(o, false);
-    let single = (plan.run.producers.get() > 1)
+    let single = (plan.options.producers.get() > 1)
         .then(|| {
             let one = Options {
                 producers: NonZeroUsize::MIN,
@@ -552,9 +565,9 @@ fn timed(at: &mut Running<'_, impl FnMut(&Step)>, o: &Outcome) -> Result<(Option
 }
 
 /// Step 3: the program's own run time, with BPF stats on for this run only.
-fn stats_run(at: &mut Running<'_, impl FnMut(&Step)>, outcomes: &mut [Outcome]) {
+fn stats_run(at: &mut Running<'_, impl FnMut(&Step)>, outcomes: &mut [MechanismRuns]) {
     let plan = at.plan;
-    let todo = |o: &Outcome| o.is_ok() && !o.mechanism.is_base();
+    let todo = |o: &MechanismRuns| o.is_ok() && !o.mechanism.is_base();
     at.step.total = at.step.done + outcomes.iter().filter(|o| todo(o)).count() as u64;
     for outcome in outcomes.iter_mut().filter(|o| todo(o)) {
         if plan.stopped_by().is_some() {
@@ -579,7 +592,7 @@ fn stats_run(at: &mut Running<'_, impl FnMut(&Step)>, outcomes: &mut [Outcome]) 
 
 /// One stats run of `o`. False when the kernel has no BPF stats: no
 /// figures, not a failure, and no point trying the other mechanisms.
-fn stats_of(at: &mut Running<'_, impl FnMut(&Step)>, o: &mut Outcome) -> bool {
+fn stats_of(at: &mut Running<'_, impl FnMut(&Step)>, o: &mut MechanismRuns) -> bool {
     let b_mark = if o.is_b { " (B)" } else { "" };
     at.next(format!("BPF stats {}{b_mark}", o.mechanism));
     match at.measure(o.mechanism, &at.plan.options_for(o, true)) {
@@ -597,9 +610,9 @@ fn stats_of(at: &mut Running<'_, impl FnMut(&Step)>, o: &mut Outcome) -> bool {
 /// After a stop: drops the round in progress (a mechanism's figures pair
 /// it with the base runs around it), and marks what has no round left as
 /// not measured.
-fn cut_short(outcomes: &mut [Outcome], signal: i32) {
+fn cut_short(outcomes: &mut [MechanismRuns], signal: i32) {
     let why = format!("not measured: interrupted by {}", signal_name(signal));
-    let cut = |outcome: &mut Outcome| {
+    let cut = |outcome: &mut MechanismRuns| {
         let kept = outcome.kept;
         outcome.samples.truncate(kept);
         outcome.before.truncate(kept);
@@ -629,7 +642,7 @@ pub fn signal_name(signal: i32) -> String {
 }
 
 /// A mechanism whose base could not be measured cannot be compared to it.
-fn propagate_base_problems(outcomes: &mut [Outcome]) {
+fn propagate_base_problems(outcomes: &mut [MechanismRuns]) {
     let bad_bases: Vec<(Mechanism, Status)> = outcomes
         .iter()
         .filter(|o| o.mechanism.is_base() && !o.is_ok())
@@ -665,7 +678,7 @@ mod tests {
         let mut outcomes = [
             outcome(m("base"), &[1000, 1000, 1000]),
             outcome(m("raw_tp"), &[1100, 1100]),
-            Outcome::new(m("tp")),
+            MechanismRuns::new(m("tp")),
         ];
         outcomes[2].fail(Error::unsupported("no tracefs"));
         for o in &mut outcomes {

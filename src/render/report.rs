@@ -11,7 +11,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use crate::report::{Cell, Matrix, Row, Run};
+use crate::side_by_side::{Cell, Matrix, ResultFile, Row};
 
 /// What every figure is, for both renderers.
 const WHAT: &str =
@@ -22,7 +22,7 @@ fn one_line(s: &str) -> String {
 }
 
 /// A run's column heading: its label, marked when emulated.
-fn heading(run: &Run) -> String {
+fn heading(run: &ResultFile) -> String {
     match &run.emulated {
         Some(_) => format!("{} (emulated)", run.label),
         None => run.label.clone(),
@@ -38,7 +38,7 @@ fn overhead(median: f64, stddev: f64, rounds: usize) -> String {
 }
 
 /// How long each run was: `100000 events`, or `~50 ms runs` when sized.
-fn run_size(run: &Run) -> String {
+fn run_size(run: &ResultFile) -> String {
     match run.run_secs {
         Some(s) => format!("~{:.0} ms runs", s * 1e3),
         None => format!("{} events", run.iterations),
@@ -47,7 +47,7 @@ fn run_size(run: &Run) -> String {
 
 /// What a run is: file, kernel, architecture, CPU, when, how much; and, when emulated,
 /// that its figures are not performance figures.
-fn describe(run: &Run) -> String {
+fn describe(run: &ResultFile) -> String {
     let mut s = format!(
         "{}: kernel {} on {}, {}, {}, {} round{} of {}",
         run.file,
@@ -279,7 +279,7 @@ fn draw<DB: DrawingBackend>(
 /// A legend line: the run's label (which names the architecture when the
 /// runs are of several) and what it is, the emulation notice kept whole
 /// however long the rest.
-fn legend(run: &Run) -> String {
+fn legend(run: &ResultFile) -> String {
     const ROOM: usize = 112;
     let mut what = format!(
         "{}: kernel {}, {}, {}, {}×{}",
@@ -308,7 +308,7 @@ fn legend(run: &Run) -> String {
     what + &notice
 }
 
-fn bar_style(run: &Run, i: usize) -> ShapeStyle {
+fn bar_style(run: &ResultFile, i: usize) -> ShapeStyle {
     if run.emulated.is_some() {
         colour(i).stroke_width(2)
     } else {
@@ -322,7 +322,7 @@ const MARGIN_RIGHT: u32 = 28;
 const CHAR_WIDTH: f64 = 6.6;
 
 /// The value written after a bar.
-fn value_label(median: f64, stddev: f64, rounds: usize, run: &Run) -> String {
+fn value_label(median: f64, stddev: f64, rounds: usize, run: &ResultFile) -> String {
     let mut text = overhead(median, stddev, rounds);
     if run.emulated.is_some() {
         text.push_str(" (emulated)");
@@ -483,7 +483,7 @@ fn frame<'a, DB: DrawingBackend>(
 fn bar<DB: DrawingBackend>(
     chart: &mut Chart<'_, DB>,
     cell: &Cell,
-    run: &Run,
+    run: &ResultFile,
     j: usize,
     top: f64,
     band: f64,
@@ -554,7 +554,7 @@ fn bar<DB: DrawingBackend>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::tests::matrix;
+    use crate::side_by_side::tests::matrix;
 
     #[test]
     fn table_has_runs_across_and_mechanisms_down() {

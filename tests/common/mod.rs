@@ -6,7 +6,7 @@ use std::fmt;
 
 use bpf_overhead::document::{Document, MechanismResult};
 use bpf_overhead::expect::{Expectations, Verdict};
-use bpf_overhead::measure::host::Host;
+use bpf_overhead::measure::host::{emulated, Host};
 use bpf_overhead::measure::Privileged;
 use bpf_overhead::pipeline::{self, Plan};
 use bpf_overhead::render::KtapResult;
@@ -24,7 +24,7 @@ impl fmt::Debug for Failure {
     }
 }
 
-pub type Outcome = Result<(), Failure>;
+pub type TestResult = Result<(), Failure>;
 
 macro_rules! ensure {
     ($cond:expr, $($msg:tt)+) => {
@@ -44,7 +44,7 @@ macro_rules! ensure {
 ///
 /// With [`ktap::KTAP_ENV`] set, also appends the test's KTAP result to
 /// that file (see [`ktap::append`]).
-pub fn check(name: &str) -> Outcome {
+pub fn check(name: &str) -> TestResult {
     let (outcome, diagnostics) = match measure(name) {
         Ok(Checked::Passed(lines)) => (Ok(()), lines),
         Ok(Checked::Skipped(reason)) => {
@@ -73,7 +73,7 @@ enum Checked {
 fn measure(name: &str) -> Result<Checked, Failure> {
     let expect = Expectations::from_env().map_err(Failure)?;
     let mechanism: Mechanism = name.parse().map_err(Failure)?;
-    let plan = Plan::selftest(mechanism);
+    let plan = Plan::selftest(mechanism, emulated());
     let doc = Privileged::check(&plan.mechanisms)
         .and_then(|privileged| pipeline::execute(&plan, &privileged, Host::current, |_| {}))
         .map_err(|e| Failure(e.to_string()))?;
@@ -104,13 +104,13 @@ fn measure(name: &str) -> Result<Checked, Failure> {
     for line in &lines {
         println!("{line}");
     }
-    check_counts(&doc, result, plan.run.iterations.get())?;
+    check_counts(&doc, result, plan.options.iterations.get())?;
     Ok(Checked::Passed(lines))
 }
 
 /// `planned`: test_overhead's 100000 events, fewer under emulation
 /// ([`Plan::selftest`]).
-fn check_counts(doc: &Document, m: &MechanismResult, planned: u64) -> Outcome {
+fn check_counts(doc: &Document, m: &MechanismResult, planned: u64) -> TestResult {
     let name = &m.name;
     ensure!(
         doc.iterations == planned,

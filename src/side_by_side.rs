@@ -15,7 +15,7 @@ use crate::document::{Document, Status};
 
 /// One result file: where it came from and what it was measured on.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Run {
+pub struct ResultFile {
     /// What the table's column and the chart's legend call it: the kernel
     /// release when those are unique, else the file name, after the
     /// architecture when the runs are of more than one (see [`labels`]).
@@ -78,7 +78,7 @@ impl Row {
 /// Mechanisms down, runs across.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Matrix {
-    pub runs: Vec<Run>,
+    pub runs: Vec<ResultFile>,
     pub rows: Vec<Row>,
 }
 
@@ -99,7 +99,7 @@ impl Matrix {
         let runs = docs
             .iter()
             .zip(labels)
-            .map(|((file, doc), label)| Run {
+            .map(|((file, doc), label)| ResultFile {
                 label,
                 file: file.clone(),
                 kernel_release: doc.kernel_release.clone(),
