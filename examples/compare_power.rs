@@ -3,12 +3,12 @@
 //! real runs of the command under four conditions, each stated with the
 //! machine's own drift measured just before it (root needed):
 //!
-//!     cargo build --release && sudo target/release/examples/compare_power [--runs N] [--only SECTION]
+//!     cargo build --release --examples && sudo target/release/examples/compare_power [--runs N] [--ab-runs N] [--only SECTION]
 //!
-//! (`cargo build --release --examples` builds this; it runs
+//! (It runs
 //! target/release/bpf-overhead, the command as users run it.)
 //!
-//! Conditions, `runs` runs each (default 5): `quiet`; `hog`, a busy loop
+//! Conditions, `--runs` runs each (default 5; `ab`: `--ab-runs`, 10): `quiet`; `hog`, a busy loop
 //! on the other CPU; `disk`, a loop writing 20 MB files and syncing; `apt`,
 //! `apt-get install --reinstall` of a few packages in a loop.
 //!
@@ -422,6 +422,7 @@ fn stats() {
 
 fn main() {
     let mut runs = 5;
+    let mut ab_runs = 10;
     let mut only: Option<String> = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -432,7 +433,7 @@ fn main() {
             ("--only", Some(s)) if SECTIONS.contains(&s.as_str()) => only = Some(s),
             _ => {
                 eprintln!(
-                    "usage: compare_power [--runs N] [--only baseline|aa|ab|stats]  (N >= 1)"
+                    "usage: compare_power [--runs N] [--ab-runs N] [--only baseline|aa|ab|stats]  (N >= 1)"
                 );
                 std::process::exit(2);
             }
@@ -454,7 +455,7 @@ fn main() {
         aa(runs);
     }
     if want("ab") {
-        ab(runs);
+        ab(ab_runs);
     }
     if want("stats") {
         stats();

@@ -222,6 +222,11 @@ pub fn fixture() -> Value {
     doc["run_secs"] = serde_json::Value::Null;
     doc["cpu_wait_s"] = 0.0.into();
     doc["arch"] = "x86_64".into();
+    doc["against"] = serde_json::Value::Null;
+    for m in doc["mechanisms"].as_array_mut().unwrap() {
+        m["against"] = serde_json::Value::Null;
+        m["pairs_ns"] = serde_json::Value::Null;
+    }
     doc["context"] = serde_json::json!({
         "cpu": 0, "secs": 1.5, "steal_pct": 0.0, "other_pct": 1.0,
         "involuntary_switches": 3, "load_start": 0.5, "load_end": 0.6, "mhz": null
