@@ -430,6 +430,9 @@ fn main() {
             ("--runs", Some(n)) if n.parse::<usize>().is_ok_and(|n| n > 0) => {
                 runs = n.parse().unwrap()
             }
+            ("--ab-runs", Some(n)) if n.parse::<usize>().is_ok_and(|n| n > 0) => {
+                ab_runs = n.parse().unwrap()
+            }
             ("--only", Some(s)) if SECTIONS.contains(&s.as_str()) => only = Some(s),
             _ => {
                 eprintln!(
