@@ -47,7 +47,9 @@ fn main() {
             .write(true)
             .open("/proc/thread-self/comm")
             .expect("open /proc/thread-self/comm");
-        let end = Instant::now() + Duration::from_secs_f64(secs);
+        let begin = Instant::now();
+        let end = begin + Duration::from_secs_f64(secs);
+        // (second it started in, writes, its length in s)
         let mut windows = Vec::new();
         while Instant::now() < end {
             let start = Instant::now();
@@ -58,14 +60,30 @@ fn main() {
                 }
                 n += 64;
             }
-            windows.push(n as f64 / start.elapsed().as_secs_f64() / 1e3);
+            let second = start.duration_since(begin).as_secs();
+            windows.push((second, n as f64, start.elapsed().as_secs_f64()));
         }
         windows
     })
     .join()
     .expect("the writing thread");
-    let per_block = (Duration::from_secs(1).as_secs_f64() / WINDOW.as_secs_f64()) as usize;
-    let blocks: Vec<f64> = windows.chunks_exact(per_block).map(mean).collect();
+    // 1 s blocks of wall time, whatever the windows took (a preempted
+    // window lasts longer than 50 ms).
+    let mut blocks: Vec<(f64, f64)> = Vec::new();
+    for &(second, n, len) in &windows {
+        let i = second as usize;
+        if blocks.len() <= i {
+            blocks.resize(i + 1, (0.0, 0.0));
+        }
+        blocks[i].0 += n;
+        blocks[i].1 += len;
+    }
+    let blocks: Vec<f64> = blocks
+        .iter()
+        .filter(|(_, len)| *len > 0.0)
+        .map(|(n, len)| n / len / 1e3)
+        .collect();
+    let windows: Vec<f64> = windows.iter().map(|(_, n, len)| n / len / 1e3).collect();
     let neighbours: Vec<f64> = windows.windows(2).map(|w| w[1] / w[0]).collect();
     let lo = windows.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = windows.iter().copied().fold(0.0, f64::max);
