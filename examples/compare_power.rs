@@ -27,14 +27,14 @@
 //! Prints markdown; docs/gate-power.md's comparison part comes from here.
 
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Instant;
 
 use bpf_overhead::document::Document;
-use bpf_overhead::gate::{self, against, Findings as GateReport, Threshold, Verdict};
-use bpf_overhead::measure::{online_cpus, CpuPin};
+use bpf_overhead::gate::{self, against, Findings as GateReport, Threshold};
 use bpf_overhead::stats::median;
+
+mod common;
+use common::{tally, Spinner};
 
 const SECTIONS: [&str; 4] = ["baseline", "aa", "ab", "stats"];
 const AB: [&str; 4] = ["raw_tp-loop", "tp-loop", "uprobe-nop", "raw_tp"];
@@ -69,12 +69,7 @@ impl Condition {
     fn start(self) -> Load {
         match self {
             Condition::Quiet => Load::None,
-            Condition::Hog => Load::Thread(Spinner::start(|| {
-                let mut x = 0u64;
-                for _ in 0..1_000_000 {
-                    x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
-                }
-            })),
+            Condition::Hog => Load::Thread(common::hog()),
             Condition::Disk => Load::Thread(Spinner::start(|| {
                 let path = std::env::temp_dir().join("compare-power-disk");
                 let block = vec![0x5au8; 1 << 20];
@@ -97,43 +92,6 @@ impl Condition {
                     .spawn()
                     .expect("start the apt-get loop"),
             ),
-        }
-    }
-}
-
-/// A loop on a CPU other than the measuring one, while it lives.
-struct Spinner {
-    stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Spinner {
-    fn start(work: fn()) -> Self {
-        let cpu = online_cpus()
-            .unwrap()
-            .into_iter()
-            .find(|&c| c != 0)
-            .unwrap_or(0);
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
-        let thread = std::thread::spawn(move || {
-            let _pin = CpuPin::new(Some(cpu)).unwrap();
-            while !flag.load(Ordering::Relaxed) {
-                work();
-            }
-        });
-        Self {
-            stop,
-            thread: Some(thread),
-        }
-    }
-}
-
-impl Drop for Spinner {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
         }
     }
 }
@@ -192,17 +150,6 @@ fn run(args: &[&str]) -> (Document, i32, f64) {
     let text = String::from_utf8_lossy(&out.stdout);
     let doc = Document::from_json(&text).unwrap_or_else(|e| panic!("bpf-overhead {args:?}: {e}"));
     (doc, out.status.code().unwrap_or(-1), secs)
-}
-
-/// Verdict counts: [regressed, unsure, ok, improved].
-fn tally(counts: &mut [usize; 4], v: Verdict) {
-    let i = match v {
-        Verdict::Regressed | Verdict::Missing => 0,
-        Verdict::Inconclusive => 1,
-        Verdict::Improved => 3,
-        _ => 2,
-    };
-    counts[i] += 1;
 }
 
 fn cell(c: &[usize; 4]) -> String {

@@ -31,17 +31,18 @@
 //! Prints markdown tables; docs/gate-power.md comes from here. It uses the
 //! same pipeline and gate as the command, with the default plan.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bpf_overhead::document::Document;
 use bpf_overhead::gate::{self, Threshold, Verdict};
 use bpf_overhead::measure::host::{emulated, Host};
-use bpf_overhead::measure::{online_cpus, CpuPin, Options, ProgWork};
+use bpf_overhead::measure::{CpuPin, Options, ProgWork};
 use bpf_overhead::pipeline::{self, Plan};
 use bpf_overhead::stats::{mean, median, stddev};
+
+mod common;
 use bpf_overhead::Mechanism;
+use common::tally;
 
 const SECTIONS: [&str; 5] = ["noise", "aa", "ab", "cv", "length"];
 const AA: [&str; 4] = ["raw_tp-loop", "tp-loop", "uprobe-nop", "raw_tp"];
@@ -96,55 +97,6 @@ fn steps(doc: &Document, name: &str) -> f64 {
 
 fn cv(values: &[f64]) -> f64 {
     100.0 * stddev(values) / mean(values).abs()
-}
-
-/// A busy loop on a CPU other than the measuring one, while it lives.
-struct Hog {
-    stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Hog {
-    fn start() -> Self {
-        let cpu = online_cpus()
-            .unwrap()
-            .into_iter()
-            .find(|&c| c != 0)
-            .unwrap_or(0);
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
-        let thread = std::thread::spawn(move || {
-            let _pin = CpuPin::new(Some(cpu)).unwrap();
-            let mut x = 0u64;
-            while !flag.load(Ordering::Relaxed) {
-                x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
-            }
-        });
-        Self {
-            stop,
-            thread: Some(thread),
-        }
-    }
-}
-
-impl Drop for Hog {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-/// Verdict counts: [regressed, unsure, ok, improved].
-fn tally(counts: &mut [usize; 4], v: Verdict) {
-    let i = match v {
-        Verdict::Regressed | Verdict::Missing => 0,
-        Verdict::Inconclusive => 1,
-        Verdict::Improved => 3,
-        _ => 2,
-    };
-    counts[i] += 1;
 }
 
 fn verdict(a: &Document, b: &Document, name: &str) -> (Verdict, f64, f64) {
@@ -226,7 +178,7 @@ fn aa(pairs: usize) {
         let hog = pair >= pairs / 2;
         let a = run(&AA, 0);
         let b = {
-            let _hog = hog.then(Hog::start);
+            let _hog = hog.then(common::hog);
             run(&AA, 0)
         };
         for (i, name) in AA.iter().enumerate() {
