@@ -15,7 +15,8 @@
 //! Sections (`--only`, else all, in this order):
 //! - `baseline`: 3 default runs saved as a baseline set (quiet), and the
 //!   first of them alone as a one-run baseline.
-//! - `aa`: in-run A/A, `--against prog-work=0` of the default mechanisms,
+//! - `aa`: in-run A/A, `--against prog-work=0` of the default mechanisms
+//!   (or `-m LIST`),
 //!   in every condition; each run's A side also judged against both saved
 //!   baselines (the cross-run A/A).
 //! - `ab`: in-run A/B, raw_tp-loop, tp-loop, uprobe-nop and raw_tp each
@@ -190,10 +191,11 @@ fn names(r: &GateReport) -> Vec<String> {
     r.comparisons.iter().map(|c| c.name.clone()).collect()
 }
 
-fn aa(runs: usize) {
+fn aa(runs: usize, mechanisms: Option<&str>) {
     let set = set();
     let one = Document::load(std::path::Path::new(ONE)).ok();
-    println!("\n## In-run A/A: `--against prog-work=0`, default mechanisms and budget\n");
+    let selection = mechanisms.map_or("default mechanisms".to_string(), |m| format!("`-m {m}`"));
+    println!("\n## In-run A/A: `--against prog-work=0`, {selection}, default budget\n");
     println!("Counts are REGRESSED / UNSURE / ok / improved over the runs of each condition.\n");
     let mut rows: Vec<(String, Vec<[usize; 4]>)> = Vec::new();
     let mut cross_one: Vec<(String, Vec<[usize; 4]>)> = Vec::new();
@@ -204,7 +206,11 @@ fn aa(runs: usize) {
         let d = drift(20);
         let mut secs = Vec::new();
         for _ in 0..runs {
-            let (doc, code, s) = run(&["--against", "prog-work=0"]);
+            let mut args = vec!["--against", "prog-work=0"];
+            if let Some(m) = mechanisms {
+                args.extend(["-m", m]);
+            }
+            let (doc, code, s) = run(&args);
             secs.push(s);
             let report = against::compare(&doc, against::IN_RUN_THRESHOLD);
             add(&mut rows, &report, ci);
@@ -369,6 +375,7 @@ fn stats() {
 
 fn main() {
     let mut runs = 5;
+    let mut mechanisms: Option<String> = None;
     let mut ab_runs = 10;
     let mut only: Option<String> = None;
     let mut args = std::env::args().skip(1);
@@ -381,9 +388,10 @@ fn main() {
                 ab_runs = n.parse().unwrap()
             }
             ("--only", Some(s)) if SECTIONS.contains(&s.as_str()) => only = Some(s),
+            ("-m", Some(list)) => mechanisms = Some(list),
             _ => {
                 eprintln!(
-                    "usage: compare_power [--runs N] [--ab-runs N] [--only baseline|aa|ab|stats]  (N >= 1)"
+                    "usage: compare_power [--runs N] [--ab-runs N] [-m LIST] [--only baseline|aa|ab|stats]  (N >= 1)"
                 );
                 std::process::exit(2);
             }
@@ -402,7 +410,7 @@ fn main() {
         baseline();
     }
     if want("aa") {
-        aa(runs);
+        aa(runs, mechanisms.as_deref());
     }
     if want("ab") {
         ab(ab_runs);
