@@ -31,7 +31,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Instant;
 
 use bpf_overhead::document::Document;
-use bpf_overhead::gate::{self, against, Findings as GateReport, Threshold};
+use bpf_overhead::gate::{self, against, Findings as GateReport, Threshold, Verdict};
 use bpf_overhead::stats::median;
 
 mod common;
@@ -260,6 +260,10 @@ fn aa(runs: usize, mechanisms: Option<&str>) {
 fn add(rows: &mut Vec<(String, Vec<[usize; 4]>)>, report: &GateReport, ci: usize) {
     for name in names(report) {
         let c = report.find(&name).unwrap();
+        // Not measured on one side (not selected, or new): no verdict.
+        if matches!(c.verdict, Verdict::NotRun | Verdict::New) {
+            continue;
+        }
         let row = match rows.iter().position(|(n, _)| *n == name) {
             Some(i) => i,
             None => {
