@@ -421,6 +421,30 @@ impl Comparison {
             detail,
         }
     }
+
+    /// A judged comparison: `j`'s figures, and `detail` (which takes what
+    /// the comparison could see, from [`Comparison::sees`]).
+    fn judged(name: &str, j: &Judgement, detail: String) -> Self {
+        Comparison {
+            name: name.to_owned(),
+            verdict: j.verdict,
+            change: Some(j.change),
+            diff_ns: Some(j.diff_ns),
+            p_value: Some(j.p_value),
+            detectable: Some(j.detectable).filter(|d| d.is_finite()),
+            detail,
+        }
+    }
+
+    /// `, sees ±2.1%`, or, where nothing can be seen, `, one <unit>: sees
+    /// nothing` (a round across runs, a pair in one).
+    fn sees(j: &Judgement, unit: &str) -> String {
+        if j.detectable.is_finite() {
+            format!(", sees ±{:.1}%", j.detectable * 100.0)
+        } else {
+            format!(", one {unit}: sees nothing")
+        }
+    }
 }
 
 /// Compares `current` against `baseline` with `threshold`.
@@ -508,19 +532,11 @@ fn judged(
     if !disturbed.is_empty() && j.verdict != Verdict::Missing {
         j.verdict = Verdict::Inconclusive;
     }
-    let sees = if j.detectable.is_finite() {
-        format!(", sees ±{:.1}%", j.detectable * 100.0)
-    } else {
-        ", one round: sees nothing".into()
-    };
-    Comparison {
-        name: old.name.clone(),
-        verdict: j.verdict,
-        change: Some(j.change),
-        diff_ns: Some(j.diff_ns),
-        p_value: Some(j.p_value),
-        detectable: Some(j.detectable).filter(|d| d.is_finite()),
-        detail: format!(
+    let sees = Comparison::sees(&j, "round");
+    Comparison::judged(
+        &old.name,
+        &j,
+        format!(
             "overhead over {} {:+.1} -> {:+.1} ns/event ({:+.1} ns, {:+.1}%, p={:.3}{sees}){}{disturbed}",
             new.base,
             o.median,
@@ -530,7 +546,7 @@ fn judged(
             j.p_value,
             rate_change(old, new)
         ),
-    }
+    )
 }
 
 /// The median speed reference over every run of a document.

@@ -74,15 +74,7 @@ fn compared(
     b: &MechanismResult,
     threshold: f64,
 ) -> Comparison {
-    let plain = |verdict, detail: String| Comparison {
-        name: a.name.clone(),
-        verdict,
-        change: None,
-        diff_ns: None,
-        p_value: None,
-        detectable: None,
-        detail,
-    };
+    let plain = |verdict, detail: String| Comparison::plain(&a.name, verdict, detail);
     let why = || b.reason.as_deref().unwrap_or("no reason given").to_string();
     match b.status {
         Status::Failed => {
@@ -105,19 +97,11 @@ fn compared(
     let Some(j) = judge(&pairs.samples, reference, threshold) else {
         return plain(Verdict::Inconclusive, "no pairs to judge".into());
     };
-    let sees = if j.detectable.is_finite() {
-        format!(", sees ±{:.1}%", j.detectable * 100.0)
-    } else {
-        ", one pair: sees nothing".into()
-    };
-    Comparison {
-        name: a.name.clone(),
-        verdict: j.verdict,
-        change: Some(j.change),
-        diff_ns: Some(j.diff_ns),
-        p_value: Some(j.p_value),
-        detectable: Some(j.detectable).filter(|d| d.is_finite()),
-        detail: format!(
+    let sees = Comparison::sees(&j, "pair");
+    Comparison::judged(
+        &a.name,
+        &j,
+        format!(
             "overhead over {} A {:+.1} B {:+.1} ns/event (B-A {:+.1} ns, {:+.1}%, p={:.3}{sees}, {} pairs)",
             a.base,
             oa.median,
@@ -127,7 +111,7 @@ fn compared(
             j.p_value,
             pairs.samples.len()
         ),
-    }
+    )
 }
 
 #[cfg(test)]
