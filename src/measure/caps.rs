@@ -20,6 +20,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use super::catalogue::{Kind, Mechanism};
+use super::kind::{Access, ProbeType};
 use super::sys;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -214,33 +215,17 @@ fn tracefs_needs(env: &Env, write: bool) -> Vec<Need> {
 }
 
 fn needs(kind: Kind, env: &Env) -> Vec<Need> {
-    let mut needs = match kind {
-        Kind::Base => return Vec::new(),
-        Kind::Kprobe
-        | Kind::RawTracepoint
-        | Kind::Tracepoint
-        | Kind::BtfTracepoint
-        | Kind::Trampoline
-        | Kind::Uprobe { .. }
-        | Kind::KprobeMulti
-        | Kind::KprobeSession
-        | Kind::UprobeMulti { .. }
-        | Kind::UprobeSession
-        | Kind::Usdt => vec![LOAD_BPF, LOAD_TRACING],
-    };
-    match kind {
-        Kind::Base | Kind::RawTracepoint | Kind::BtfTracepoint | Kind::Trampoline => {}
-        // BPF links (BPF_LINK_CREATE), no perf event: what loading needs.
-        Kind::KprobeMulti
-        | Kind::KprobeSession
-        | Kind::UprobeMulti { .. }
-        | Kind::UprobeSession
-        | Kind::Usdt => {}
-        Kind::Tracepoint => needs.extend(tracefs_needs(env, false)),
+    let mut needs = vec![LOAD_BPF, LOAD_TRACING];
+    match kind.spec().access {
+        Access::Nothing => return Vec::new(),
+        Access::Load => {}
+        Access::ReadTracefs => needs.extend(tracefs_needs(env, false)),
         // The perf kprobe PMU asks for CAP_PERFMON, needed anyway.
-        Kind::Kprobe if env.kprobe_pmu => {}
-        Kind::Uprobe { .. } if env.uprobe_pmu => needs.push(PERF_UPROBE),
-        Kind::Kprobe | Kind::Uprobe { .. } => needs.extend(tracefs_needs(env, true)),
+        Access::Probe(ProbeType::Kprobe) if env.kprobe_pmu => {}
+        Access::Probe(ProbeType::Uprobe) if env.uprobe_pmu => needs.push(PERF_UPROBE),
+        Access::Probe(ProbeType::Kprobe | ProbeType::Uprobe) => {
+            needs.extend(tracefs_needs(env, true))
+        }
     }
     needs
 }

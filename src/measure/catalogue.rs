@@ -13,8 +13,9 @@ use std::hash::{Hash, Hasher};
 use std::str::FromStr;
 
 use super::error::{errno_name, Error, Result, ENOTSUPP};
-use super::kind::every_kind;
 pub use super::kind::Kind;
+use super::kind::{every_kind, Probe, ProbeType};
+use super::program::{builtin, Program};
 use super::sys::{self, Tracefs};
 use super::trigger::{Driver, Target, Trigger, USDT_PROBE};
 
@@ -37,9 +38,10 @@ pub struct Entry {
     /// What fires it, once per event.
     pub trigger: Trigger,
     pub kind: Kind,
-    /// Its program in bpf/overhead.bpf.c; `None` for a base.
-    pub program: Option<&'static str>,
-    /// Where it attaches, for humans.
+    /// Its program, `builtin!(field)` of the skeleton; `None` for a base.
+    pub program: Option<Program>,
+    /// Where it attaches, written only here: uprobes attach to it, and a
+    /// test checks each program's `SEC()` against it (load.rs).
     pub hook: &'static str,
     /// What the kernel must have, for `--list` and the README table.
     pub needs: &'static str,
@@ -72,7 +74,7 @@ const TRAMPOLINES: &str = "BTF (CONFIG_DEBUG_INFO_BTF), BPF trampolines";
 const fn kernel(
     name: &'static str,
     kind: Kind,
-    program: &'static str,
+    program: Program,
     hook: &'static str,
     needs: &'static str,
 ) -> Entry {
@@ -90,7 +92,7 @@ const fn looped(
     name: &'static str,
     driver: Driver,
     kind: Kind,
-    program: &'static str,
+    program: Program,
     needs: &'static str,
 ) -> Entry {
     let hook = match (driver, kind) {
@@ -112,7 +114,11 @@ const fn uprobe(name: &'static str, target: Target, ret: bool) -> Entry {
         name,
         trigger: Trigger::Call(target),
         kind: Kind::Uprobe { ret },
-        program: Some(if ret { "prog_uretprobe" } else { "prog_uprobe" }),
+        program: Some(if ret {
+            builtin!(prog_uretprobe)
+        } else {
+            builtin!(prog_uprobe)
+        }),
         hook: target.symbol(),
         needs: match target {
             Nop5 => UPROBES_NOP5,
@@ -124,9 +130,9 @@ const fn uprobe(name: &'static str, target: Target, ret: bool) -> Entry {
 /// uprobe.multi (`ret`: uretprobe.multi) on `target`.
 const fn uprobe_multi(name: &'static str, target: Target, ret: bool) -> Entry {
     let program = if ret {
-        "prog_uretprobe_multi"
+        builtin!(prog_uretprobe_multi)
     } else {
-        "prog_uprobe_multi"
+        builtin!(prog_uprobe_multi)
     };
     on_target(name, target, UprobeMulti { ret }, program, UPROBE_MULTI)
 }
@@ -136,7 +142,7 @@ const fn uprobe_session(name: &'static str, target: Target) -> Entry {
         name,
         target,
         UprobeSession,
-        "prog_uprobe_session",
+        builtin!(prog_uprobe_session),
         UPROBE_SESSION,
     )
 }
@@ -145,7 +151,7 @@ const fn on_target(
     name: &'static str,
     target: Target,
     kind: Kind,
-    program: &'static str,
+    program: Program,
     needs: &'static str,
 ) -> Entry {
     Entry {
@@ -171,58 +177,76 @@ const LOOP_KFUNC_NEEDS: &str = "the bpf_modify_return_test_tp kfunc (6.10+, CONF
 
 /// Every mechanism, each base just before the mechanisms it is the
 /// reference for. This order is the order of runs, `--list` and output.
-pub static CATALOGUE: [Entry; 48] = [
+pub static CATALOGUE: &[Entry] = &[
     base("base", Trigger::TaskRename),
-    kernel("kprobe", Kprobe, "prog_kprobe", KFUNC, KPROBES),
-    kernel("kretprobe", Kprobe, "prog_kretprobe", KFUNC, KPROBES),
+    kernel("kprobe", Kprobe, builtin!(prog_kprobe), KFUNC, KPROBES),
+    kernel(
+        "kretprobe",
+        Kprobe,
+        builtin!(prog_kretprobe),
+        KFUNC,
+        KPROBES,
+    ),
     kernel(
         "kprobe.multi",
         KprobeMulti,
-        "prog_kprobe_multi",
+        builtin!(prog_kprobe_multi),
         KFUNC,
         KPROBE_MULTI,
     ),
     kernel(
         "kretprobe.multi",
         KprobeMulti,
-        "prog_kretprobe_multi",
+        builtin!(prog_kretprobe_multi),
         KFUNC,
         KPROBE_MULTI,
     ),
     kernel(
         "kprobe.session",
         KprobeSession,
-        "prog_kprobe_session",
+        builtin!(prog_kprobe_session),
         KFUNC,
         KPROBE_SESSION,
     ),
     kernel(
         "raw_tp",
         RawTracepoint,
-        "prog_raw_tp",
+        builtin!(prog_raw_tp),
         TRACEPOINT,
         "CONFIG_BPF_EVENTS",
     ),
     kernel(
         "tp",
         Tracepoint,
-        "prog_tp",
+        builtin!(prog_tp),
         TRACEPOINT,
         "CONFIG_BPF_EVENTS, tracefs",
     ),
     kernel(
         "tp_btf",
         BtfTracepoint,
-        "prog_tp_btf",
+        builtin!(prog_tp_btf),
         TRACEPOINT,
         "BTF (CONFIG_DEBUG_INFO_BTF)",
     ),
-    kernel("fentry", Trampoline, "prog_fentry", KFUNC, TRAMPOLINES),
-    kernel("fexit", Trampoline, "prog_fexit", KFUNC, TRAMPOLINES),
+    kernel(
+        "fentry",
+        Trampoline,
+        builtin!(prog_fentry),
+        KFUNC,
+        TRAMPOLINES,
+    ),
+    kernel(
+        "fexit",
+        Trampoline,
+        builtin!(prog_fexit),
+        KFUNC,
+        TRAMPOLINES,
+    ),
     kernel(
         "fmod_ret",
         Trampoline,
-        "prog_fmod_ret",
+        builtin!(prog_fmod_ret),
         FMOD_RET_KFUNC,
         "BTF, BPF trampolines, a modifiable target (security_* hook)",
     ),
@@ -252,52 +276,58 @@ pub static CATALOGUE: [Entry; 48] = [
         name: "usdt",
         trigger: Trigger::Call(Target::Usdt),
         kind: Usdt,
-        program: Some("prog_usdt"),
+        program: Some(builtin!(prog_usdt)),
         hook: USDT_PROBE,
         needs: UPROBES,
     },
     base("base-loop", Trigger::Loop(Helper)),
-    looped("kprobe-loop", Helper, Kprobe, "prog_batch_kprobe", KPROBES),
+    looped(
+        "kprobe-loop",
+        Helper,
+        Kprobe,
+        builtin!(prog_batch_kprobe),
+        KPROBES,
+    ),
     looped(
         "kretprobe-loop",
         Helper,
         Kprobe,
-        "prog_batch_kretprobe",
+        builtin!(prog_batch_kretprobe),
         KPROBES,
     ),
     looped(
         "kprobe.multi-loop",
         Helper,
         KprobeMulti,
-        "prog_batch_kprobe_multi",
+        builtin!(prog_batch_kprobe_multi),
         KPROBE_MULTI,
     ),
     looped(
         "kretprobe.multi-loop",
         Helper,
         KprobeMulti,
-        "prog_batch_kretprobe_multi",
+        builtin!(prog_batch_kretprobe_multi),
         KPROBE_MULTI,
     ),
     looped(
         "kprobe.session-loop",
         Helper,
         KprobeSession,
-        "prog_batch_kprobe_session",
+        builtin!(prog_batch_kprobe_session),
         KPROBE_SESSION,
     ),
     looped(
         "fentry-loop",
         Helper,
         Trampoline,
-        "prog_batch_fentry",
+        builtin!(prog_batch_fentry),
         TRAMPOLINES,
     ),
     looped(
         "fexit-loop",
         Helper,
         Trampoline,
-        "prog_batch_fexit",
+        builtin!(prog_batch_fexit),
         TRAMPOLINES,
     ),
     base("base-loop-kfunc", Trigger::Loop(Kfunc)),
@@ -305,28 +335,28 @@ pub static CATALOGUE: [Entry; 48] = [
         "raw_tp-loop",
         Kfunc,
         RawTracepoint,
-        "prog_batch_raw_tp",
+        builtin!(prog_batch_raw_tp),
         LOOP_KFUNC_NEEDS,
     ),
     looped(
         "tp-loop",
         Kfunc,
         Tracepoint,
-        "prog_batch_tp",
+        builtin!(prog_batch_tp),
         LOOP_KFUNC_NEEDS,
     ),
     looped(
         "tp_btf-loop",
         Kfunc,
         BtfTracepoint,
-        "prog_batch_tp_btf",
+        builtin!(prog_batch_tp_btf),
         LOOP_KFUNC_NEEDS,
     ),
     looped(
         "fmod_ret-loop",
         Kfunc,
         Trampoline,
-        "prog_batch_fmod_ret",
+        builtin!(prog_batch_fmod_ret),
         LOOP_KFUNC_NEEDS,
     ),
 ];
@@ -365,7 +395,7 @@ impl Mechanism {
         self.0.needs
     }
 
-    pub fn program(self) -> Option<&'static str> {
+    pub fn program(self) -> Option<Program> {
         self.0.program
     }
 
@@ -407,14 +437,11 @@ impl Mechanism {
                 Error::unsupported(format!("kernel too old for {}: {why}", self.needs())).of(self)
             })?;
         }
-        match self.kind() {
-            Base | RawTracepoint | KprobeMulti | KprobeSession => Ok(None),
-            Kprobe => sys::probe_support("kprobe"),
-            Uprobe { .. } | UprobeMulti { .. } | UprobeSession | Usdt => {
-                sys::probe_support("uprobe")
-            }
-            Tracepoint => Tracefs::ensure().map(Some),
-            Trampoline | BtfTracepoint => sys::btf_support().map(|()| None),
+        match self.kind().spec().probe {
+            Probe::Nothing => Ok(None),
+            Probe::Events(probe) => sys::probe_support(probe, &kprobe_hooks()),
+            Probe::Tracefs => Tracefs::ensure().map(Some),
+            Probe::Btf => sys::btf_support().map(|()| None),
         }
         .map_err(|e| e.of(self))
     }
@@ -474,6 +501,15 @@ impl Mechanism {
         };
         err.with_errno(errno).of(self)
     }
+}
+
+/// The kernel functions kprobes go on through `kprobe_events` when there
+/// is no kprobe PMU: what a stale legacy probe of ours can be on.
+fn kprobe_hooks() -> Vec<&'static str> {
+    Mechanism::all()
+        .filter(|m| m.kind().spec().probe == Probe::Events(ProbeType::Kprobe))
+        .map(Mechanism::hook)
+        .collect()
 }
 
 impl PartialEq for Mechanism {

@@ -1,5 +1,6 @@
-//! How a mechanism attaches ([`Kind`]), and the kernel's attach type a
-//! kind needs: one match, so a new kind is placed once.
+//! How a mechanism attaches ([`Kind`]), and every decision a kind makes
+//! ([`Spec`]: link type, session, support probe, privileges, attach call,
+//! sections): one match, so a new kind is placed once.
 
 /// How a mechanism attaches: this decides its support probe, its attach
 /// call and how its load and attach errors are sorted into "this kernel
@@ -54,32 +55,226 @@ pub(crate) use every_kind;
 
 use Kind::*;
 
-impl Kind {
-    /// The entry of `enum bpf_attach_type` a kernel must know for it, and
-    /// whether it is a session: one match, so a new kind is placed once.
-    const fn link_type(self) -> (Option<&'static str>, bool) {
+/// Everything a [`Kind`] decides, in one place (as bench_trigger.c keeps a
+/// mechanism's setup in one place): the one match in [`Kind::spec`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Spec {
+    /// The entry of `enum bpf_attach_type` a kernel must know for it.
+    pub link_type: Option<&'static str>,
+    /// A session program: every entry must have its exit.
+    pub session: bool,
+    /// What is probed before loading anything.
+    pub probe: Probe,
+    /// What it needs of the process's privileges besides loading (caps.rs).
+    pub access: Access,
+    /// How its program is attached, and so where its hook is written.
+    pub attach: Attach,
+    /// The `SEC()` names its programs may have (after the `?`, before
+    /// the `/`): a test checks each program's.
+    pub sections: &'static [&'static str],
+}
+
+/// The support probe a kind needs before loading.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Probe {
+    /// Nothing beyond its link type, if any.
+    Nothing,
+    /// A perf PMU or the legacy `<kind>_events` of tracefs.
+    Events(ProbeType),
+    /// tracefs, for the tracepoint's id.
+    Tracefs,
+    /// The kernel's BTF.
+    Btf,
+}
+
+/// kprobe or uprobe: the two kinds of probe the perf PMU and tracefs make.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProbeType {
+    Kprobe,
+    Uprobe,
+}
+
+impl ProbeType {
+    /// As sysfs and tracefs spell it.
+    pub const fn name(self) -> &'static str {
         match self {
-            KprobeMulti => (Some("BPF_TRACE_KPROBE_MULTI"), false),
-            KprobeSession => (Some("BPF_TRACE_KPROBE_SESSION"), true),
-            UprobeMulti { .. } => (Some("BPF_TRACE_UPROBE_MULTI"), false),
-            UprobeSession => (Some("BPF_TRACE_UPROBE_SESSION"), true),
-            Base
-            | Kprobe
-            | RawTracepoint
-            | Tracepoint
-            | BtfTracepoint
-            | Trampoline
-            | Uprobe { .. }
-            | Usdt => (None, false),
+            ProbeType::Kprobe => "kprobe",
+            ProbeType::Uprobe => "uprobe",
+        }
+    }
+}
+
+/// What a kind needs of the process besides loading its program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// Nothing is loaded at all (a base).
+    Nothing,
+    /// Only loading: it attaches by a BPF link (BPF_LINK_CREATE), no
+    /// perf event.
+    Load,
+    /// Reading the tracepoint's id in tracefs.
+    ReadTracefs,
+    /// A perf event through the PMU, or a probe written into tracefs.
+    Probe(ProbeType),
+}
+
+/// How a kind's program is attached.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Attach {
+    /// Nothing is attached (a base).
+    Nothing,
+    /// Where its `SEC()` says (libbpf's auto-attach): the hook is in the
+    /// section, as `form` writes it.
+    Section(SectionHook),
+    /// A uprobe on the hook, a symbol of this executable.
+    Uprobe { ret: bool },
+    /// uprobe.multi (or its session) on the hook, a symbol of this executable.
+    UprobeMulti { ret: bool, session: bool },
+    /// The USDT probe of this executable.
+    Usdt,
+}
+
+/// How a `SEC("kind/...")` writes the hook that [`Attach::Section`]
+/// attaches to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SectionHook {
+    /// The hook itself: a kernel function, or `group/name` for tp.
+    Whole,
+    /// The tracepoint's name without its group (raw_tp, tp_btf).
+    Name,
+}
+
+impl Attach {
+    /// Whether the hook is a symbol of this executable, attached by its path.
+    pub const fn on_exe(self) -> bool {
+        match self {
+            Attach::Uprobe { .. } | Attach::UprobeMulti { .. } | Attach::Usdt => true,
+            Attach::Nothing | Attach::Section(_) => false,
+        }
+    }
+}
+
+impl Kind {
+    /// Every decision this kind makes: one match, so a new kind is placed
+    /// once.
+    pub const fn spec(self) -> Spec {
+        // Every field in every arm, no defaults: a new kind is asked each.
+        match self {
+            Base => Spec {
+                link_type: None,
+                session: false,
+                probe: Probe::Nothing,
+                access: Access::Nothing,
+                attach: Attach::Nothing,
+                sections: &[],
+            },
+            Kprobe => Spec {
+                link_type: None,
+                session: false,
+                probe: Probe::Events(ProbeType::Kprobe),
+                access: Access::Probe(ProbeType::Kprobe),
+                attach: Attach::Section(SectionHook::Whole),
+                sections: &["kprobe", "kretprobe"],
+            },
+            RawTracepoint => Spec {
+                link_type: None,
+                session: false,
+                probe: Probe::Nothing,
+                access: Access::Load,
+                attach: Attach::Section(SectionHook::Name),
+                sections: &["raw_tp"],
+            },
+            Tracepoint => Spec {
+                link_type: None,
+                session: false,
+                probe: Probe::Tracefs,
+                access: Access::ReadTracefs,
+                attach: Attach::Section(SectionHook::Whole),
+                sections: &["tp"],
+            },
+            BtfTracepoint => Spec {
+                link_type: None,
+                session: false,
+                probe: Probe::Btf,
+                access: Access::Load,
+                attach: Attach::Section(SectionHook::Name),
+                sections: &["tp_btf"],
+            },
+            Trampoline => Spec {
+                link_type: None,
+                session: false,
+                probe: Probe::Btf,
+                access: Access::Load,
+                attach: Attach::Section(SectionHook::Whole),
+                sections: &["fentry", "fexit", "fmod_ret"],
+            },
+            Uprobe { ret } => Spec {
+                link_type: None,
+                session: false,
+                probe: Probe::Events(ProbeType::Uprobe),
+                access: Access::Probe(ProbeType::Uprobe),
+                attach: Attach::Uprobe { ret },
+                sections: if ret { &["uretprobe"] } else { &["uprobe"] },
+            },
+            KprobeMulti => Spec {
+                link_type: Some("BPF_TRACE_KPROBE_MULTI"),
+                session: false,
+                probe: Probe::Nothing,
+                access: Access::Load,
+                attach: Attach::Section(SectionHook::Whole),
+                sections: &["kprobe.multi", "kretprobe.multi"],
+            },
+            KprobeSession => Spec {
+                link_type: Some("BPF_TRACE_KPROBE_SESSION"),
+                session: true,
+                probe: Probe::Nothing,
+                access: Access::Load,
+                attach: Attach::Section(SectionHook::Whole),
+                sections: &["kprobe.session"],
+            },
+            UprobeMulti { ret } => Spec {
+                link_type: Some("BPF_TRACE_UPROBE_MULTI"),
+                session: false,
+                probe: Probe::Events(ProbeType::Uprobe),
+                access: Access::Load,
+                attach: Attach::UprobeMulti {
+                    ret,
+                    session: false,
+                },
+                sections: if ret {
+                    &["uretprobe.multi"]
+                } else {
+                    &["uprobe.multi"]
+                },
+            },
+            UprobeSession => Spec {
+                link_type: Some("BPF_TRACE_UPROBE_SESSION"),
+                session: true,
+                probe: Probe::Events(ProbeType::Uprobe),
+                access: Access::Load,
+                attach: Attach::UprobeMulti {
+                    ret: false,
+                    session: true,
+                },
+                sections: &["uprobe.session"],
+            },
+            Usdt => Spec {
+                link_type: None,
+                session: false,
+                probe: Probe::Events(ProbeType::Uprobe),
+                access: Access::Load,
+                attach: Attach::Usdt,
+                sections: &["usdt"],
+            },
         }
     }
 
     pub(crate) const fn attach_type(self) -> Option<&'static str> {
-        self.link_type().0
+        self.spec().link_type
     }
 
     /// A session program: every entry must have its exit.
     pub const fn is_session(self) -> bool {
-        self.link_type().1
+        self.spec().session
     }
 }

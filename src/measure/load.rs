@@ -1,18 +1,20 @@
 //! Loading and attaching a mechanism's program, the same way for every
-//! catalogue entry: open the skeleton, enable that one program (by name),
-//! load, attach as its kind says.
+//! catalogue entry: open the skeleton, enable that one program (by its
+//! typed field, [`Program`]), load, attach as its kind's [`Attach`] says.
 
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
-use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Link, OpenObject, ProgramMut, UprobeOpts};
 
 use super::bpf_consts::MAX_SLOTS;
-use super::catalogue::{Kind, Mechanism};
+use super::catalogue::Mechanism;
 use super::error::{errno_of, Error, Result};
+use super::kind::Attach;
 use super::options::Options;
-use super::skel::{types, OverheadSkel, OverheadSkelBuilder};
+use super::program::Program;
+use super::skel::{types, OpenOverheadSkel, OverheadSkel, OverheadSkelBuilder};
 use super::sys;
 use super::trigger::{Trigger, USDT_NAME, USDT_PROVIDER};
 
@@ -35,7 +37,7 @@ pub(crate) fn load<'obj>(
     opts: &Options,
 ) -> Result<Option<Loaded<'obj>>> {
     let driver = driver_program(mechanism);
-    let wanted: Vec<&str> = mechanism.program().into_iter().chain(driver).collect();
+    let wanted: Vec<Program> = mechanism.program().into_iter().chain(driver).collect();
     if wanted.is_empty() {
         return Ok(None);
     }
@@ -52,30 +54,15 @@ pub(crate) fn load<'obj>(
         .ok_or_else(|| Error::failed("BPF object has no .rodata"))?;
     rodata.batch_iters = opts.batch.get();
     rodata.prog_work = opts.prog_work.get();
-    let mut enabled = 0;
-    for mut prog in open.open_object_mut().progs_mut() {
-        if wanted.iter().any(|w| prog.name() == *w) {
-            prog.set_autoload(true);
-            enabled += 1;
-        }
-    }
-    if enabled != wanted.len() {
-        return Err(Error::failed(format!(
-            "bpf/overhead.bpf.c lacks one of the programs {}",
-            wanted.join(", ")
-        ))
-        .of(mechanism));
+    for program in &wanted {
+        enable(&mut open, *program);
     }
     let skel = open
         .load()
         .map_err(|e| mechanism.load_error(errno_of(&e), with_libbpf_reason(&e)))?;
-    let fd_of = |name: &str| -> Result<OwnedFd> {
-        let prog = skel
-            .object()
-            .progs()
-            .find(|p| p.name() == name)
-            .expect("the programs enabled above are in the loaded object");
-        prog.as_fd()
+    let fd_of = |program: Program| -> Result<OwnedFd> {
+        loaded(&skel, program)
+            .as_fd()
             .try_clone_to_owned()
             .map_err(|e| Error::failed(format!("dup of a program fd failed: {e}")).of(mechanism))
     };
@@ -89,8 +76,23 @@ pub(crate) fn load<'obj>(
     }))
 }
 
+/// Marks `program` to be loaded: every program is `SEC("?...")`, so only
+/// what a run enables loads.
+fn enable(open: &mut OpenOverheadSkel<'_>, program: Program) {
+    match program {
+        Program::Builtin(builtin) => (builtin.open)(open).set_autoload(true),
+    }
+}
+
+/// `program` in the loaded skeleton.
+fn loaded<'a, 'obj>(skel: &'a OverheadSkel<'obj>, program: Program) -> &'a ProgramMut<'obj> {
+    match program {
+        Program::Builtin(builtin) => (builtin.loaded)(skel),
+    }
+}
+
 /// The kernel-loop driver `mechanism` runs, if any: a base's counts.
-fn driver_program(mechanism: Mechanism) -> Option<&'static str> {
+fn driver_program(mechanism: Mechanism) -> Option<Program> {
     let driver = mechanism.trigger().driver()?;
     Some(if mechanism.is_base() {
         driver.counting_program()
@@ -106,13 +108,8 @@ impl Loaded<'_> {
         let Some(program) = mechanism.program() else {
             return Ok(());
         };
-        let prog = self
-            .skel
-            .object()
-            .progs_mut()
-            .find(|p| p.name() == program)
-            .expect("the mechanism's program is in the loaded object");
-        let link = attach_program(mechanism, &prog).map_err(|e| {
+        let prog = loaded(&self.skel, program);
+        let link = attach_program(mechanism, prog).map_err(|e| {
             let why = with_libbpf_reason(&e);
             let why = if on_exe(mechanism) {
                 sys::explain_replaced_exe(why)
@@ -141,8 +138,8 @@ pub(crate) fn on_exe(mechanism: Mechanism) -> bool {
 }
 
 fn attach_program(mechanism: Mechanism, prog: &ProgramMut<'_>) -> libbpf_rs::Result<Link> {
-    match mechanism.kind() {
-        Kind::Uprobe { ret } => {
+    match mechanism.kind().spec().attach {
+        Attach::Uprobe { ret } => {
             let exe = sys::exe_path().map_err(libbpf_rs::Error::from)?;
             let opts = UprobeOpts {
                 retprobe: ret,
@@ -152,27 +149,16 @@ fn attach_program(mechanism: Mechanism, prog: &ProgramMut<'_>) -> libbpf_rs::Res
             // pid 0: this process only.
             prog.attach_uprobe_with_opts(0, exe, 0, opts)
         }
-        Kind::UprobeMulti { ret } => {
+        Attach::UprobeMulti { ret, session } => {
             let exe = sys::exe_path().map_err(libbpf_rs::Error::from)?;
-            prog.attach_uprobe_multi(0, exe, mechanism.hook(), ret, false)
+            prog.attach_uprobe_multi(0, exe, mechanism.hook(), ret, session)
         }
-        Kind::UprobeSession => {
-            let exe = sys::exe_path().map_err(libbpf_rs::Error::from)?;
-            prog.attach_uprobe_multi(0, exe, mechanism.hook(), false, true)
-        }
-        Kind::Usdt => {
+        Attach::Usdt => {
             let exe = sys::exe_path().map_err(libbpf_rs::Error::from)?;
             prog.attach_usdt(0, exe, USDT_PROVIDER, USDT_NAME)
         }
-        // These attach where their SEC() says.
-        Kind::Base
-        | Kind::Kprobe
-        | Kind::RawTracepoint
-        | Kind::Tracepoint
-        | Kind::BtfTracepoint
-        | Kind::Trampoline
-        | Kind::KprobeMulti
-        | Kind::KprobeSession => prog.attach(),
+        // Where their SEC() says (a base has no program to get here).
+        Attach::Section(_) | Attach::Nothing => prog.attach(),
     }
 }
 
@@ -248,23 +234,46 @@ impl Loaded<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::measure::kind::SectionHook;
     use std::collections::BTreeSet;
 
-    /// Every catalogue program is in bpf/overhead.bpf.c, and every program
-    /// there belongs to a catalogue entry. Opening parses the ELF only: no
-    /// privileges needed.
+    /// The programs of every catalogue entry and trigger, by name as the
+    /// object has them.
+    fn catalogue_programs() -> Vec<(Option<Mechanism>, Program)> {
+        Mechanism::all()
+            .flat_map(|m| {
+                let own = m.program().map(|p| (Some(m), p));
+                own.into_iter().chain(driver_program(m).map(|p| (None, p)))
+            })
+            .collect()
+    }
+
+    fn name_and_section(open: &mut OpenOverheadSkel<'_>, program: Program) -> (String, String) {
+        match program {
+            Program::Builtin(builtin) => {
+                let prog = (builtin.open)(open);
+                (
+                    prog.name().to_string_lossy().into_owned(),
+                    prog.section().to_string_lossy().into_owned(),
+                )
+            }
+        }
+    }
+
+    /// Every program in bpf/overhead.bpf.c belongs to a catalogue entry
+    /// or a trigger. Opening parses the ELF only: no privileges needed.
     #[test]
     fn the_catalogue_and_the_bpf_object_agree() {
         let mut storage = MaybeUninit::uninit();
-        let open = OverheadSkelBuilder::default().open(&mut storage).unwrap();
+        let mut open = OverheadSkelBuilder::default().open(&mut storage).unwrap();
         let in_object: BTreeSet<String> = open
             .open_object()
             .progs()
             .map(|p| p.name().to_string_lossy().into_owned())
             .collect();
-        let in_catalogue: BTreeSet<String> = Mechanism::all()
-            .flat_map(|m| m.program().into_iter().chain(driver_program(m)))
-            .map(String::from)
+        let in_catalogue: BTreeSet<String> = catalogue_programs()
+            .into_iter()
+            .map(|(_, p)| name_and_section(&mut open, p).0)
             .collect();
         assert_eq!(in_object, in_catalogue);
         // Each one is "?"-declared: only the one enabled per run loads.
@@ -273,16 +282,47 @@ mod tests {
         }
     }
 
+    /// The hook is said once, in the entry: a program's SEC() is one its
+    /// kind allows, and names the entry's hook where it attaches by its
+    /// section, and no target where the hook is given at attach time.
+    #[test]
+    fn each_section_is_its_kind_and_names_its_hook() {
+        let mut storage = MaybeUninit::uninit();
+        let mut open = OverheadSkelBuilder::default().open(&mut storage).unwrap();
+        for (m, program) in catalogue_programs() {
+            let Some(m) = m else { continue };
+            let (name, section) = name_and_section(&mut open, program);
+            let section = section.strip_prefix('?').unwrap_or(&section);
+            let (prefix, target) = match section.split_once('/') {
+                Some((prefix, target)) => (prefix, Some(target)),
+                None => (section, None),
+            };
+            let spec = m.kind().spec();
+            assert!(
+                spec.sections.contains(&prefix),
+                "{m}: {name}'s SEC(\"{section}\") is not one of {:?}",
+                spec.sections
+            );
+            let hook = m.hook();
+            let expected = match spec.attach {
+                Attach::Section(SectionHook::Whole) => Some(hook),
+                Attach::Section(SectionHook::Name) => hook.rsplit('/').next(),
+                Attach::Uprobe { .. } | Attach::UprobeMulti { .. } | Attach::Usdt => None,
+                Attach::Nothing => panic!("{m} attaches nothing but has {name}"),
+            };
+            assert_eq!(
+                target, expected,
+                "{m}: {name}'s SEC(\"{section}\") and the entry's hook {hook} differ"
+            );
+        }
+    }
+
     /// The mechanisms a call fires are those attach_program attaches by
     /// this executable's path.
     #[test]
     fn what_attaches_to_this_executable() {
         for m in Mechanism::all() {
-            let by_path = matches!(
-                m.kind(),
-                Kind::Uprobe { .. } | Kind::UprobeMulti { .. } | Kind::UprobeSession | Kind::Usdt
-            );
-            assert_eq!(on_exe(m), by_path, "{m}");
+            assert_eq!(on_exe(m), m.kind().spec().attach.on_exe(), "{m}");
         }
     }
 }

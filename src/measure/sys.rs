@@ -13,6 +13,7 @@ use nix::mount::{mount, umount2, MntFlags, MsFlags};
 use nix::sched::{unshare, CloneFlags};
 
 use super::error::{Error, Result};
+use super::kind::ProbeType;
 
 const CAP_SYS_ADMIN: u32 = 21;
 const CAP_PERFMON: u32 = 38;
@@ -180,8 +181,10 @@ pub fn private_mount_namespace() -> std::result::Result<(), String> {
 /// was built without CONFIG_KPROBES / CONFIG_UPROBES.
 ///
 /// Returns the tracefs guard when the legacy interface is the way in: it
-/// must stay mounted while the probe is attached.
-pub fn probe_support(kind: &str) -> Result<Option<Tracefs>> {
+/// must stay mounted while the probe is attached. `hooks` are the kernel
+/// functions this tool puts kprobes on, for [`remove_stale_legacy_probes`].
+pub fn probe_support(probe: ProbeType, hooks: &[&str]) -> Result<Option<Tracefs>> {
+    let kind = probe.name();
     let pmu = format!("/sys/bus/event_source/devices/{kind}");
     if Path::new(&pmu).exists() {
         return Ok(None);
@@ -189,7 +192,7 @@ pub fn probe_support(kind: &str) -> Result<Option<Tracefs>> {
     let tracefs = Tracefs::ensure()?;
     let events = tracefs.dir().join(format!("{kind}_events"));
     if events.exists() {
-        remove_stale_legacy_probes(&events, kind);
+        remove_stale_legacy_probes(&events, probe, hooks);
         return Ok(Some(tracefs));
     }
     let config = kind.to_uppercase();
@@ -206,10 +209,12 @@ pub fn probe_support(kind: &str) -> Result<Option<Tracefs>> {
 /// unique per process (pid, then a counter), so a second run at the same
 /// time never collides with ours, and a dead process's entries can be told
 /// from a live one's. Only entries on what this tool attaches to are
-/// touched: kprobes on the catalogue's kernel hooks, uprobes on
-/// `/proc/self/exe` ([`exe_path`]); and only those of a pid that no longer
-/// runs. Returns the entries removed.
-pub fn remove_stale_legacy_probes(events: &Path, kind: &str) -> Vec<String> {
+/// touched: kprobes on `hooks` (the catalogue's, which the caller passes:
+/// this module sits below the catalogue), uprobes on `/proc/self/exe`
+/// ([`exe_path`]); and only those of a pid that no longer runs. Returns
+/// the entries removed.
+pub fn remove_stale_legacy_probes(events: &Path, probe: ProbeType, hooks: &[&str]) -> Vec<String> {
+    let kind = probe.name();
     static DONE: Mutex<Vec<String>> = Mutex::new(Vec::new());
     let mut done = DONE.lock().unwrap_or_else(|p| p.into_inner());
     if done.iter().any(|k| k == kind) {
@@ -219,15 +224,11 @@ pub fn remove_stale_legacy_probes(events: &Path, kind: &str) -> Vec<String> {
     let Ok(text) = fs::read_to_string(events) else {
         return Vec::new();
     };
-    let hooks: Vec<&str> = super::Mechanism::all()
-        .filter(|m| m.kind() == super::Kind::Kprobe)
-        .map(|m| m.hook())
-        .collect();
     let mut removed = Vec::new();
     for (event, target) in stale_entries(&text) {
-        let ours = match kind {
-            "kprobe" => hooks.iter().any(|h| target.split('+').next() == Some(*h)),
-            _ => target.starts_with(&format!("{SELF_EXE}:")),
+        let ours = match probe {
+            ProbeType::Kprobe => hooks.iter().any(|h| target.split('+').next() == Some(*h)),
+            ProbeType::Uprobe => target.starts_with(&format!("{SELF_EXE}:")),
         };
         if !ours {
             continue;

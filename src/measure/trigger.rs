@@ -10,6 +10,7 @@ use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 use nix::sys::prctl;
 
 use super::error::{Error, Result};
+use super::program::{builtin, Program};
 use super::sys;
 
 /// What one event is.
@@ -47,19 +48,19 @@ pub const MAX_BATCH: u32 = 1000;
 
 impl Driver {
     /// Its program in bpf/overhead.bpf.c.
-    pub const fn program(self) -> &'static str {
+    pub const fn program(self) -> Program {
         match self {
-            Driver::Helper => "prog_driver_helper",
-            Driver::Kfunc => "prog_driver_kfunc",
+            Driver::Helper => builtin!(prog_driver_helper),
+            Driver::Kfunc => builtin!(prog_driver_kfunc),
         }
     }
 
     /// The program a base runs instead: the same loop, counting its own
     /// iterations (upstream's trigger_kernel_count), with nothing attached.
-    pub const fn counting_program(self) -> &'static str {
+    pub const fn counting_program(self) -> Program {
         match self {
-            Driver::Helper => "prog_count_helper",
-            Driver::Kfunc => "prog_count_kfunc",
+            Driver::Helper => builtin!(prog_count_helper),
+            Driver::Kfunc => builtin!(prog_count_kfunc),
         }
     }
 
