@@ -77,6 +77,16 @@ fetching the kernel (apt, download, unpack and check), building, booting, in the
 all (fetch excluded), each guest step's exit status and seconds, the exit status and why.
 `cargo xtask ci` reads it.
 
+Kernel against kernel (--against KERNEL_B): both kernels booted at once, each VM pinned
+to its own host CPU (swapped every session), KERNEL with `nokaslr`, each running the
+bpf-overhead command alone with the same fixed plan (--budget 0; under TCG --iterations
+1000 --repeat 8, else --iterations 100000 --repeat 10; --bench-arg adds to it), started
+together once both guests are up. Then the host's `bpf-overhead compare` pairs round r of
+B with round r of A in each session and judges B against A per mechanism (Holm-corrected):
+exit 0 ok, 1 B regressed, 3 inconclusive. Output: DIR (default
+<target dir>/vmtest/against/<release>--<release B>) holds each session's a/ and b/
+(result.json, vmtest.json), compare.txt, compare.json and the duet's vmtest.json.
+
 The last line is e.g. `vmtest: kernel 6.1.0-57-amd64 boot 3.1s total 30.2s exit 0`.
 Exit status: the guest command's; 2 for bad input or setup errors (unknown kernel,
 damaged image, missing host tools, build failure); 1 when the guest panicked (oops=panic),
@@ -230,6 +240,14 @@ struct VmtestCli {
     /// under qemu-system-aarch64, TCG; the tests cross-built)
     #[arg(long, value_name = "ARCH", default_value = "x86_64", value_parser = arch)]
     arch: Arch,
+    /// Judge KERNEL_B against KERNEL, measured at the same time on this machine: a duet
+    /// of two VMs, each on its own host CPU, running the bpf-overhead command's same
+    /// fixed plan (no test suite), --sessions times (see "Kernel against kernel" below)
+    #[arg(long, value_name = "KERNEL_B", conflicts_with_all = ["cmd", "exec"])]
+    against: Option<String>,
+    /// With --against: duets to boot, the host CPUs swapped between the sides each time
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = positive, requires = "against")]
+    sessions: u32,
 }
 
 /// `cargo xtask ci`'s options.
@@ -331,6 +349,9 @@ pub struct Args {
     pub bench: bool,
     /// Run every test binary, not only [`crate::guest_build::GUEST_TESTS`].
     pub all_tests: bool,
+    /// `--against KERNEL_B`: a duet of KERNEL and KERNEL_B, `sessions` times.
+    pub against: Option<String>,
+    pub sessions: u32,
 }
 
 /// What the command line asks for.
@@ -421,6 +442,8 @@ fn vmtest_args(v: Box<VmtestCli>, dashdash: bool, env_accel: Option<&str>) -> Re
         out: v.out,
         bench: !v.no_bench,
         all_tests: v.all_tests,
+        against: v.against,
+        sessions: v.sessions,
     })
 }
 

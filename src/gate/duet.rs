@@ -1,0 +1,181 @@
+//! Two runs made at the same time, side by side (a *duet*: two kernels,
+//! each in its own VM on its own host CPU, measuring the same fixed plan
+//! at once; `cargo xtask vmtest KERNEL --against KERNEL_B`), judged as an
+//! in-run comparison: B against A from the pairs of their rounds.
+//!
+//! Round r of B is paired with round r of A of the same session: they
+//! were measured at the same moment, so what the host does then weighs on
+//! both. The pairs of every session are pooled; the A and B figures are
+//! the medians over every session's rounds. The rule is the in-run gate's
+//! ([`crate::gate::against`]) with the threshold by trigger of the
+//! cross-run gate (two guests differ by more than two sides of one run),
+//! and Holm's correction over the mechanisms: a duet of a kernel against
+//! itself judges some 20 mechanisms at once, each of which would otherwise
+//! cry wolf once in 20.
+
+use crate::document::{Document, MechanismResult, Status};
+use crate::gate::against::{compare_with, Correction};
+use crate::gate::{warnings, Findings, Threshold};
+use crate::stats::Summary;
+
+/// One document shaped as an `--against` run: A's mechanisms with their B
+/// side in `against` and the pooled B - A pairs in `pairs_ns`, from
+/// sessions `a[i]` and `b[i]` measured together. `against_label` names B
+/// (`kernel 6.1.0-44-amd64`). Errors: no sessions, unequal counts, or a
+/// session pair that did not measure the same plan.
+pub fn pair_sessions(
+    a: &[Document],
+    b: &[Document],
+    against_label: &str,
+) -> Result<Document, String> {
+    if a.is_empty() || a.len() != b.len() {
+        return Err(format!(
+            "{} A result(s) and {} B result(s): give one of each per session, in the same order",
+            a.len(),
+            b.len()
+        ));
+    }
+    for (i, (x, y)) in a.iter().zip(b).enumerate() {
+        if x.iterations != y.iterations || x.batch != y.batch || x.prog_work != y.prog_work {
+            return Err(format!(
+                "session {}: A and B ran different plans ({} and {} events per run, batch {} \
+                 and {}, prog-work {} and {}): a duet measures the same fixed plan on both",
+                i + 1,
+                x.iterations,
+                y.iterations,
+                x.batch,
+                y.batch,
+                x.prog_work,
+                y.prog_work
+            ));
+        }
+        if x.against.is_some() || y.against.is_some() {
+            return Err(format!(
+                "session {}: an --against run; give plain runs",
+                i + 1
+            ));
+        }
+    }
+    let mut doc = a[0].clone();
+    doc.against = Some(against_label.to_owned());
+    doc.repeats = a.iter().map(|d| d.repeats).sum();
+    for m in doc.mechanisms.iter_mut().filter(|m| !m.is_base()) {
+        let side_a: Vec<Option<&MechanismResult>> =
+            a.iter().map(|d| d.mechanism(&m.name)).collect();
+        let side_b: Vec<Option<&MechanismResult>> =
+            b.iter().map(|d| d.mechanism(&m.name)).collect();
+        *m = pooled(&side_a).unwrap_or_else(|| m.clone());
+        if m.is_ok() {
+            m.against = pooled(&side_b).map(Box::new);
+            m.pairs_ns = pairs(&side_a, &side_b);
+        }
+    }
+    Ok(doc)
+}
+
+/// One mechanism over every session: the first session's result with the
+/// rounds of all (its overhead and rate pooled), or the first session in
+/// which it was not ok. `None` where a session lacks it.
+fn pooled(sessions: &[Option<&MechanismResult>]) -> Option<MechanismResult> {
+    let all: Vec<&MechanismResult> = sessions.iter().copied().collect::<Option<_>>()?;
+    if let Some(bad) = all.iter().find(|m| m.status != Status::Ok) {
+        return Some((*bad).clone());
+    }
+    let mut m = all[0].clone();
+    let pool = |f: fn(&MechanismResult) -> Option<&Summary>| -> Option<Summary> {
+        let samples: Vec<f64> = all
+            .iter()
+            .map(|m| f(m).map(|s| s.samples.clone()))
+            .collect::<Option<Vec<_>>>()?
+            .concat();
+        Summary::of(&samples)
+    };
+    m.overhead_ns = pool(|m| m.overhead_ns.as_ref());
+    m.k_events_per_sec = pool(|m| m.k_events_per_sec.as_ref());
+    m.ratio_to_base = pool(|m| m.ratio_to_base.as_ref());
+    m.overhead_steps = None;
+    m.detectable_ns = None;
+    m.detectable = None;
+    Some(m)
+}
+
+/// Round r of B minus round r of A, session by session, pooled: the rounds
+/// both sides of a session have.
+fn pairs(a: &[Option<&MechanismResult>], b: &[Option<&MechanismResult>]) -> Option<Summary> {
+    let mut diffs = Vec::new();
+    for (x, y) in a.iter().zip(b) {
+        let (Some(x), Some(y)) = (
+            x.and_then(|m| m.overhead_ns.as_ref()),
+            y.and_then(|m| m.overhead_ns.as_ref()),
+        ) else {
+            return None;
+        };
+        diffs.extend(x.samples.iter().zip(&y.samples).map(|(x, y)| y - x));
+    }
+    Summary::of(&diffs)
+}
+
+/// B against A over the paired sessions: the findings, with what differs
+/// between the two sides' machines and plans as warnings (a kernel's
+/// release aside: that is what is compared).
+pub fn compare(a: &[Document], b: &[Document], doc: &Document, threshold: Threshold) -> Findings {
+    let mut findings = compare_with(doc, threshold, Correction::Holm);
+    for (x, y) in a.iter().zip(b) {
+        for w in warnings(x, y) {
+            let w = w.replace("the baseline", "A").replace("this run", "B");
+            if !findings.warnings.contains(&w) {
+                findings.warnings.push(w);
+            }
+        }
+    }
+    findings
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gate::Verdict;
+
+    /// A run of one mechanism, raw_tp-loop over base-loop, with these
+    /// per-round overheads.
+    fn run(overheads: &[f64]) -> Document {
+        let mut doc = crate::document::fixtures::document();
+        doc.mechanisms.retain(|m| m.name == "raw_tp" || m.is_base());
+        for m in doc.mechanisms.iter_mut().filter(|m| !m.is_base()) {
+            m.overhead_ns = Summary::of(overheads);
+        }
+        doc
+    }
+
+    #[test]
+    fn rounds_pair_within_a_session_and_sessions_pool() {
+        let a = [run(&[50.0, 60.0, 55.0]), run(&[40.0, 41.0, 42.0])];
+        let b = [run(&[51.0, 62.0, 58.0]), run(&[44.0, 46.0, 48.0])];
+        let doc = pair_sessions(&a, &b, "kernel B").unwrap();
+        let m = doc.mechanism("raw_tp").unwrap();
+        assert_eq!(
+            m.pairs_ns.as_ref().unwrap().samples,
+            [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+        );
+        assert_eq!(m.overhead_ns.as_ref().unwrap().samples.len(), 6);
+        assert_eq!(doc.against.as_deref(), Some("kernel B"));
+        assert!(pair_sessions(&a, &b[..1], "B").is_err());
+        assert!(pair_sessions(&[], &[], "B").is_err());
+    }
+
+    #[test]
+    fn a_steady_cost_is_regressed_and_a_kernel_against_itself_is_not() {
+        let base: Vec<f64> = (0..12).map(|i| 100.0 + (i % 5) as f64).collect();
+        let worse: Vec<f64> = base.iter().map(|v| v * 1.3).collect();
+        let judge = |b: &[f64]| {
+            let (a, b) = ([run(&base)], [run(b)]);
+            let doc = pair_sessions(&a, &b, "B").unwrap();
+            compare(&a, &b, &doc, Threshold::ByTrigger)
+                .find("raw_tp")
+                .unwrap()
+                .verdict
+        };
+        assert_eq!(judge(&worse), Verdict::Regressed);
+        assert_eq!(judge(&base), Verdict::Unchanged);
+    }
+}
