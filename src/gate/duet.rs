@@ -15,7 +15,7 @@
 
 use crate::document::{Document, MechanismResult, Status};
 use crate::gate::against::{compare_with, Correction};
-use crate::gate::{warnings, Findings, Threshold};
+use crate::gate::{warnings, Comparison, Findings, Threshold, Verdict};
 use crate::stats::Summary;
 
 /// One document shaped as an `--against` run: A's mechanisms with their B
@@ -65,8 +65,8 @@ pub fn pair_sessions(
         let side_b: Vec<Option<&MechanismResult>> =
             b.iter().map(|d| d.mechanism(&m.name)).collect();
         *m = pooled(&side_a).unwrap_or_else(|| m.clone());
+        m.against = pooled(&side_b).map(Box::new);
         if m.is_ok() {
-            m.against = pooled(&side_b).map(Box::new);
             m.pairs_ns = pairs(&side_a, &side_b);
         }
     }
@@ -120,6 +120,26 @@ fn pairs(a: &[Option<&MechanismResult>], b: &[Option<&MechanismResult>]) -> Opti
 /// release aside: that is what is compared).
 pub fn compare(a: &[Document], b: &[Document], doc: &Document, threshold: Threshold) -> Findings {
     let mut findings = compare_with(doc, threshold, Correction::Holm);
+    // What B measures and A does not (a mechanism newer than A's kernel).
+    for m in doc.mechanisms.iter().filter(|m| !m.is_base() && !m.is_ok()) {
+        if let Some(b) = m.against.as_deref().filter(|b| b.is_ok()) {
+            let o = b.overhead_ns.as_ref().map_or(f64::NAN, |o| o.median);
+            findings.comparisons.push(Comparison::plain(
+                &m.name,
+                Verdict::New,
+                format!(
+                    "A {}: {}; B {o:+.1} ns/event over {}",
+                    if m.status == Status::Skipped {
+                        "skipped"
+                    } else {
+                        "failed"
+                    },
+                    m.reason.as_deref().unwrap_or("no reason given"),
+                    b.base
+                ),
+            ));
+        }
+    }
     for (x, y) in a.iter().zip(b) {
         for w in warnings(x, y) {
             let w = w.replace("the baseline", "A").replace("this run", "B");
@@ -134,7 +154,6 @@ pub fn compare(a: &[Document], b: &[Document], doc: &Document, threshold: Thresh
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gate::Verdict;
 
     /// A run of one mechanism, raw_tp-loop over base-loop, with these
     /// per-round overheads.
@@ -177,5 +196,31 @@ mod tests {
         };
         assert_eq!(judge(&worse), Verdict::Regressed);
         assert_eq!(judge(&base), Verdict::Unchanged);
+    }
+
+    #[test]
+    fn what_only_b_measures_is_new_and_what_only_a_measures_is_not_run() {
+        let a = run(&[100.0, 101.0, 102.0]);
+        let mut b = a.clone();
+        let mut a_skips = a.clone();
+        for m in a_skips.mechanisms.iter_mut().filter(|m| m.name == "raw_tp") {
+            m.status = Status::Skipped;
+            m.reason = Some("too old".into());
+            m.overhead_ns = None;
+        }
+        let (xa, xb) = ([a_skips], [b.clone()]);
+        let doc = pair_sessions(&xa, &xb, "B").unwrap();
+        let c = compare(&xa, &xb, &doc, Threshold::ByTrigger);
+        let raw_tp = c.find("raw_tp").unwrap();
+        assert_eq!(raw_tp.verdict, Verdict::New);
+        assert!(raw_tp.detail.contains("A skipped: too old"), "{raw_tp:?}");
+        for m in b.mechanisms.iter_mut().filter(|m| m.name == "raw_tp") {
+            m.status = Status::Skipped;
+            m.reason = Some("too new".into());
+        }
+        let (xa, xb) = ([a], [b]);
+        let doc = pair_sessions(&xa, &xb, "B").unwrap();
+        let c = compare(&xa, &xb, &doc, Threshold::ByTrigger);
+        assert_eq!(c.find("raw_tp").unwrap().verdict, Verdict::NotRun);
     }
 }

@@ -123,10 +123,7 @@ fn run(a: &Args) -> Result<i32> {
     let accel = vm::choose_accel(a.accel, a.arch)?;
     let plan = plan(accel, &a.bench_args);
     let dir = out_dir(a, &repo, &ka.release, &kb.release);
-    if dir.exists() {
-        fs::remove_dir_all(&dir).with_context(|| format!("emptying {}", dir.display()))?;
-    }
-    fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    clear_out(&dir)?;
     say!(
         "duet: B {} against A {}, {} session(s), {} each, into {}",
         kb.release,
@@ -223,6 +220,26 @@ fn out_dir(a: &Args, repo: &Path, ra: &str, rb: &str) -> PathBuf {
     target
         .join("vmtest/against")
         .join(format!("{ra}--{rb}").replace('/', "_"))
+}
+
+/// DIR, created, without what an earlier duet left there (its sessions'
+/// directories, its summary and the comparison): they must not pass for
+/// this one's. Anything else in DIR stays.
+fn clear_out(dir: &Path) -> Result<()> {
+    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    for e in fs::read_dir(dir)?.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let session = name
+            .strip_prefix('s')
+            .is_some_and(|n| n.parse::<usize>().is_ok());
+        if session && e.path().is_dir() {
+            fs::remove_dir_all(e.path())
+                .with_context(|| format!("removing {}", e.path().display()))?;
+        } else if ["vmtest.json", "compare.txt", "compare.json"].contains(&name.as_str()) {
+            fs::remove_file(e.path())?;
+        }
+    }
+    Ok(())
 }
 
 /// The guest's job: say it is up, wait for the runner's word (at most
@@ -463,6 +480,24 @@ mod tests {
         fs::create_dir(&stage).unwrap();
         fs::write(stage.join(READY), b"").unwrap();
         assert_eq!(staged(d.path(), READY), Some(stage.join(READY)));
+    }
+
+    #[test]
+    fn an_earlier_duet_is_cleared_and_nothing_else() {
+        let d = tempfile::tempdir().unwrap();
+        for sub in ["s1/a", "s7/b", "keep"] {
+            fs::create_dir_all(d.path().join(sub)).unwrap();
+        }
+        for f in ["vmtest.json", "compare.json", "notes.txt"] {
+            fs::write(d.path().join(f), b"").unwrap();
+        }
+        clear_out(d.path()).unwrap();
+        let mut left: Vec<String> = fs::read_dir(d.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["keep", "notes.txt"]);
     }
 
     #[test]
