@@ -245,6 +245,9 @@ struct VmtestCli {
     /// fixed plan (no test suite), --sessions times (see "Kernel against kernel" below)
     #[arg(long, value_name = "KERNEL_B", conflicts_with_all = ["cmd", "exec"])]
     against: Option<String>,
+    /// With --against: modules for a KERNEL_B given as a path (--modules is KERNEL's)
+    #[arg(long = "against-modules", value_name = "DIR", requires = "against")]
+    against_modules: Option<String>,
     /// With --against: duets to boot, the host CPUs swapped between the sides each time
     #[arg(long, value_name = "N", default_value_t = 3, value_parser = positive, requires = "against")]
     sessions: u32,
@@ -351,6 +354,7 @@ pub struct Args {
     pub all_tests: bool,
     /// `--against KERNEL_B`: a duet of KERNEL and KERNEL_B, `sessions` times.
     pub against: Option<String>,
+    pub against_modules: Option<String>,
     pub sessions: u32,
 }
 
@@ -359,7 +363,7 @@ pub struct Args {
 pub enum Parsed {
     /// --help (of xtask or a task): print it, exit 0.
     Help(String),
-    Vmtest(Args),
+    Vmtest(Box<Args>),
     Ci(CiArgs),
 }
 
@@ -387,7 +391,7 @@ pub fn parse(argv: &[String], env_accel: Option<&str>) -> Result<Parsed> {
                 .iter()
                 .take_while(|a| *a != "--exec" && !a.starts_with("--exec="))
                 .any(|a| a == "--");
-            vmtest_args(v, dashdash, env_accel).map(Parsed::Vmtest)
+            vmtest_args(v, dashdash, env_accel).map(|a| Parsed::Vmtest(Box::new(a)))
         }
         Task::Ci(c) => Ok(Parsed::Ci(c)),
     }
@@ -443,6 +447,7 @@ fn vmtest_args(v: Box<VmtestCli>, dashdash: bool, env_accel: Option<&str>) -> Re
         bench: !v.no_bench,
         all_tests: v.all_tests,
         against: v.against,
+        against_modules: v.against_modules,
         sessions: v.sessions,
     })
 }
@@ -560,7 +565,7 @@ mod tests {
         let mut argv = vec!["vmtest"];
         argv.extend_from_slice(s);
         Ok(match parse_task(&argv)? {
-            Parsed::Vmtest(a) => Some(a),
+            Parsed::Vmtest(a) => Some(*a),
             Parsed::Help(_) => None,
             Parsed::Ci(_) => unreachable!(),
         })
@@ -610,6 +615,30 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(a.bench_args, ["--baseline", "/b.json"]);
+    }
+
+    #[test]
+    fn against_names_kernel_b_and_its_sessions() {
+        let a = p(&["6.1", "--against", "6.12"]).unwrap().unwrap();
+        assert_eq!(
+            (a.kernel.as_str(), a.against.as_deref()),
+            ("6.1", Some("6.12"))
+        );
+        assert_eq!(a.sessions, 3);
+        let a = p(&[
+            "6.1",
+            "--against",
+            "b/bzImage",
+            "--against-modules",
+            "m",
+            "--sessions",
+            "5",
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!((a.against_modules.as_deref(), a.sessions), (Some("m"), 5));
+        assert!(e(&["6.1", "--sessions", "2"]).contains("--against"));
+        assert!(e(&["6.1", "--against", "6.12", "--cmd", "true"]).contains("do not go together"));
     }
 
     #[test]

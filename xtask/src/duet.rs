@@ -116,7 +116,13 @@ fn run(a: &Args) -> Result<i32> {
     let cache = cache_dir()?;
     // Both kernels fetched first: a download must not run beside a VM.
     let ka = kernel(&a.kernel, a.modules.as_deref(), a.arch, &cache, a.bzimage)?;
-    let kb = kernel(b_kernel, None, a.arch, &cache, a.bzimage)?;
+    let kb = kernel(
+        b_kernel,
+        a.against_modules.as_deref(),
+        a.arch,
+        &cache,
+        a.bzimage,
+    )?;
     vm::check_signal()?;
     let (_, exe) = build_tests(&repo, a.arch, false, &a.cargo_args)?;
     let exe = exe.context("cargo test built no bpf-overhead command")?;
@@ -290,10 +296,13 @@ fn duet(
         cmd.args(["--timeout", &a.timeout.to_string()]);
         cmd.args(["--boot-timeout", &a.boot_timeout.to_string()]);
         cmd.args(["--alive-timeout", &a.alive_timeout.to_string()]);
-        if side == "a" {
-            if let Some(m) = &a.modules {
-                cmd.args(["--modules", m]);
-            }
+        let modules = if side == "a" {
+            &a.modules
+        } else {
+            &a.against_modules
+        };
+        if let Some(m) = modules {
+            cmd.args(["--modules", m]);
         }
         for (k, v) in &a.env {
             cmd.args(["--env", &format!("{k}={v}")]);

@@ -64,8 +64,8 @@ fn main() -> ExitCode {
             print!("{h}");
             0
         }
-        Ok(Parsed::Vmtest(a)) if a.against.is_some() => duet::main(a),
-        Ok(Parsed::Vmtest(a)) => vmtest::main(a),
+        Ok(Parsed::Vmtest(a)) if a.against.is_some() => duet::main(*a),
+        Ok(Parsed::Vmtest(a)) => vmtest::main(*a),
         Ok(Parsed::Ci(c)) => ci::main(c),
         Err(e) => {
             let task = argv
