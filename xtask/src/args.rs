@@ -121,6 +121,10 @@ Steps (--skip NAME leaves one out):
                test binaries per architecture (arm64: scripts/cross-build-arm64); the
                runner's output goes to DIR/NAME/vmtest.log too, each line prefixed
                with [NAME]
+  duet         when 6.1 and 6.12 (x86_64) are among the kernels: `cargo xtask vmtest 6.1
+               --against 6.12 --sessions 2 -m fentry-loop,raw_tp` into DIR/duet, both VMs
+               at once; passes on any verdict (under TCG no performance figure) once
+               both guests measured and the host compared them
   report       DIR/report.txt and DIR/report.svg: `bpf-overhead report` over every
                DIR/KERNEL/result.json
 
