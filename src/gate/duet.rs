@@ -14,9 +14,9 @@
 //! cry wolf once in 20.
 
 use crate::document::{Document, MechanismResult, Status};
-use crate::gate::against::{compare_with, Correction};
-use crate::gate::{warnings, Comparison, Findings, Threshold, Verdict};
-use crate::stats::Summary;
+use crate::gate::against::{compare_with, holm, Correction};
+use crate::gate::{warnings, Comparison, Findings, Threshold, Verdict, ALPHA};
+use crate::stats::{student_upper_tail, Summary};
 
 /// One document shaped as an `--against` run: A's mechanisms with their B
 /// side in `against` and the pooled B - A pairs in `pairs_ns`, from
@@ -120,6 +120,7 @@ fn pairs(a: &[Option<&MechanismResult>], b: &[Option<&MechanismResult>]) -> Opti
 /// release aside: that is what is compared).
 pub fn compare(a: &[Document], b: &[Document], doc: &Document, threshold: Threshold) -> Findings {
     let mut findings = compare_with(doc, threshold, Correction::Holm);
+    across_sessions(a, b, &mut findings);
     // What B measures and A does not (a mechanism newer than A's kernel).
     for m in doc.mechanisms.iter().filter(|m| !m.is_base() && !m.is_ok()) {
         if let Some(b) = m.against.as_deref().filter(|b| b.is_ok()) {
@@ -149,6 +150,67 @@ pub fn compare(a: &[Document], b: &[Document], doc: &Document, threshold: Thresh
         }
     }
     findings
+}
+
+/// A REGRESSED or improved stands only when the sessions agree beyond
+/// what boots differ by. The rounds of one session share its two boots
+/// (where each kernel's code and programs landed, what the emulator made
+/// of them), so pooled pairs alone take a difference between two boots for
+/// one between the kernels: seen once in 5 duets of 6.12 against itself
+/// under TCG (fentry-loop B +18.5%, every session's B slower). So each
+/// session's own estimate (the median of its pairs) is a sample, and the
+/// change must pass Student's one-sided t-test on them, Holm-corrected over
+/// the mechanisms too; else UNSURE. One session cannot tell: never
+/// REGRESSED.
+fn across_sessions(a: &[Document], b: &[Document], findings: &mut Findings) {
+    let judged: Vec<usize> = (0..findings.comparisons.len())
+        .filter(|&i| findings.comparisons[i].diff_ns.is_some())
+        .collect();
+    let p: Vec<f64> = judged
+        .iter()
+        .map(|&i| {
+            let c = &findings.comparisons[i];
+            let per: Vec<f64> = a
+                .iter()
+                .zip(b)
+                .filter_map(|(x, y)| {
+                    pairs(&[x.mechanism(&c.name)], &[y.mechanism(&c.name)]).map(|s| s.median)
+                })
+                .collect();
+            session_p(&per, c.diff_ns.unwrap_or(0.0) >= 0.0)
+        })
+        .collect();
+    let adjusted = holm(&p);
+    for (&i, p) in judged.iter().zip(adjusted) {
+        let c = &mut findings.comparisons[i];
+        if matches!(c.verdict, Verdict::Regressed | Verdict::Improved) && p > ALPHA {
+            c.verdict = Verdict::Inconclusive;
+            c.detail.push_str(&format!(
+                "; across the {} sessions p={p:.3} (t-test, Holm): not beyond what two boots \
+                 differ by; more --sessions would tell",
+                a.len()
+            ));
+        }
+    }
+}
+
+/// One-sided p of Student's t-test that the sessions' estimates lie above
+/// zero (`up`) or below it; 1 for fewer than two.
+fn session_p(estimates: &[f64], up: bool) -> f64 {
+    let n = estimates.len();
+    if n < 2 {
+        return 1.0;
+    }
+    let mean = crate::stats::mean(estimates);
+    let sd = crate::stats::stddev(estimates);
+    let t = if sd > 0.0 {
+        mean / (sd / (n as f64).sqrt())
+    } else if mean == 0.0 {
+        0.0
+    } else {
+        mean.signum() * f64::INFINITY
+    };
+    student_upper_tail(if up { t } else { -t }, (n - 1) as f64)
 }
 
 #[cfg(test)]
@@ -187,7 +249,10 @@ mod tests {
         let base: Vec<f64> = (0..12).map(|i| 100.0 + (i % 5) as f64).collect();
         let worse: Vec<f64> = base.iter().map(|v| v * 1.3).collect();
         let judge = |b: &[f64]| {
-            let (a, b) = ([run(&base)], [run(b)]);
+            let (a, b) = (
+                [run(&base), run(&base)],
+                [run(b), run(&b.iter().map(|v| v + 1.0).collect::<Vec<_>>())],
+            );
             let doc = pair_sessions(&a, &b, "B").unwrap();
             compare(&a, &b, &doc, Threshold::ByTrigger)
                 .find("raw_tp")
@@ -222,5 +287,26 @@ mod tests {
         let doc = pair_sessions(&xa, &xb, "B").unwrap();
         let c = compare(&xa, &xb, &doc, Threshold::ByTrigger);
         assert_eq!(c.find("raw_tp").unwrap().verdict, Verdict::NotRun);
+    }
+
+    #[test]
+    fn pooled_pairs_of_one_session_or_of_disagreeing_sessions_do_not_regress() {
+        let base: Vec<f64> = (0..12).map(|i| 100.0 + (i % 5) as f64).collect();
+        let worse: Vec<f64> = base.iter().map(|v| v * 1.3).collect();
+        let verdict = |a: &[Document], b: &[Document]| {
+            let doc = pair_sessions(a, b, "B").unwrap();
+            let c = compare(a, b, &doc, Threshold::ByTrigger);
+            c.find("raw_tp").unwrap().clone()
+        };
+        // One session: every pair says +30%, but one boot of each.
+        let one = verdict(&[run(&base)], &[run(&worse)]);
+        assert_eq!(one.verdict, Verdict::Inconclusive, "{one:?}");
+        assert!(one.detail.contains("more --sessions"), "{one:?}");
+        // Three sessions, one far off the others: the mean is +30% or so,
+        // the sessions' spread as wide.
+        let wild: Vec<f64> = base.iter().map(|v| v * 2.5).collect();
+        let b = [run(&base), run(&wild), run(&base)];
+        let a = [run(&base), run(&base), run(&base)];
+        assert_eq!(verdict(&a, &b).verdict, Verdict::Inconclusive);
     }
 }
