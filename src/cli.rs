@@ -213,6 +213,48 @@ pub enum Command {
     /// an unreadable file or not a result, no two results with a mechanism
     /// in common, --svg into a missing directory).
     Report(ReportArgs),
+
+    /// Judges B against A from runs made at the same time, round by round.
+    ///
+    /// For a duet: the same fixed plan measured at once by two kernels,
+    /// each in its own VM on its own host CPU, in one or more sessions
+    /// (what `cargo xtask vmtest KERNEL --against KERNEL_B` runs). The i-th
+    /// A file and the i-th B file are one session; round r of B is paired
+    /// with round r of A, the pairs of all sessions pooled, and each
+    /// mechanism judged from them (signed-rank test, Holm-corrected over
+    /// the mechanisms) with the gate's verdicts. Needs no root. Exit
+    /// status: 0 no regression and every comparison decided; 1 B
+    /// regressed (or lost a mechanism A measured); 2 bad input; 3 no
+    /// regression, but some comparison could not tell.
+    Compare(CompareArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// A's result files, one per session.
+    #[arg(value_name = "A", required = true)]
+    pub a: Vec<PathBuf>,
+
+    /// B's result files, one per session, in the same order as A's.
+    #[arg(long, value_name = "B", num_args = 1.., required = true)]
+    pub against: Vec<PathBuf>,
+
+    /// What B's overhead must exceed A's by, in percent, to be a
+    /// regression [default: 6, and 15 on the comm trigger].
+    #[arg(long, value_name = "PERCENT", allow_negative_numbers = true,
+          value_parser = parse_percent)]
+    pub threshold: Option<f64>,
+
+    /// Output format: the table, or the findings as JSON (the table then
+    /// on stderr).
+    #[arg(long, value_enum, default_value_t = CompareFormat::Table)]
+    pub format: CompareFormat,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CompareFormat {
+    Table,
+    Json,
 }
 
 #[derive(Debug, Args)]

@@ -41,6 +41,7 @@
 //! measures the rule's false alarms and power with real runs.
 
 pub mod against;
+pub mod duet;
 pub mod set;
 
 use crate::document::{Document, MechanismResult, Status};

@@ -23,6 +23,7 @@ use bpf_overhead::side_by_side::{self, Matrix};
 use bpf_overhead::{render, Error};
 
 mod cli;
+mod compare;
 
 use cli::{parse_args, Cli, Command, Format, ReportArgs};
 
@@ -74,8 +75,10 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: &Cli) -> Result<ExitCode, Failure> {
-    if let Some(Command::Report(args)) = &cli.command {
-        return report(args);
+    match &cli.command {
+        Some(Command::Report(args)) => return report(args),
+        Some(Command::Compare(args)) => return compare::compare(args),
+        None => {}
     }
     // Bad input first, before anything needs root or takes time.
     if let Some(cpu) = cli.cpu {

@@ -5,7 +5,10 @@
 //! [`Document::to_json`]. [`report`] renders several documents side by
 //! side, as a table and an SVG chart. All tested on fixed values.
 
+pub mod pairs;
 pub mod report;
+
+pub use pairs::{against_report, duet_report};
 
 use std::fmt::Write as _;
 
@@ -523,78 +526,6 @@ fn conclusion(who: &str, report: &Findings, advice: &str) -> String {
              change of the threshold)\n"
         )
     }
-}
-
-/// An in-run comparison (`--against`) side by side, as `veristat -C`
-/// puts two builds: per mechanism A's and B's overhead over base, the
-/// difference of the pairs, what they could see, and the verdict.
-pub fn against_report(doc: &Document, report: &Findings, variant: &str) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "against: B ({variant}) against A (this run's settings), in the same rounds: a \
-         regression is B's overhead over base higher than A's by more than {} and beyond the \
-         noise of the rounds' pairs (signed-rank p <= 0.05); unchanged, when the difference's \
-         90% interval lies within the threshold; else UNSURE",
-        report.threshold.describe()
-    );
-    let mut rows = vec![[
-        "mechanism",
-        "A ns",
-        "B ns",
-        "B-A ns",
-        "B-A",
-        "p",
-        "sees",
-        "pairs",
-        "verdict",
-    ]
-    .map(String::from)
-    .to_vec()];
-    let mut notes = Vec::new();
-    for c in &report.comparisons {
-        let a = doc.mechanism(&c.name);
-        let b = a.and_then(|a| a.against.as_deref());
-        let median = |m: Option<&MechanismResult>| {
-            m.and_then(|m| m.overhead_ns.as_ref())
-                .map_or("-".into(), |s| format!("{:+.1}", s.median))
-        };
-        let (Some(diff), Some(change)) = (c.diff_ns, c.change) else {
-            notes.push(format!(
-                "  {:<9} {}  {}",
-                c.verdict.label(),
-                c.name,
-                c.detail
-            ));
-            continue;
-        };
-        rows.push(vec![
-            c.name.clone(),
-            median(a),
-            median(b),
-            format!("{diff:+.1}"),
-            format!("{:+.1}%", change * 100.0),
-            c.p_value.map_or("-".into(), |p| format!("{p:.3}")),
-            c.detectable
-                .map_or("-".into(), |d| format!("±{:.1}%", d * 100.0)),
-            a.and_then(|a| a.pairs_ns.as_ref())
-                .map_or("-".into(), |p| p.samples.len().to_string()),
-            c.verdict.label().into(),
-        ]);
-    }
-    for line in aligned(&rows) {
-        let _ = writeln!(out, "{line}");
-    }
-    for note in notes {
-        let _ = writeln!(out, "{note}");
-    }
-    out.push_str(&conclusion(
-        "against",
-        report,
-        "rerun on a quieter machine or with a longer --budget, or measure the kernel-loop \
-         trigger (-m raw_tp-loop,tp-loop,...), whose overheads stand out of the noise",
-    ));
-    out
 }
 
 /// `--list`: every mechanism, whether this kernel runs it, its hook and

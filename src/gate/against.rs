@@ -18,7 +18,7 @@
 
 use crate::document::{Document, MechanismResult, Status};
 use crate::gate::{Comparison, Findings, Judgement, Threshold, Verdict, ALPHA, FLOOR_OF_BASE};
-use crate::paired::paired;
+use crate::paired::{paired, Paired};
 
 /// What B must cost more than A, as a share of A's own cost, to be a
 /// regression, on every trigger.
@@ -31,9 +31,16 @@ pub const IN_RUN_THRESHOLD: f64 = crate::pipeline::Precision::IN_RUN.other;
 /// within ± `threshold`, else **inconclusive**. `None` without pairs.
 pub fn judge(pairs: &[f64], reference_ns: f64, threshold: f64) -> Option<Judgement> {
     let p = paired(pairs)?;
+    Some(rule(&p, p.p_value, reference_ns, threshold))
+}
+
+/// [`judge`]'s rule on pairs already summed up, with the p-value to test
+/// given: the signed-rank test's own, or that p corrected for the other
+/// mechanisms compared at the same time ([`holm`]).
+pub fn rule(p: &Paired, p_value: f64, reference_ns: f64, threshold: f64) -> Judgement {
     let reference = reference_ns.abs().max(f64::MIN_POSITIVE);
     let change = p.estimate / reference;
-    let significant = p.p_value <= ALPHA;
+    let significant = p_value <= ALPHA;
     let verdict = if change > threshold && significant {
         Verdict::Regressed
     } else if change < -threshold && significant {
@@ -43,26 +50,82 @@ pub fn judge(pairs: &[f64], reference_ns: f64, threshold: f64) -> Option<Judgeme
     } else {
         Verdict::Inconclusive
     };
-    Some(Judgement {
+    Judgement {
         verdict,
         change,
         diff_ns: p.estimate,
-        p_value: p.p_value,
+        p_value,
         detectable: p.detectable / reference,
-    })
+    }
+}
+
+/// Holm's step-down correction of `p` (one p-value per mechanism judged
+/// at the same time): each p-value adjusted, in the same order, so that
+/// testing every one at [`ALPHA`] keeps the chance of any false alarm
+/// among them at most [`ALPHA`]. The i-th smallest of m is multiplied by
+/// m - i + 1 (from i = 1), made no smaller than the one before it, and
+/// capped at 1.
+pub fn holm(p: &[f64]) -> Vec<f64> {
+    let m = p.len();
+    let mut order: Vec<usize> = (0..m).collect();
+    order.sort_by(|&a, &b| p[a].total_cmp(&p[b]));
+    let mut adjusted = vec![1.0; m];
+    let mut running: f64 = 0.0;
+    for (i, &at) in order.iter().enumerate() {
+        running = running.max(((m - i) as f64 * p[at]).min(1.0));
+        adjusted[at] = running;
+    }
+    adjusted
+}
+
+/// How the p-values of one comparison's mechanisms are read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Correction {
+    /// Each at [`ALPHA`] alone: in-run variants, as the cross-run gate.
+    None,
+    /// Holm's ([`holm`]) over every mechanism judged.
+    Holm,
 }
 
 /// Judges every mechanism's B side against its A side in `doc`, a run
 /// made with `--against`.
 pub fn compare(doc: &Document, threshold: f64) -> Findings {
-    let comparisons = doc
+    compare_with(doc, Threshold::Fixed(threshold), Correction::None)
+}
+
+/// [`compare`] with a threshold by trigger and a correction for judging
+/// many mechanisms at once (kernels side by side: `bpf-overhead compare`).
+pub fn compare_with(doc: &Document, threshold: Threshold, correction: Correction) -> Findings {
+    let sides: Vec<(&MechanismResult, &MechanismResult)> = doc
         .mechanisms
         .iter()
         .filter(|m| !m.is_base() && m.is_ok())
-        .filter_map(|a| Some(compared(doc, a, a.against.as_deref()?, threshold)))
+        .filter_map(|a| Some((a, a.against.as_deref()?)))
+        .collect();
+    // The pairs of every mechanism with two measured sides, and their p.
+    let summed: Vec<Option<Paired>> = sides
+        .iter()
+        .map(|(a, b)| match (b.status, &a.pairs_ns) {
+            (Status::Ok, Some(pairs)) => paired(&pairs.samples),
+            _ => None,
+        })
+        .collect();
+    let raw: Vec<f64> = summed.iter().flatten().map(|p| p.p_value).collect();
+    let mut tested = match correction {
+        Correction::None => raw.clone(),
+        Correction::Holm => holm(&raw),
+    }
+    .into_iter();
+    let comparisons = sides
+        .iter()
+        .zip(&summed)
+        .map(|((a, b), p)| {
+            let p = p.as_ref().map(|p| (p, tested.next().unwrap_or(1.0)));
+            compared(doc, a, b, threshold.of(&a.trigger), p)
+        })
         .collect();
     Findings {
-        threshold: Threshold::Fixed(threshold),
+        threshold,
         warnings: Vec::new(),
         comparisons,
     }
@@ -73,6 +136,7 @@ fn compared(
     a: &MechanismResult,
     b: &MechanismResult,
     threshold: f64,
+    p: Option<(&Paired, f64)>,
 ) -> Comparison {
     let plain = |verdict, detail: String| Comparison::plain(&a.name, verdict, detail);
     let why = || b.reason.as_deref().unwrap_or("no reason given").to_string();
@@ -94,9 +158,10 @@ fn compared(
         .and_then(|m| m.ns_per_event)
         .unwrap_or(0.0);
     let reference = oa.median.abs().max(FLOOR_OF_BASE * base_ns);
-    let Some(j) = judge(&pairs.samples, reference, threshold) else {
+    let Some((summed, p_value)) = p else {
         return plain(Verdict::Inconclusive, "no pairs to judge".into());
     };
+    let j = rule(summed, p_value, reference, threshold);
     let sees = Comparison::sees(&j, "pair");
     Comparison::judged(
         &a.name,
@@ -152,5 +217,16 @@ mod tests {
                 .verdict,
             Verdict::Inconclusive
         );
+    }
+
+    #[test]
+    fn holm_multiplies_the_smallest_p_by_the_count_and_keeps_the_order() {
+        let adjusted = holm(&[0.04, 0.01, 0.03, 0.5]);
+        let want = [0.09, 0.04, 0.09, 0.5];
+        for (a, w) in adjusted.iter().zip(want) {
+            assert!((a - w).abs() < 1e-12, "{adjusted:?}");
+        }
+        assert_eq!(holm(&[0.6, 0.9]), [1.0, 1.0]);
+        assert!(holm(&[]).is_empty());
     }
 }

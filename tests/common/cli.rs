@@ -32,7 +32,8 @@ pub fn command(args: &[&str]) -> Command {
     cmd.args(args).env_remove(EMULATED_ENV);
     // Exactly --repeat rounds, unless a test asks for a budget: these
     // tests check the command's behaviour, not how sure its figures are.
-    if args.first() != Some(&"report") && !args.iter().any(|a| a.starts_with("--budget")) {
+    let subcommand = matches!(args.first(), Some(&"report" | &"compare"));
+    if !subcommand && !args.iter().any(|a| a.starts_with("--budget")) {
         cmd.args(["--budget", "0"]);
     }
     cmd

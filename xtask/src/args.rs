@@ -77,6 +77,16 @@ fetching the kernel (apt, download, unpack and check), building, booting, in the
 all (fetch excluded), each guest step's exit status and seconds, the exit status and why.
 `cargo xtask ci` reads it.
 
+Kernel against kernel (--against KERNEL_B): both kernels booted at once, each VM pinned
+to its own host CPU (swapped every session), KERNEL with `nokaslr`, each running the
+bpf-overhead command alone with the same fixed plan (--budget 0; under TCG --iterations
+1000 --repeat 8, else --iterations 100000 --repeat 10; --bench-arg adds to it), started
+together once both guests are up. Then the host's `bpf-overhead compare` pairs round r of
+B with round r of A in each session and judges B against A per mechanism (Holm-corrected):
+exit 0 ok, 1 B regressed, 3 inconclusive. Output: DIR (default
+<target dir>/vmtest/against/<release>--<release B>) holds each session's a/ and b/
+(result.json, vmtest.json), compare.txt, compare.json and the duet's vmtest.json.
+
 The last line is e.g. `vmtest: kernel 6.1.0-57-amd64 boot 3.1s total 30.2s exit 0`.
 Exit status: the guest command's; 2 for bad input or setup errors (unknown kernel,
 damaged image, missing host tools, build failure); 1 when the guest panicked (oops=panic),
@@ -111,6 +121,10 @@ Steps (--skip NAME leaves one out):
                test binaries per architecture (arm64: scripts/cross-build-arm64); the
                runner's output goes to DIR/NAME/vmtest.log too, each line prefixed
                with [NAME]
+  duet         when 6.1 and 6.12 (x86_64) are among the kernels: `cargo xtask vmtest 6.1
+               --against 6.12 --sessions 2 -m fentry-loop,raw_tp` into DIR/duet, both VMs
+               at once; passes on any verdict (under TCG no performance figure) once
+               both guests measured and the host compared them
   report       DIR/report.txt and DIR/report.svg: `bpf-overhead report` over every
                DIR/KERNEL/result.json
 
@@ -230,6 +244,17 @@ struct VmtestCli {
     /// under qemu-system-aarch64, TCG; the tests cross-built)
     #[arg(long, value_name = "ARCH", default_value = "x86_64", value_parser = arch)]
     arch: Arch,
+    /// Judge KERNEL_B against KERNEL, measured at the same time on this machine: a duet
+    /// of two VMs, each on its own host CPU, running the bpf-overhead command's same
+    /// fixed plan (no test suite), --sessions times (see "Kernel against kernel" below)
+    #[arg(long, value_name = "KERNEL_B", conflicts_with_all = ["cmd", "exec"])]
+    against: Option<String>,
+    /// With --against: modules for a KERNEL_B given as a path (--modules is KERNEL's)
+    #[arg(long = "against-modules", value_name = "DIR", requires = "against")]
+    against_modules: Option<String>,
+    /// With --against: duets to boot, the host CPUs swapped between the sides each time
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = positive, requires = "against")]
+    sessions: u32,
 }
 
 /// `cargo xtask ci`'s options.
@@ -331,6 +356,10 @@ pub struct Args {
     pub bench: bool,
     /// Run every test binary, not only [`crate::guest_build::GUEST_TESTS`].
     pub all_tests: bool,
+    /// `--against KERNEL_B`: a duet of KERNEL and KERNEL_B, `sessions` times.
+    pub against: Option<String>,
+    pub against_modules: Option<String>,
+    pub sessions: u32,
 }
 
 /// What the command line asks for.
@@ -338,7 +367,7 @@ pub struct Args {
 pub enum Parsed {
     /// --help (of xtask or a task): print it, exit 0.
     Help(String),
-    Vmtest(Args),
+    Vmtest(Box<Args>),
     Ci(CiArgs),
 }
 
@@ -366,7 +395,7 @@ pub fn parse(argv: &[String], env_accel: Option<&str>) -> Result<Parsed> {
                 .iter()
                 .take_while(|a| *a != "--exec" && !a.starts_with("--exec="))
                 .any(|a| a == "--");
-            vmtest_args(v, dashdash, env_accel).map(Parsed::Vmtest)
+            vmtest_args(v, dashdash, env_accel).map(|a| Parsed::Vmtest(Box::new(a)))
         }
         Task::Ci(c) => Ok(Parsed::Ci(c)),
     }
@@ -421,6 +450,9 @@ fn vmtest_args(v: Box<VmtestCli>, dashdash: bool, env_accel: Option<&str>) -> Re
         out: v.out,
         bench: !v.no_bench,
         all_tests: v.all_tests,
+        against: v.against,
+        against_modules: v.against_modules,
+        sessions: v.sessions,
     })
 }
 
@@ -537,7 +569,7 @@ mod tests {
         let mut argv = vec!["vmtest"];
         argv.extend_from_slice(s);
         Ok(match parse_task(&argv)? {
-            Parsed::Vmtest(a) => Some(a),
+            Parsed::Vmtest(a) => Some(*a),
             Parsed::Help(_) => None,
             Parsed::Ci(_) => unreachable!(),
         })
@@ -587,6 +619,30 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(a.bench_args, ["--baseline", "/b.json"]);
+    }
+
+    #[test]
+    fn against_names_kernel_b_and_its_sessions() {
+        let a = p(&["6.1", "--against", "6.12"]).unwrap().unwrap();
+        assert_eq!(
+            (a.kernel.as_str(), a.against.as_deref()),
+            ("6.1", Some("6.12"))
+        );
+        assert_eq!(a.sessions, 3);
+        let a = p(&[
+            "6.1",
+            "--against",
+            "b/bzImage",
+            "--against-modules",
+            "m",
+            "--sessions",
+            "5",
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!((a.against_modules.as_deref(), a.sessions), (Some("m"), 5));
+        assert!(e(&["6.1", "--sessions", "2"]).contains("--against"));
+        assert!(e(&["6.1", "--against", "6.12", "--cmd", "true"]).contains("do not go together"));
     }
 
     #[test]

@@ -298,7 +298,73 @@ fn vm_steps(c: &CiArgs, kernels: &[CiKernel]) -> Result<Vec<Done>> {
         ok,
         secs: vms_secs,
     });
+    let x86 = |k: &str| {
+        kernels
+            .iter()
+            .any(|c| c.kernel == k && c.arch == Arch::X86_64)
+    };
+    if x86(DUET.0) && x86(DUET.1) {
+        done.push(duet(out)?);
+    }
     Ok(done)
+}
+
+/// The duet smoke test: B against A, both in VMs at once, on one
+/// kernel-loop and one comm-trigger mechanism that both kernels have, two
+/// sessions (the host CPUs swapped once).
+const DUET: (&str, &str) = ("6.1", "6.12");
+
+/// `vmtest A --against B` on [`DUET`] into DIR/duet. Under TCG its verdict
+/// is no performance figure: what it proves is that both guests measure
+/// together and the host judges every session, so it passes on any
+/// verdict (exit 0, 1 or 3) with a comparison in its vmtest.json.
+fn duet(out: &Path) -> Result<Done> {
+    let t = Instant::now();
+    let exe = env::current_exe().context("finding xtask's own executable")?;
+    let dir = out.join("duet");
+    fs::create_dir_all(&dir)?;
+    let log = Mutex::new(File::create(dir.join("vmtest.log"))?);
+    let mut child = Command::new(exe)
+        .args(["vmtest", DUET.0, "--against", DUET.1, "--sessions", "2"])
+        .args(["--bench-arg=-m", "--bench-arg=fentry-loop,raw_tp"])
+        .arg("--out")
+        .arg(&dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("starting vmtest --against")?;
+    let (o, e) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    let stdout = Mutex::new(());
+    thread::scope(|s| {
+        s.spawn(|| relay(o, "[duet] ", &log, &stdout));
+        s.spawn(|| relay(e, "[duet] ", &log, &stdout));
+    });
+    let rc = exit_code(child.wait()?);
+    let compared = fs::read_to_string(dir.join("vmtest.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .is_some_and(|v| {
+            v["compare"]["comparisons"]
+                .as_array()
+                .is_some_and(|c| !c.is_empty())
+        });
+    let ok = matches!(rc, 0 | 1 | 3) && compared;
+    say(&format!(
+        "duet: {} against {}: exit {rc}{}",
+        DUET.1,
+        DUET.0,
+        if ok {
+            ""
+        } else {
+            ", no comparison in its vmtest.json"
+        }
+    ));
+    Ok(Done {
+        name: "duet".into(),
+        ok,
+        secs: t.elapsed().as_secs_f64(),
+    })
 }
 
 /// Each kernel's `vmtest --out DIR/KERNEL`, `jobs` at a time; every kernel

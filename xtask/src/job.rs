@@ -180,7 +180,7 @@ mod tests {
             .map(String::from)
             .collect();
         match crate::args::parse(&argv, None).unwrap() {
-            crate::args::Parsed::Vmtest(a) => a,
+            crate::args::Parsed::Vmtest(a) => *a,
             other => panic!("{other:?}"),
         }
     }

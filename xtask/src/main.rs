@@ -11,11 +11,13 @@
 //! 2. the parts: the command line ([`args`]), kernels and their images, the
 //!    initramfs, the guest's build and job, qemu, the output directory, the
 //!    summary, the table of a CI run; they import each other without a cycle;
-//! 3. one module per task, [`vmtest`] and [`ci`]: no part imports a task and
-//!    no task another, so what two tasks share is a part.
+//! 3. one module per task, [`vmtest`] (and [`duet`], vmtest with `--against`)
+//!    and [`ci`]: no part imports a task and no task another, so what two
+//!    tasks share is a part.
 
 // The tasks.
 mod ci;
+mod duet;
 mod vmtest;
 
 // The parts.
@@ -53,6 +55,10 @@ use args::Parsed;
 
 /// The tasks, each its module's name.
 const TASKS: &[&str] = &["vmtest", "ci"];
+/// The modules of the tasks: each task's, and `duet`, vmtest's with
+/// `--against`.
+#[cfg(test)]
+const TASK_MODULES: &[&str] = &["vmtest", "duet", "ci"];
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
@@ -62,7 +68,8 @@ fn main() -> ExitCode {
             print!("{h}");
             0
         }
-        Ok(Parsed::Vmtest(a)) => vmtest::main(a),
+        Ok(Parsed::Vmtest(a)) if a.against.is_some() => duet::main(*a),
+        Ok(Parsed::Vmtest(a)) => vmtest::main(*a),
         Ok(Parsed::Ci(c)) => ci::main(c),
         Err(e) => {
             let task = argv
@@ -82,7 +89,7 @@ mod tests {
     use std::collections::BTreeMap;
     use std::path::Path;
 
-    use super::TASKS;
+    use super::TASK_MODULES;
 
     /// Each module of xtask/src (main.rs aside) and the modules its code
     /// uses (`crate::name`, `use crate::{a, b::c}`, an exported macro by its
@@ -185,7 +192,7 @@ mod tests {
     #[test]
     fn no_module_imports_a_task() {
         let uses = imports();
-        for task in TASKS {
+        for task in TASK_MODULES {
             assert!(uses.contains_key(*task), "no module {task}");
             for (m, used) in &uses {
                 assert!(!used.contains(&task.to_string()), "{m} imports {task}");

@@ -15,7 +15,7 @@ use tempfile::TempDir;
 use crate::util::is_root;
 
 /// Prefix of the staging directories in DIR.
-const STAGING: &str = ".vmtest-run.";
+pub const STAGING: &str = ".vmtest-run.";
 /// The lock file in DIR.
 const LOCK: &str = ".vmtest.lock";
 

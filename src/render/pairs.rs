@@ -1,0 +1,115 @@
+//! The paired comparisons side by side, as `veristat -C` puts two
+//! builds: B against A inside one run (`--against`), and two runs made at
+//! the same time (`bpf-overhead compare`, kernels in a duet).
+
+use std::fmt::Write as _;
+
+use super::{aligned, conclusion};
+use crate::document::{Document, MechanismResult};
+use crate::gate::Findings;
+
+/// An in-run comparison (`--against`) side by side, as `veristat -C`
+/// puts two builds: per mechanism A's and B's overhead over base, the
+/// difference of the pairs, what they could see, and the verdict.
+pub fn against_report(doc: &Document, report: &Findings, variant: &str) -> String {
+    let head = format!(
+        "against: B ({variant}) against A (this run's settings), in the same rounds: a \
+         regression is B's overhead over base higher than A's by more than {} and beyond the \
+         noise of the rounds' pairs (signed-rank p <= 0.05); unchanged, when the difference's \
+         90% interval lies within the threshold; else UNSURE",
+        report.threshold.describe()
+    );
+    paired_report(
+        doc,
+        report,
+        &head,
+        "against",
+        "rerun on a quieter machine or with a longer --budget, or measure the kernel-loop \
+         trigger (-m raw_tp-loop,tp-loop,...), whose overheads stand out of the noise",
+    )
+}
+
+/// Two runs made at the same time (`bpf-overhead compare`, a duet of two
+/// kernels), shaped as an in-run comparison by
+/// [`crate::gate::duet::pair_sessions`]: the same table as
+/// [`against_report`], with `a` and `b` naming the sides.
+pub fn duet_report(doc: &Document, report: &Findings, a: &str, b: &str) -> String {
+    let mut head = format!(
+        "compare: B ({b}) against A ({a}), measured at the same time, round by round: a \
+         regression is B's overhead over base higher than A's by more than {} and beyond the \
+         noise of the rounds' pairs (signed-rank p <= 0.05, Holm-corrected over the {} \
+         mechanisms); unchanged, when the difference's 90% interval lies within the threshold; \
+         else UNSURE",
+        report.threshold.describe(),
+        report.comparisons.len()
+    );
+    for w in &report.warnings {
+        let _ = write!(head, "\ncompare: warning: {w}");
+    }
+    paired_report(
+        doc,
+        report,
+        &head,
+        "compare",
+        "more sessions or rounds, or the kernel-loop trigger (-m raw_tp-loop,tp-loop,...), \
+         whose overheads stand out of the noise",
+    )
+}
+
+/// A paired comparison's table under `head`, and its conclusion.
+fn paired_report(doc: &Document, report: &Findings, head: &str, who: &str, advice: &str) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{head}");
+    let mut rows = vec![[
+        "mechanism",
+        "A ns",
+        "B ns",
+        "B-A ns",
+        "B-A",
+        "p",
+        "sees",
+        "pairs",
+        "verdict",
+    ]
+    .map(String::from)
+    .to_vec()];
+    let mut notes = Vec::new();
+    for c in &report.comparisons {
+        let a = doc.mechanism(&c.name);
+        let b = a.and_then(|a| a.against.as_deref());
+        let median = |m: Option<&MechanismResult>| {
+            m.and_then(|m| m.overhead_ns.as_ref())
+                .map_or("-".into(), |s| format!("{:+.1}", s.median))
+        };
+        let (Some(diff), Some(change)) = (c.diff_ns, c.change) else {
+            notes.push(format!(
+                "  {:<9} {}  {}",
+                c.verdict.label(),
+                c.name,
+                c.detail
+            ));
+            continue;
+        };
+        rows.push(vec![
+            c.name.clone(),
+            median(a),
+            median(b),
+            format!("{diff:+.1}"),
+            format!("{:+.1}%", change * 100.0),
+            c.p_value.map_or("-".into(), |p| format!("{p:.3}")),
+            c.detectable
+                .map_or("-".into(), |d| format!("±{:.1}%", d * 100.0)),
+            a.and_then(|a| a.pairs_ns.as_ref())
+                .map_or("-".into(), |p| p.samples.len().to_string()),
+            c.verdict.label().into(),
+        ]);
+    }
+    for line in aligned(&rows) {
+        let _ = writeln!(out, "{line}");
+    }
+    for note in notes {
+        let _ = writeln!(out, "{note}");
+    }
+    out.push_str(&conclusion(who, report, advice));
+    out
+}
