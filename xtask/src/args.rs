@@ -148,6 +148,39 @@ enum Task {
     /// CI: lint, host tests, every CI kernel in a VM, the report
     #[command(long_about = CI_ABOUT, after_help = CI_AFTER)]
     Ci(CiArgs),
+    /// kselftest's install layout and tarball of a bpf_overhead collection, its
+    /// programs static, for kernel CI (docs/kernel-ci.md)
+    #[command(after_help = KSELFTEST_AFTER)]
+    Kselftest(KselftestArgs),
+}
+
+const KSELFTEST_AFTER: &str = "\
+DIR gets what `make -C tools/testing/selftests install` writes: run_kselftest.sh and
+kselftest/ (the kernel's own files, as its Makefile's install recipe copies them, from
+the newest Debian linux-source-X.Y or --source, fetched by scripts/lib/linux-source.sh),
+kselftest-list.txt, and bpf_overhead/: the tests (kselftest/bpf_overhead's TEST_PROGS),
+settings, config, the declared absences (ci/absent) and the programs, statically linked
+(`cargo test --release --no-run --features static` with crt-static, in
+target/kselftest[-arm64]); then gen_tar's tarball, DIR/kselftest-packages/kselftest.tar.gz.
+Run it with DIR/run_kselftest.sh -c bpf_overhead (as root).";
+
+/// `cargo xtask kselftest`'s options.
+#[derive(clap::Args, Debug, Clone)]
+pub struct KselftestArgs {
+    /// Where the layout goes (emptied first if it holds an earlier layout)
+    #[arg(long, value_name = "DIR", value_parser = directory)]
+    pub out: String,
+    /// The programs' architecture: x86_64 (default) or arm64 (cross-built)
+    #[arg(long, value_name = "ARCH", default_value = "x86_64", value_parser = arch)]
+    pub arch: Arch,
+    /// The kernel's runner files from this Debian package (default: the newest
+    /// linux-source-X.Y)
+    #[arg(long, value_name = "linux-source-X.Y")]
+    pub source: Option<String>,
+    /// Only the collection's built files (its programs and absent/) into DIR, as
+    /// the in-tree Makefile wants them
+    #[arg(long = "programs-only")]
+    pub programs_only: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -250,8 +283,8 @@ pub struct CiArgs {
     /// default: ci/kernels), e.g. --kernel "6.1,6.12 --arch arm64"
     #[arg(long = "kernel", value_name = "KERNEL", value_delimiter = ',')]
     pub kernels: Vec<String>,
-    /// Leave out a step: fmt, clippy, xtask-tests, actionlint, host-tests, check-ktap
-    /// (repeatable or comma-separated)
+    /// Leave out a step: fmt, clippy, xtask-tests, actionlint, host-tests, check-ktap,
+    /// check-kselftest (repeatable or comma-separated)
     #[arg(long, value_name = "STEP", value_delimiter = ',', value_parser = step_name)]
     pub skip: Vec<String>,
     /// Only the host steps: no kernel, no report
@@ -280,6 +313,7 @@ pub const CI_STEPS: &[&str] = &[
     "actionlint",
     "host-tests",
     "check-ktap",
+    "check-kselftest",
 ];
 
 #[derive(Debug, PartialEq, Eq, Clone, Copy)]
@@ -340,6 +374,7 @@ pub enum Parsed {
     Help(String),
     Vmtest(Args),
     Ci(CiArgs),
+    Kselftest(KselftestArgs),
 }
 
 /// Parses xtask's arguments (without the program name). `env_accel`:
@@ -347,8 +382,8 @@ pub enum Parsed {
 pub fn parse(argv: &[String], env_accel: Option<&str>) -> Result<Parsed> {
     if let Some(t) = argv.first().filter(|t| !t.starts_with('-')) {
         ensure!(
-            t == "vmtest" || t == "ci",
-            "unknown task '{t}'; tasks: vmtest, ci (cargo xtask --help)"
+            ["vmtest", "ci", "kselftest"].contains(&t.as_str()),
+            "unknown task '{t}'; tasks: vmtest, ci, kselftest (cargo xtask --help)"
         );
     }
     let cli = match Cli::try_parse_from(std::iter::once("xtask").chain(argv.iter().map(|s| &**s))) {
@@ -369,6 +404,7 @@ pub fn parse(argv: &[String], env_accel: Option<&str>) -> Result<Parsed> {
             vmtest_args(v, dashdash, env_accel).map(Parsed::Vmtest)
         }
         Task::Ci(c) => Ok(Parsed::Ci(c)),
+        Task::Kselftest(k) => Ok(Parsed::Kselftest(k)),
     }
 }
 
@@ -496,7 +532,7 @@ fn one_line(e: &clap::Error) -> String {
         }
         ErrorKind::UnknownArgument => format!("unexpected argument '{arg}' (see --help)"),
         ErrorKind::MissingSubcommand | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-            "no task given; tasks: vmtest, ci (cargo xtask --help)".into()
+            "no task given; tasks: vmtest, ci, kselftest (cargo xtask --help)".into()
         }
         ErrorKind::MissingRequiredArgument => format!("{opt} is needed too (see --help)"),
         ErrorKind::ArgumentConflict => {
@@ -539,7 +575,7 @@ mod tests {
         Ok(match parse_task(&argv)? {
             Parsed::Vmtest(a) => Some(a),
             Parsed::Help(_) => None,
-            Parsed::Ci(_) => unreachable!(),
+            Parsed::Ci(_) | Parsed::Kselftest(_) => unreachable!(),
         })
     }
 

@@ -57,10 +57,14 @@ pub fn parse_tap_summary(text: &str) -> Ktap {
 }
 
 /// The suite's KTAP in DIR, read by TAP::Parser, the parser behind prove,
-/// which scripts/check-ktap checks against the kernel's own kunit_parser.
+/// which scripts/check-ktap checks against the kernel's own kunit_parser;
+/// for a kselftest kernel, run_kselftest.sh's output (kselftest.ktap).
 fn ktap(dir: &Path) -> Result<Ktap> {
-    let file = dir.join("suite.ktap");
-    ensure!(file.is_file(), "no suite.ktap");
+    let file = ["suite.ktap", "kselftest.ktap"]
+        .map(|f| dir.join(f))
+        .into_iter()
+        .find(|f| f.is_file())
+        .context("no suite.ktap or kselftest.ktap")?;
     let out = Command::new("perl")
         .arg(repo_root().join("scripts/check-ktap.d/tap_summary.pl"))
         .arg(&file)
