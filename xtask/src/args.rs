@@ -105,12 +105,21 @@ Steps (--skip NAME leaves one out):
                what is checked and why the actionlint wheel is kjanat's fork)
   host-tests   cargo sudo-test -- --nocapture (the README's test command)
   check-ktap   scripts/check-ktap, as root (sudo when not root)
+  check-kselftest  scripts/check-kselftest: the kselftest drop-in installed from
+               linux-source's tree with the kernel's Makefile, against `cargo xtask
+               kselftest`'s layout
   kernels      each kernel of ci/kernels (`KERNEL [--arch ARCH]` a line; named KERNEL,
                or KERNEL-ARCH for arm64): `cargo xtask vmtest --arch ARCH KERNEL --out
                DIR/NAME`, --jobs at a time (default 2), after one build of the guest's
                test binaries per architecture (arm64: scripts/cross-build-arm64); the
                runner's output goes to DIR/NAME/vmtest.log too, each line prefixed
                with [NAME]
+               A `KERNEL [--arch ARCH] --kselftest` line (NAME-kselftest) runs the kselftest
+               collection instead: `cargo xtask kselftest --arch ARCH --out
+               DIR/kselftest-ARCH` once per architecture, then in the guest
+               scripts/kselftest-guest (run_kselftest.sh -c bpf_overhead in a busybox-only
+               root; DIR/NAME/kselftest.ktap), then kselftest-parse: scripts/check-kselftest
+               --no-install over those outputs
   report       DIR/report.txt and DIR/report.svg: `bpf-overhead report` over every
                DIR/KERNEL/result.json
 
