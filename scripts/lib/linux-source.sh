@@ -1,8 +1,11 @@
 # shellcheck shell=bash
 # Upstream's selftests sources, from a Debian linux-source-X.Y package,
-# for scripts/upstream-parity and scripts/test-overhead-parity. Sourced;
-# the caller defines say() and die(), and may call lock/unlock around
-# CPU-heavy steps (PARITY_LOCK).
+# for scripts/upstream-parity and scripts/test-overhead-parity, and
+# kselftest's own files for `cargo xtask kselftest` and
+# scripts/check-kselftest (kselftest_sources). Sourced; the caller defines
+# say() and die(), and may call lock/unlock around CPU-heavy steps
+# (PARITY_LOCK). Run as `scripts/lib/linux-source.sh --kselftest`, it
+# fetches kselftest's files and prints the tree's directory.
 #
 # The package is fetched with apt-get download through a private apt
 # configuration (sources list, lists and caches under
@@ -110,11 +113,14 @@ pick_source() {
 }
 
 # Unpacks ls_members of $pkg=$version into the cache unless they are
-# there (its .complete lists them); sets src.
+# there (its .complete lists them); sets src. ls_tag names another set of
+# members (its own directory), ls_tar_opts are tar's options for them.
+ls_tag=
+ls_tar_opts=()
 fetch_sources() {
-	src=$ls_cache/src/${pkg}_$version
+	src=$ls_cache/src/${pkg}_$version${ls_tag:+-$ls_tag}
 	local want
-	want=$(printf '%s\n' "${ls_members[@]}")
+	want=$(printf '%s\n' "${ls_tar_opts[@]}" "${ls_members[@]}")
 	[[ -e $src/.complete && $(cat "$src/.complete") == "$want" ]] && return
 	local debs=$ls_cache/debs
 	rm -rf "$src" "$debs"
@@ -127,7 +133,7 @@ fetch_sources() {
 	dpkg-deb --fsys-tarfile "$debs"/"${pkg}"_*.deb |
 		tar -xO "./usr/src/$pkg.tar.xz" |
 		xz -dc |
-		tar -x -C "$src" --strip-components=1 "${ls_members[@]/#/$pkg/}" ||
+		tar -x -C "$src" --strip-components=1 "${ls_tar_opts[@]}" "${ls_members[@]/#/$pkg/}" ||
 		die "$pkg $version lacks some of: ${ls_members[*]}"
 	unlock
 	rm -rf "$debs"
@@ -166,3 +172,34 @@ bpf_clang() {
 		-Wno-compare-distinct-pointer-types -Wno-initializer-overrides $sys \
 		-O2 --target=bpfel -mcpu=v3 -c "$2" -o "$3"
 }
+
+# kselftest's own files, as `make -C tools/testing/selftests install` needs
+# them: every file at the top of tools/testing/selftests (its Makefile,
+# lib.mk, run_kselftest.sh, gen_kselftest_tar.sh, ...) and in its
+# kselftest/ (runner.sh, prefix.pl, ktap_helpers.sh, ...), the top Makefile,
+# scripts/ and tools/scripts/ build glue, and tools/testing/kunit's parser.
+# No test collection. Sets pkg, version and src.
+kselftest_sources() {
+	apt_setup
+	pick_source "${1:-}"
+	ls_tag=kselftest
+	# Only the members named (a directory's files, not its subdirectories).
+	ls_tar_opts=(--wildcards --no-wildcards-match-slash --no-recursion)
+	ls_members=(Makefile 'scripts/*' 'tools/scripts/*' 'tools/testing/selftests/*'
+		'tools/testing/selftests/kselftest/*' 'tools/testing/kunit/*')
+	fetch_sources
+	[[ -e $src/tools/testing/selftests/run_kselftest.sh && -e $src/tools/testing/selftests/kselftest/runner.sh ]] ||
+		die "$pkg $version has no tools/testing/selftests/run_kselftest.sh"
+}
+
+if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
+	set -euo pipefail
+	say() { echo "linux-source: $*" >&2; }
+	die() {
+		say "error: $*"
+		exit 1
+	}
+	[[ ${1:-} == --kselftest ]] || die "usage: scripts/lib/linux-source.sh --kselftest [linux-source-X.Y]"
+	kselftest_sources "${2:-}"
+	echo "$src"
+fi

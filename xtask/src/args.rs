@@ -115,12 +115,21 @@ Steps (--skip NAME leaves one out):
                what is checked and why the actionlint wheel is kjanat's fork)
   host-tests   cargo sudo-test -- --nocapture (the README's test command)
   check-ktap   scripts/check-ktap, as root (sudo when not root)
+  check-kselftest  scripts/check-kselftest: the kselftest drop-in installed from
+               linux-source's tree with the kernel's Makefile, against `cargo xtask
+               kselftest`'s layout
   kernels      each kernel of ci/kernels (`KERNEL [--arch ARCH]` a line; named KERNEL,
                or KERNEL-ARCH for arm64): `cargo xtask vmtest --arch ARCH KERNEL --out
                DIR/NAME`, --jobs at a time (default 2), after one build of the guest's
                test binaries per architecture (arm64: scripts/cross-build-arm64); the
                runner's output goes to DIR/NAME/vmtest.log too, each line prefixed
                with [NAME]
+               A `KERNEL [--arch ARCH] --kselftest` line (NAME-kselftest) runs the kselftest
+               collection instead: `cargo xtask kselftest --arch ARCH --out
+               DIR/kselftest-ARCH` once per architecture, then in the guest
+               scripts/kselftest-guest (run_kselftest.sh -c bpf_overhead in a busybox-only
+               root; DIR/NAME/kselftest.ktap), then kselftest-parse: scripts/check-kselftest
+               --no-install over those outputs
   duet         when 6.1 and 6.12 (x86_64) are among the kernels: `cargo xtask vmtest 6.1
                --against 6.12 --sessions 2 -m fentry-loop,raw_tp` into DIR/duet, both VMs
                at once; passes on any verdict (under TCG no performance figure) once
@@ -162,6 +171,39 @@ enum Task {
     /// CI: lint, host tests, every CI kernel in a VM, the report
     #[command(long_about = CI_ABOUT, after_help = CI_AFTER)]
     Ci(CiArgs),
+    /// kselftest's install layout and tarball of a bpf_overhead collection, its
+    /// programs static, for kernel CI (docs/kernel-ci.md)
+    #[command(after_help = KSELFTEST_AFTER)]
+    Kselftest(KselftestArgs),
+}
+
+const KSELFTEST_AFTER: &str = "\
+DIR gets what `make -C tools/testing/selftests install` writes: run_kselftest.sh and
+kselftest/ (the kernel's own files, as its Makefile's install recipe copies them, from
+the newest Debian linux-source-X.Y or --source, fetched by scripts/lib/linux-source.sh),
+kselftest-list.txt, and bpf_overhead/: the tests (kselftest/bpf_overhead's TEST_PROGS),
+settings, config, the declared absences (ci/absent) and the programs, statically linked
+(`cargo test --release --no-run --features static` with crt-static, in
+target/kselftest[-arm64]); then gen_tar's tarball, DIR/kselftest-packages/kselftest.tar.gz.
+Run it with DIR/run_kselftest.sh -c bpf_overhead (as root).";
+
+/// `cargo xtask kselftest`'s options.
+#[derive(clap::Args, Debug, Clone)]
+pub struct KselftestArgs {
+    /// Where the layout goes (emptied first if it holds an earlier layout)
+    #[arg(long, value_name = "DIR", value_parser = directory)]
+    pub out: String,
+    /// The programs' architecture: x86_64 (default) or arm64 (cross-built)
+    #[arg(long, value_name = "ARCH", default_value = "x86_64", value_parser = arch)]
+    pub arch: Arch,
+    /// The kernel's runner files from this Debian package (default: the newest
+    /// linux-source-X.Y)
+    #[arg(long, value_name = "linux-source-X.Y")]
+    pub source: Option<String>,
+    /// Only the collection's built files (its programs and absent/) into DIR, as
+    /// the in-tree Makefile wants them
+    #[arg(long = "programs-only")]
+    pub programs_only: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -275,8 +317,8 @@ pub struct CiArgs {
     /// default: ci/kernels), e.g. --kernel "6.1,6.12 --arch arm64"
     #[arg(long = "kernel", value_name = "KERNEL", value_delimiter = ',')]
     pub kernels: Vec<String>,
-    /// Leave out a step: fmt, clippy, xtask-tests, actionlint, host-tests, check-ktap
-    /// (repeatable or comma-separated)
+    /// Leave out a step: fmt, clippy, xtask-tests, actionlint, host-tests, check-ktap,
+    /// check-kselftest (repeatable or comma-separated)
     #[arg(long, value_name = "STEP", value_delimiter = ',', value_parser = step_name)]
     pub skip: Vec<String>,
     /// Only the host steps: no kernel, no report
@@ -305,6 +347,7 @@ pub const CI_STEPS: &[&str] = &[
     "actionlint",
     "host-tests",
     "check-ktap",
+    "check-kselftest",
 ];
 
 #[derive(Debug, PartialEq, Eq, Clone, Copy)]
@@ -369,6 +412,7 @@ pub enum Parsed {
     Help(String),
     Vmtest(Box<Args>),
     Ci(CiArgs),
+    Kselftest(KselftestArgs),
 }
 
 /// Parses xtask's arguments (without the program name). `env_accel`:
@@ -376,8 +420,8 @@ pub enum Parsed {
 pub fn parse(argv: &[String], env_accel: Option<&str>) -> Result<Parsed> {
     if let Some(t) = argv.first().filter(|t| !t.starts_with('-')) {
         ensure!(
-            t == "vmtest" || t == "ci",
-            "unknown task '{t}'; tasks: vmtest, ci (cargo xtask --help)"
+            ["vmtest", "ci", "kselftest"].contains(&t.as_str()),
+            "unknown task '{t}'; tasks: vmtest, ci, kselftest (cargo xtask --help)"
         );
     }
     let cli = match Cli::try_parse_from(std::iter::once("xtask").chain(argv.iter().map(|s| &**s))) {
@@ -398,6 +442,7 @@ pub fn parse(argv: &[String], env_accel: Option<&str>) -> Result<Parsed> {
             vmtest_args(v, dashdash, env_accel).map(|a| Parsed::Vmtest(Box::new(a)))
         }
         Task::Ci(c) => Ok(Parsed::Ci(c)),
+        Task::Kselftest(k) => Ok(Parsed::Kselftest(k)),
     }
 }
 
@@ -528,7 +573,7 @@ fn one_line(e: &clap::Error) -> String {
         }
         ErrorKind::UnknownArgument => format!("unexpected argument '{arg}' (see --help)"),
         ErrorKind::MissingSubcommand | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-            "no task given; tasks: vmtest, ci (cargo xtask --help)".into()
+            "no task given; tasks: vmtest, ci, kselftest (cargo xtask --help)".into()
         }
         ErrorKind::MissingRequiredArgument => format!("{opt} is needed too (see --help)"),
         ErrorKind::ArgumentConflict => {
@@ -571,7 +616,7 @@ mod tests {
         Ok(match parse_task(&argv)? {
             Parsed::Vmtest(a) => Some(*a),
             Parsed::Help(_) => None,
-            Parsed::Ci(_) => unreachable!(),
+            Parsed::Ci(_) | Parsed::Kselftest(_) => unreachable!(),
         })
     }
 

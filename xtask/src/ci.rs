@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use std::env;
 use std::fs::{self, File};
 use std::io::{BufRead, BufReader, Read, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::Mutex;
 use std::thread;
@@ -19,7 +19,7 @@ use crate::args::{CiArgs, CI_STEPS};
 use crate::collect::{collect, kernel_dir, KernelRun};
 use crate::guest_build::build_command;
 use crate::lint;
-use crate::util::{cargo, is_root, one_line, repo_root, shown};
+use crate::util::{cargo, is_root, one_line, repo_root, sh_quote, shown};
 
 /// The CI kernels, one a line: both `cargo xtask ci` and the GitHub workflow
 /// (through `cargo xtask ci --matrix`) read it.
@@ -112,30 +112,53 @@ fn say(s: &str) {
 pub struct CiKernel {
     pub kernel: String,
     pub arch: Arch,
+    /// `--kselftest`: the guest runs the kselftest collection from its
+    /// tarball (`cargo xtask kselftest`) through run_kselftest.sh, in a
+    /// busybox-only root (scripts/kselftest-guest), instead of the suite.
+    pub kselftest: bool,
 }
 
 impl CiKernel {
-    /// `KERNEL` or `KERNEL --arch ARCH`.
+    /// `KERNEL [--arch ARCH] [--kselftest]`.
     pub fn from_line(line: &str) -> Result<CiKernel> {
+        let usage = || format!("one KERNEL [--arch ARCH] [--kselftest] a line, not '{line}'");
         let words: Vec<&str> = line.split_whitespace().collect();
-        let (kernel, arch) = match words.as_slice() {
-            [k] => (*k, Arch::X86_64),
-            [k, "--arch", a] => (
-                *k,
-                Arch::parse(a).with_context(|| format!("'{line}': --arch"))?,
-            ),
-            _ => bail!("one KERNEL [--arch ARCH] a line, not '{line}'"),
+        let Some((kernel, mut rest)) = words.split_first() else {
+            bail!(usage());
         };
+        ensure!(!kernel.starts_with('-'), usage());
+        let (mut arch, mut kselftest) = (Arch::X86_64, false);
+        loop {
+            rest = match rest {
+                [] => break,
+                ["--arch", a, more @ ..] => {
+                    arch = Arch::parse(a).with_context(|| format!("'{line}': --arch"))?;
+                    more
+                }
+                ["--kselftest", more @ ..] => {
+                    kselftest = true;
+                    more
+                }
+                _ => bail!(usage()),
+            };
+        }
         Ok(CiKernel {
-            kernel: kernel.to_owned(),
+            kernel: (*kernel).to_owned(),
             arch,
+            kselftest,
         })
     }
 
     /// Its name in tables, directories and artifacts: KERNEL, and for
-    /// another architecture than x86_64 KERNEL-ARCH (`newest-arm64`).
+    /// another architecture than x86_64 KERNEL-ARCH (`newest-arm64`), with
+    /// `-kselftest` after it for a kselftest run (`6.12-arm64-kselftest`).
     pub fn name(&self) -> String {
-        self.arch.tagged(&self.kernel)
+        let name = self.arch.tagged(&self.kernel);
+        if self.kselftest {
+            format!("{name}-kselftest")
+        } else {
+            name
+        }
     }
 }
 
@@ -165,6 +188,7 @@ pub fn matrix(kernels: &[CiKernel]) -> serde_json::Value {
                 "name": k.name(),
                 "kernel": k.kernel,
                 "arch": k.arch.name(),
+                "kselftest": k.kselftest,
             })
         })
         .collect();
@@ -247,6 +271,9 @@ fn host_command(name: &str) -> Command {
                 .arg("scripts/check-ktap");
             c
         }
+        // The in-tree drop-in, installed with a kernel tree's own Makefile
+        // and compared with `cargo xtask kselftest`'s layout (no root).
+        "check-kselftest" => Command::new("scripts/check-kselftest"),
         other => unreachable!("step {other}"),
     };
     cmd.stdin(Stdio::null());
@@ -265,16 +292,31 @@ fn vm_steps(c: &CiArgs, kernels: &[CiKernel]) -> Result<Vec<Done>> {
     // Built once, before the VMs start: each vmtest's own build is then a
     // no-op, and the kernels running at once do not wait on cargo's lock.
     // Once for each architecture (an arm64 guest's is a cross build).
-    let mut archs: Vec<Arch> = kernels.iter().map(|k| k.arch).collect();
-    archs.sort_by_key(|a| a.name());
-    archs.dedup();
-    for arch in archs {
+    for arch in archs(kernels, false) {
         let t = Instant::now();
         let repo = repo_root();
         let mut build = build_command(&repo, arch, false, &[], false);
         let name = arch.tagged("guest-build");
         say(&format!("{name}: {}", shown(&build)));
         let ok = build.status().is_ok_and(|s| s.success());
+        done.push(Done {
+            name,
+            ok,
+            secs: t.elapsed().as_secs_f64(),
+        });
+    }
+
+    // The kselftest kernels' tarballs, one per architecture.
+    let exe = env::current_exe().context("finding xtask's own executable")?;
+    for arch in archs(kernels, true) {
+        let t = Instant::now();
+        let mut cmd = Command::new(&exe);
+        cmd.args(["kselftest", "--arch", arch.name(), "--out"])
+            .arg(kselftest_dir(out, arch))
+            .stdin(Stdio::null());
+        let name = format!("kselftest-{}", arch.name());
+        say(&format!("{name}: {}", shown(&cmd)));
+        let ok = cmd.status().is_ok_and(|s| s.success());
         done.push(Done {
             name,
             ok,
@@ -305,6 +347,25 @@ fn vm_steps(c: &CiArgs, kernels: &[CiKernel]) -> Result<Vec<Done>> {
     };
     if x86(DUET.0) && x86(DUET.1) {
         done.push(duet(out)?);
+    }
+
+    // The guests' kselftest output through the parsers kernel CI uses.
+    let outputs: Vec<_> = kernels
+        .iter()
+        .filter(|k| k.kselftest)
+        .map(|k| kernel_dir(out, &k.name()).join(KSELFTEST_OUTPUT))
+        .collect();
+    if !outputs.is_empty() {
+        let t = Instant::now();
+        let mut cmd = Command::new("scripts/check-kselftest");
+        cmd.arg("--no-install").args(&outputs).stdin(Stdio::null());
+        say(&format!("kselftest-parse: {}", shown(&cmd)));
+        let ok = cmd.status().is_ok_and(|s| s.success());
+        done.push(Done {
+            name: "kselftest-parse".into(),
+            ok,
+            secs: t.elapsed().as_secs_f64(),
+        });
     }
     Ok(done)
 }
@@ -367,6 +428,38 @@ fn duet(out: &Path) -> Result<Done> {
     })
 }
 
+/// The architectures of the kernels that run the suite (`kselftest`
+/// false) or the kselftest collection (true), each once.
+fn archs(kernels: &[CiKernel], kselftest: bool) -> Vec<Arch> {
+    let mut archs: Vec<Arch> = kernels
+        .iter()
+        .filter(|k| k.kselftest == kselftest)
+        .map(|k| k.arch)
+        .collect();
+    archs.sort_by_key(|a| a.name());
+    archs.dedup();
+    archs
+}
+
+/// Where `cargo xtask kselftest` writes an architecture's layout in DIR.
+fn kselftest_dir(out: &Path, arch: Arch) -> PathBuf {
+    out.join(format!("kselftest-{}", arch.name()))
+}
+
+/// What scripts/kselftest-guest saves: run_kselftest.sh's output.
+pub const KSELFTEST_OUTPUT: &str = "kselftest.ktap";
+
+/// The guest's job for a kselftest kernel: scripts/kselftest-guest on the
+/// architecture's tarball (an absolute path: the host root is the guest's).
+fn kselftest_cmd(out: &Path, arch: Arch) -> Result<String> {
+    let tarball =
+        std::path::absolute(kselftest_dir(out, arch))?.join("kselftest-packages/kselftest.tar.gz");
+    Ok(format!(
+        "sh scripts/kselftest-guest {}",
+        sh_quote(&tarball.display().to_string())
+    ))
+}
+
 /// Each kernel's `vmtest --out DIR/KERNEL`, `jobs` at a time; every kernel
 /// runs whatever the others do.
 fn run_kernels(kernels: &[CiKernel], out: &Path, jobs: usize) -> Result<Vec<KernelRun>> {
@@ -395,12 +488,16 @@ fn run_kernel(exe: &Path, k: &CiKernel, out: &Path, stdout: &Mutex<()>) -> Kerne
     let exit = (|| -> Result<i32> {
         fs::create_dir_all(&dir)?;
         let log = Mutex::new(File::create(dir.join("vmtest.log"))?);
-        let mut child = Command::new(exe)
-            .arg("vmtest")
+        let mut cmd = Command::new(exe);
+        cmd.arg("vmtest")
             .args(["--arch", k.arch.name()])
             .arg(&k.kernel)
             .arg("--out")
-            .arg(&dir)
+            .arg(&dir);
+        if k.kselftest {
+            cmd.arg("--cmd").arg(kselftest_cmd(out, k.arch)?);
+        }
+        let mut child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -457,11 +554,27 @@ mod tests {
             k[3],
             CiKernel {
                 kernel: "newest".into(),
-                arch: Arch::Arm64
+                arch: Arch::Arm64,
+                kselftest: false,
             }
         );
+        let ks = read_kernels("6.12 --kselftest\n6.12 --arch arm64 --kselftest\n").unwrap();
+        assert_eq!(names(&ks), ["6.12-kselftest", "6.12-arm64-kselftest"]);
+        assert!(ks.iter().all(|k| k.kselftest));
+        assert_eq!(ks[1].arch, Arch::Arm64);
+        assert_eq!(archs(&ks, true), [Arch::Arm64, Arch::X86_64]);
+        assert!(archs(&ks, false).is_empty());
+        assert_eq!(
+            kselftest_cmd(Path::new("/ci"), Arch::Arm64).unwrap(),
+            "sh scripts/kselftest-guest /ci/kselftest-arm64/kselftest-packages/kselftest.tar.gz"
+        );
         assert!(read_kernels("# none\n").is_err());
-        for bad in ["6.1 6.12\n", "6.1 --arch\n", "6.1 --arch s390x\n"] {
+        for bad in [
+            "6.1 6.12\n",
+            "6.1 --arch\n",
+            "6.1 --arch s390x\n",
+            "--kselftest\n",
+        ] {
             let msg = format!("{:#}", read_kernels(bad).unwrap_err());
             assert!(
                 msg.starts_with(KERNELS_FILE) && !msg.contains('\n'),
@@ -470,13 +583,21 @@ mod tests {
         }
         assert_eq!(
             matrix(&k[2..]).to_string(),
-            r#"{"include":[{"arch":"x86_64","kernel":"newest","name":"newest"},{"arch":"arm64","kernel":"newest","name":"newest-arm64"}]}"#
+            r#"{"include":[{"arch":"x86_64","kernel":"newest","kselftest":false,"name":"newest"},{"arch":"arm64","kernel":"newest","kselftest":false,"name":"newest-arm64"}]}"#
         );
         let repo = repo_root();
         let ours = read_kernels(&fs::read_to_string(repo.join(KERNELS_FILE)).unwrap()).unwrap();
         assert_eq!(
             names(&ours),
-            ["5.10", "6.1", "6.12", "newest", "6.12-arm64"]
+            [
+                "5.10",
+                "6.1",
+                "6.12",
+                "newest",
+                "6.12-arm64",
+                "6.12-kselftest",
+                "6.12-arm64-kselftest"
+            ]
         );
     }
 }

@@ -58,10 +58,14 @@ pub fn parse_tap_summary(text: &str) -> Ktap {
 }
 
 /// The suite's KTAP in DIR, read by TAP::Parser, the parser behind prove,
-/// which scripts/check-ktap checks against the kernel's own kunit_parser.
+/// which scripts/check-ktap checks against the kernel's own kunit_parser;
+/// for a kselftest kernel, run_kselftest.sh's output (kselftest.ktap).
 fn ktap(dir: &Path) -> Result<Ktap> {
-    let file = dir.join("suite.ktap");
-    ensure!(file.is_file(), "no suite.ktap");
+    let file = ["suite.ktap", "kselftest.ktap"]
+        .map(|f| dir.join(f))
+        .into_iter()
+        .find(|f| f.is_file())
+        .context("no suite.ktap or kselftest.ktap")?;
     let out = Command::new("perl")
         .arg(repo_root().join("scripts/check-ktap.d/tap_summary.pl"))
         .arg(&file)
@@ -209,6 +213,7 @@ pub fn collect(out: &Path, kernels: &[String], runs: &[KernelRun], markdown: boo
     print!("{}", table(&rows, false));
     let report = report(out, kernels);
     match &report {
+        Ok(text) if text.is_empty() => {}
         Ok(text) => {
             print!("{text}");
             eprintln!(
@@ -223,10 +228,20 @@ pub fn collect(out: &Path, kernels: &[String], runs: &[KernelRun], markdown: boo
 }
 
 /// `bpf-overhead report` over DIR/*/result.json into report.txt and .svg.
+/// A kernel that ran the kselftest collection saves no result.json: none
+/// of them is asked for, and with only those there is no report.
 fn report(out: &Path, kernels: &[String]) -> Result<String> {
-    let results: Vec<PathBuf> = kernels
+    let suites: Vec<PathBuf> = kernels
         .iter()
-        .map(|k| kernel_dir(out, k).join("result.json"))
+        .map(|k| kernel_dir(out, k))
+        .filter(|d| !d.join("kselftest.ktap").is_file())
+        .collect();
+    if suites.is_empty() {
+        return Ok(String::new());
+    }
+    let results: Vec<PathBuf> = suites
+        .iter()
+        .map(|d| d.join("result.json"))
         .filter(|p| p.is_file())
         .collect();
     if results.is_empty() {
@@ -284,6 +299,23 @@ fn markdown_summary(rows: &[Row], report: &Result<String>, out: &Path) -> String
 
 #[cfg(test)]
 mod tests {
+    /// Kernels that ran the kselftest collection ask for no report; a
+    /// suite kernel that saved no result still fails it.
+    #[test]
+    fn kselftest_kernels_need_no_result() {
+        let d = tempfile::tempdir().unwrap();
+        fs::create_dir_all(d.path().join("6.12-kselftest")).unwrap();
+        fs::write(
+            d.path().join("6.12-kselftest/kselftest.ktap"),
+            "TAP version 13\n",
+        )
+        .unwrap();
+        assert_eq!(report(d.path(), &["6.12-kselftest".into()]).unwrap(), "");
+        fs::create_dir_all(d.path().join("6.12")).unwrap();
+        let both = ["6.12-kselftest".to_owned(), "6.12".to_owned()];
+        assert!(report(d.path(), &both).is_err());
+    }
+
     use super::*;
 
     #[test]

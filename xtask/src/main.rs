@@ -4,6 +4,8 @@
 //! - `vmtest KERNEL [-- TEST-ARGS]`: run the test suite in a VM booted on another
 //!   kernel (a Debian kernel by series or release, or one you built).
 //! - `ci`: what .ci/run runs: lint, host tests, every CI kernel in a VM, the report.
+//! - `kselftest --out DIR`: the suite as a kselftest collection, its install
+//!   layout and tarball, the programs static (docs/kernel-ci.md).
 //!
 //! Three layers, each importing only from those under it (the tests below
 //! check it):
@@ -11,13 +13,14 @@
 //! 2. the parts: the command line ([`args`]), kernels and their images, the
 //!    initramfs, the guest's build and job, qemu, the output directory, the
 //!    summary, the table of a CI run; they import each other without a cycle;
-//! 3. one module per task, [`vmtest`] (and [`duet`], vmtest with `--against`)
-//!    and [`ci`]: no part imports a task and no task another, so what two
-//!    tasks share is a part.
+//! 3. one module per task, [`vmtest`] (and [`duet`], vmtest with `--against`),
+//!    [`ci`] and [`kselftest`]: no part imports a task and no task another,
+//!    so what two tasks share is a part.
 
 // The tasks.
 mod ci;
 mod duet;
+mod kselftest;
 mod vmtest;
 
 // The parts.
@@ -44,6 +47,8 @@ mod kernel;
 mod lint;
 mod modules;
 mod out;
+mod selftests;
+mod static_build;
 mod summary;
 mod vm;
 
@@ -54,11 +59,11 @@ use std::process::ExitCode;
 use args::Parsed;
 
 /// The tasks, each its module's name.
-const TASKS: &[&str] = &["vmtest", "ci"];
+const TASKS: &[&str] = &["vmtest", "ci", "kselftest"];
 /// The modules of the tasks: each task's, and `duet`, vmtest's with
 /// `--against`.
 #[cfg(test)]
-const TASK_MODULES: &[&str] = &["vmtest", "duet", "ci"];
+const TASK_MODULES: &[&str] = &["vmtest", "duet", "ci", "kselftest"];
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
@@ -71,6 +76,7 @@ fn main() -> ExitCode {
         Ok(Parsed::Vmtest(a)) if a.against.is_some() => duet::main(*a),
         Ok(Parsed::Vmtest(a)) => vmtest::main(*a),
         Ok(Parsed::Ci(c)) => ci::main(c),
+        Ok(Parsed::Kselftest(k)) => kselftest::main(k),
         Err(e) => {
             let task = argv
                 .first()
