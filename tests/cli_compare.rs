@@ -72,7 +72,17 @@ fn a_run_against_itself_is_unchanged_and_exits_0() {
 fn b_costlier_in_every_pair_is_regressed_and_exits_1() {
     let a = session("cmp-ab-a", &rounds(1.0), "6.1.0");
     let b = session("cmp-ab-b", &rounds(1.3), "6.12.0");
+    // One session alone can never regress: the sessions must agree.
     let out = run(&["compare", a.path(), "--against", b.path()]);
+    assert_eq!(out.code, 3, "{}{}", out.stdout, out.stderr);
+    let out = run(&[
+        "compare",
+        a.path(),
+        a.path(),
+        "--against",
+        b.path(),
+        b.path(),
+    ]);
     assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
     assert!(
         out.stdout.contains("B (6.12.0) against A (6.1.0)"),
@@ -81,7 +91,14 @@ fn b_costlier_in_every_pair_is_regressed_and_exits_1() {
     );
     assert!(out.stdout.contains("compare: FAILED"), "{}", out.stdout);
     // The other way round, A is the costlier: B improved.
-    let out = run(&["compare", b.path(), "--against", a.path()]);
+    let out = run(&[
+        "compare",
+        b.path(),
+        b.path(),
+        "--against",
+        a.path(),
+        a.path(),
+    ]);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     let line = out
         .stdout
