@@ -5,7 +5,10 @@
 //! [`Document::to_json`]. [`report`] renders several documents side by
 //! side, as a table and an SVG chart. All tested on fixed values.
 
+mod findings;
 pub mod report;
+
+pub use findings::{against_report, gate_report, warning};
 
 use std::fmt::Write as _;
 
@@ -453,147 +456,6 @@ pub fn ktap(doc: &Document, gate: Option<&Findings>) -> String {
         out,
         "# Totals: pass:{pass} fail:{fail} xfail:0 xpass:0 skip:{skip} error:0"
     );
-    out
-}
-
-/// The gate's report for humans: one line per mechanism, and the verdict.
-pub fn gate_report(findings: &Findings, baseline_label: &str) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "gate: this run against {baseline_label}: a regression is an overhead over base \
-         higher by more than {} and beyond the noise (Mann-Whitney p <= 0.05); unchanged, \
-         when the change's 90% interval lies within the threshold; else UNSURE",
-        findings.threshold.describe()
-    );
-    for w in &findings.warnings {
-        let _ = writeln!(out, "gate: warning: {w}");
-    }
-    let width = findings
-        .comparisons
-        .iter()
-        .map(|c| c.name.len())
-        .max()
-        .unwrap_or(0);
-    for c in &findings.comparisons {
-        let _ = writeln!(
-            out,
-            "  {:<9} {:<width$}  {}",
-            c.verdict.label(),
-            c.name,
-            c.detail
-        );
-    }
-    out.push_str(&conclusion(
-        "gate",
-        findings,
-        "rerun on a quieter machine, with a longer --budget, or measure the kernel-loop \
-         trigger (-m raw_tp-loop,tp-loop,...), whose overheads stand out of the noise; or \
-         compare inside one run (--against)",
-    ));
-    out
-}
-
-/// The last line of a report: FAILED, INCONCLUSIVE (with `advice`) or
-/// PASSED.
-fn conclusion(who: &str, report: &Findings, advice: &str) -> String {
-    let regressed: Vec<&str> = report.regressions().map(|c| c.name.as_str()).collect();
-    let unsure: Vec<&str> = report.inconclusive().map(|c| c.name.as_str()).collect();
-    let compared = report
-        .comparisons
-        .iter()
-        .filter(|c| !matches!(c.verdict, Verdict::New | Verdict::NotRun))
-        .count();
-    if !regressed.is_empty() {
-        format!(
-            "{who}: FAILED: {} of {compared} mechanisms regressed: {}\n",
-            regressed.len(),
-            regressed.join(", ")
-        )
-    } else if !unsure.is_empty() {
-        format!(
-            "{who}: INCONCLUSIVE: no regression seen, but {} of {compared} comparisons could not \
-             see a change of the threshold ({}): {advice}\n",
-            unsure.len(),
-            unsure.join(", ")
-        )
-    } else {
-        format!(
-            "{who}: PASSED ({compared} mechanisms compared, each precisely enough to see a \
-             change of the threshold)\n"
-        )
-    }
-}
-
-/// An in-run comparison (`--against`) side by side, as `veristat -C`
-/// puts two builds: per mechanism A's and B's overhead over base, the
-/// difference of the pairs, what they could see, and the verdict.
-pub fn against_report(doc: &Document, report: &Findings, variant: &str) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "against: B ({variant}) against A (this run's settings), in the same rounds: a \
-         regression is B's overhead over base higher than A's by more than {} and beyond the \
-         noise of the rounds' pairs (signed-rank p <= 0.05); unchanged, when the difference's \
-         90% interval lies within the threshold; else UNSURE",
-        report.threshold.describe()
-    );
-    let mut rows = vec![[
-        "mechanism",
-        "A ns",
-        "B ns",
-        "B-A ns",
-        "B-A",
-        "p",
-        "sees",
-        "pairs",
-        "verdict",
-    ]
-    .map(String::from)
-    .to_vec()];
-    let mut notes = Vec::new();
-    for c in &report.comparisons {
-        let a = doc.mechanism(&c.name);
-        let b = a.and_then(|a| a.against.as_deref());
-        let median = |m: Option<&MechanismResult>| {
-            m.and_then(|m| m.overhead_ns.as_ref())
-                .map_or("-".into(), |s| format!("{:+.1}", s.median))
-        };
-        let (Some(diff), Some(change)) = (c.diff_ns, c.change) else {
-            notes.push(format!(
-                "  {:<9} {}  {}",
-                c.verdict.label(),
-                c.name,
-                c.detail
-            ));
-            continue;
-        };
-        rows.push(vec![
-            c.name.clone(),
-            median(a),
-            median(b),
-            format!("{diff:+.1}"),
-            format!("{:+.1}%", change * 100.0),
-            c.p_value.map_or("-".into(), |p| format!("{p:.3}")),
-            c.detectable
-                .map_or("-".into(), |d| format!("±{:.1}%", d * 100.0)),
-            a.and_then(|a| a.pairs_ns.as_ref())
-                .map_or("-".into(), |p| p.samples.len().to_string()),
-            c.verdict.label().into(),
-        ]);
-    }
-    for line in aligned(&rows) {
-        let _ = writeln!(out, "{line}");
-    }
-    for note in notes {
-        let _ = writeln!(out, "{note}");
-    }
-    out.push_str(&conclusion(
-        "against",
-        report,
-        "rerun on a quieter machine or with a longer --budget, or measure the kernel-loop \
-         trigger (-m raw_tp-loop,tp-loop,...), whose overheads stand out of the noise",
-    ));
     out
 }
 
