@@ -94,33 +94,10 @@ mod tests {
         assert!(files.len() > 20, "{files:?}");
     }
 
-    /// The names `src/measure/mod.rs` re-exports, each with the module it
-    /// comes from: `pub use catalogue::{Kind, Mechanism};`.
-    fn reexports() -> Vec<(String, String)> {
-        let mod_rs = include_str!("measure/mod.rs");
-        let mut names = Vec::new();
-        for item in mod_rs.split("pub use ").skip(1) {
-            let item = item.split(';').next().unwrap_or("");
-            let Some((module, rest)) = item.split_once("::") else {
-                continue;
-            };
-            let rest = rest.trim_start_matches('{');
-            for name in rest.split([',', '}']) {
-                let name = name.trim();
-                if !name.is_empty() {
-                    names.push((name.to_string(), module.trim().to_string()));
-                }
-            }
-        }
-        names
-    }
-
     /// The modules of `src/measure/` that `text` (one of them, its tests
-    /// left out) uses: `super::name` and `crate::measure::name`, where a
-    /// name mod.rs re-exports (`super::Mechanism`) counts as its module.
+    /// left out) uses: `super::name` and `crate::measure::name`.
     fn core_imports(text: &str, modules: &[String]) -> Vec<String> {
         let code = text.split("#[cfg(test)]").next().unwrap_or(text);
-        let reexports = reexports();
         let mut used = Vec::new();
         for prefix in ["super::", "crate::measure::"] {
             for (at, _) in code.match_indices(prefix) {
@@ -135,10 +112,6 @@ mod tests {
                         .chars()
                         .take_while(|c| c.is_alphanumeric() || *c == '_')
                         .collect();
-                    let name = match reexports.iter().find(|(n, _)| *n == name) {
-                        Some((_, module)) => module.clone(),
-                        None => name,
-                    };
                     if modules.contains(&name) && !used.contains(&name) {
                         used.push(name);
                     }
@@ -172,13 +145,9 @@ mod tests {
                 used
             })
             .collect();
-        // The import finder finds what it should, re-exports included.
+        // The import finder finds what it should.
         let load = modules.iter().position(|m| m == "load").unwrap();
         assert!(uses[load].contains(&"catalogue".to_string()), "{uses:?}");
-        assert_eq!(
-            core_imports("super::Mechanism::all()", &modules),
-            ["catalogue"]
-        );
         let names: Vec<&str> = modules.iter().map(String::as_str).collect();
         if let Some(cycle) = crate::import_cycle::find(&names, &uses) {
             panic!(

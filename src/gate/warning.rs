@@ -52,10 +52,13 @@ pub enum Setting {
     Batch,
 }
 
+/// How a setting is read from a document, as text.
+pub type Read = fn(&Document) -> String;
+
 /// Every setting compared between runs, in the order their warnings
 /// come, with how to read it from a document. The kernel differing is the
 /// point of the gate, and is not here.
-pub const SETTINGS: &[(Setting, fn(&Document) -> String)] = &[
+pub const SETTINGS: &[(Setting, Read)] = &[
     (Setting::Iterations, |d| d.iterations.to_string()),
     (Setting::Arch, |d| d.arch.clone()),
     (Setting::CpuModel, |d| d.cpu_model.clone()),
