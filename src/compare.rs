@@ -113,7 +113,7 @@ fn findings_json(
         "emulated": doc.emulated,
         "threshold": findings.threshold.describe(),
         "correction": "holm",
-        "warnings": findings.warnings,
+        "warnings": findings.warnings.iter().map(render::duet_warning).collect::<Vec<_>>(),
         "exit": exit,
         "comparisons": comparisons,
     })

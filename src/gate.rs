@@ -43,6 +43,9 @@
 pub mod against;
 pub mod duet;
 pub mod set;
+mod warning;
+
+pub use warning::{warnings, Condition, Setting, Warning, SETTINGS, SPEED_WARNING};
 
 use crate::document::{Document, MechanismResult, Status};
 use crate::measure::Trigger;
@@ -163,7 +166,7 @@ pub struct Findings {
     pub threshold: Threshold,
     /// Differences between the runs worth knowing (other CPU, other
     /// iteration count...). They do not fail the gate.
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Warning>,
     pub comparisons: Vec<Comparison>,
 }
 
@@ -265,74 +268,6 @@ pub fn check_overlap<S: AsRef<str>>(baseline: &Document, planned: &[S]) -> Resul
     }
 }
 
-/// Differences between the runs that make the comparison weaker but not
-/// meaningless: the gate still runs, and prints them.
-pub fn warnings(baseline: &Document, current: &Document) -> Vec<String> {
-    let mut warnings = Vec::new();
-    if baseline.iterations != current.iterations {
-        warnings.push(format!(
-            "the baseline ran {} events per run, this run {}: ratios compare, but the noise differs",
-            baseline.iterations, current.iterations
-        ));
-    }
-    if baseline.arch != current.arch {
-        warnings.push(format!(
-            "the baseline ran on {}, this run on {}: uprobes, trampolines and fprobes \
-             work differently there, so the comparison means little",
-            baseline.arch, current.arch
-        ));
-    }
-    if baseline.cpu_model != current.cpu_model {
-        warnings.push(format!(
-            "the baseline ran on another CPU model ({:?}, now {:?}): ratios to base shift \
-             between CPU models",
-            baseline.cpu_model, current.cpu_model
-        ));
-    }
-    if baseline.emulated != current.emulated {
-        warnings.push(format!(
-            "emulation differs (baseline {}, now {}): the comparison means little",
-            baseline.emulated.as_deref().unwrap_or("none"),
-            current.emulated.as_deref().unwrap_or("none")
-        ));
-    }
-    if baseline.repeats < 2 || current.repeats < 2 {
-        warnings
-            .push("a run with 1 repeat has no measurable noise: only the threshold applies".into());
-    } else if baseline.repeats < 3 || current.repeats < 3 {
-        warnings.push(
-            "with 2 repeats the noise test cannot reach p ≤ 0.05: nothing can regress; use \
-             --repeat 5 or more"
-                .into(),
-        );
-    }
-    if baseline.prog_work != current.prog_work {
-        warnings.push(format!(
-            "the programs did {} steps of extra work in the baseline, {} now: overheads differ \
-             by that",
-            baseline.prog_work, current.prog_work
-        ));
-    }
-    if let (Some(then), Some(now)) = (speed_of(baseline), speed_of(current)) {
-        if (now / then - 1.0).abs() > 0.05 {
-            warnings.push(format!(
-                "the machine ran {:.0}% {} than in the baseline (speed reference {then:.2} -> \
-                 {now:.2} ns): overheads in ns move with it",
-                100.0 * (now / then - 1.0).abs(),
-                if now > then { "slower" } else { "faster" }
-            ));
-        }
-    }
-    warnings.extend(context_warnings(baseline, current));
-    if baseline.batch != current.batch {
-        warnings.push(format!(
-            "the kernel loop ran batches of {} in the baseline, {} now",
-            baseline.batch, current.batch
-        ));
-    }
-    warnings
-}
-
 /// Other work or stolen time above this share of the measuring CPU's time
 /// in a run: its rounds then time other tasks along with the kernel, in a
 /// way that can differ from run to run (seen: raw_tp +113 ns, then +331 ns,
@@ -353,32 +288,6 @@ fn disturbance(doc: &Document) -> Option<String> {
     });
     let why: Vec<String> = other.into_iter().chain(steal).collect();
     (!why.is_empty()).then(|| why.join(", "))
-}
-
-/// Baseline and candidate measured under different conditions: more than
-/// 2 points apart in stolen time, 5 points in other work on the CPU.
-fn context_warnings(baseline: &Document, current: &Document) -> Vec<String> {
-    let (Some(then), Some(now)) = (&baseline.context, &current.context) else {
-        return Vec::new();
-    };
-    let mut warnings = Vec::new();
-    for (what, a, b, limit) in [
-        (
-            "time stolen by the hypervisor",
-            then.steal_pct,
-            now.steal_pct,
-            2.0,
-        ),
-        ("other work on the CPU", then.other_pct, now.other_pct, 5.0),
-    ] {
-        if (a - b).abs() > limit {
-            warnings.push(format!(
-                "the runs ran under different conditions: {what} {a:.1}% in the baseline, \
-                 {b:.1}% now"
-            ));
-        }
-    }
-    warnings
 }
 
 fn list_or_none<S: AsRef<str>>(names: &[S]) -> String {
@@ -749,7 +658,10 @@ mod tests {
         );
         assert_eq!(findings.find("raw_tp").unwrap().verdict, Verdict::Regressed);
         assert!(
-            findings.warnings[0].contains("the machine ran 30% slower than in the baseline"),
+            matches!(
+                findings.warnings[..],
+                [Warning::Speed { baseline_ns, current_ns }] if current_ns / baseline_ns > 1.29
+            ),
             "{:?}",
             findings.warnings
         );
@@ -806,16 +718,17 @@ mod tests {
             other_pct: 20.0,
             ..quiet
         });
-        let w = warnings(&baseline, &current);
-        assert!(
-            w.iter()
-                .any(|w| w.contains("stolen by the hypervisor 0.5% in the baseline, 4.0% now")),
-            "{w:?}"
-        );
-        assert!(
-            w.iter()
-                .any(|w| w.contains("other work on the CPU 1.0% in the baseline, 20.0% now")),
-            "{w:?}"
+        let conditions = |condition, baseline_pct, current_pct| Warning::Conditions {
+            condition,
+            baseline_pct,
+            current_pct,
+        };
+        assert_eq!(
+            warnings(&baseline, &current),
+            [
+                conditions(Condition::Steal, 0.5, 4.0),
+                conditions(Condition::OtherWork, 1.0, 20.0)
+            ]
         );
         assert!(warnings(&baseline, &baseline).is_empty());
     }
@@ -908,19 +821,28 @@ mod tests {
         current.iterations = 2000;
         current.cpu_model = "Other CPU".into();
         current.repeats = 1;
-        let warnings = warnings(&baseline, &current);
-        assert_eq!(warnings.len(), 3, "{warnings:?}");
-        assert!(warnings[0].contains("100000 events per run, this run 2000"));
+        let setting = |setting, baseline: &str, current: &str| Warning::Setting {
+            setting,
+            baseline: baseline.into(),
+            current: current.into(),
+        };
+        assert_eq!(
+            warnings(&baseline, &current),
+            [
+                setting(Setting::Iterations, "100000", "2000"),
+                setting(Setting::CpuModel, &baseline.cpu_model, "Other CPU"),
+                Warning::OneRepeat,
+            ]
+        );
         current.arch = "aarch64".into();
-        let warnings = super::warnings(&baseline, &current);
-        assert!(
-            warnings[1].contains("the baseline ran on x86_64, this run on aarch64"),
-            "{warnings:?}"
+        assert_eq!(
+            warnings(&baseline, &current)[1],
+            setting(Setting::Arch, "x86_64", "aarch64")
         );
         // The kernel differing is the point of the gate: no warning.
         current = document();
         current.kernel_release = "6.19.0".into();
-        assert_eq!(super::warnings(&baseline, &current), Vec::<String>::new());
+        assert_eq!(warnings(&baseline, &current), []);
         assert!(
             compare(&baseline, &current, Threshold::Fixed(DEFAULT_THRESHOLD))
                 .warnings

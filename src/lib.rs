@@ -156,4 +156,35 @@ mod tests {
             );
         }
     }
+
+    /// No source file of the crate or of xtask is longer than 600 lines
+    /// before its tests: a longer one holds more than one concern.
+    #[test]
+    fn no_source_file_is_longer_than_600_lines_before_its_tests() {
+        fn walk(dir: &Path, files: &mut Vec<std::path::PathBuf>) {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    walk(&path, files);
+                } else if path.extension().is_some_and(|e| e == "rs") {
+                    files.push(path);
+                }
+            }
+        }
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut files = Vec::new();
+        walk(&root.join("src"), &mut files);
+        walk(&root.join("xtask/src"), &mut files);
+        assert!(files.len() > 40, "{files:?}");
+        let long: Vec<String> = files
+            .iter()
+            .filter_map(|path| {
+                let text = std::fs::read_to_string(path).unwrap();
+                let code = text.split("#[cfg(test)]").next().unwrap_or(&text);
+                let lines = code.lines().count();
+                (lines > 600).then(|| format!("{} ({lines})", path.display()))
+            })
+            .collect();
+        assert!(long.is_empty(), "longer than 600 lines: {long:?}");
+    }
 }

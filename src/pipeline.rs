@@ -3,8 +3,8 @@
 //! to [`run`], whose runs become a result [`Document`] in [`document`].
 //! Overhead and ratio to base are computed there and nowhere else. One
 //! concern a file: the plan and its defaults (`plan.rs`), the scheduler
-//! (`schedule.rs`), the document's assembly (`assemble.rs`) and `--list`'s
-//! survey (`survey.rs`).
+//! (`schedule.rs`, and `schedule/ab.rs` for `--against`'s B sides), the
+//! document's assembly (`assemble.rs`) and `--list`'s survey (`survey.rs`).
 //!
 //! The order of runs:
 //!

@@ -5,10 +5,13 @@
 //! [`Document::to_json`]. [`report`] renders several documents side by
 //! side, as a table and an SVG chart. All tested on fixed values.
 
+mod findings;
 pub mod pairs;
 pub mod report;
 
-pub use pairs::{against_report, duet_report};
+use findings::conclusion;
+pub use findings::{gate_report, warning};
+pub use pairs::{against_report, duet_report, duet_warning};
 
 use std::fmt::Write as _;
 
@@ -457,75 +460,6 @@ pub fn ktap(doc: &Document, gate: Option<&Findings>) -> String {
         "# Totals: pass:{pass} fail:{fail} xfail:0 xpass:0 skip:{skip} error:0"
     );
     out
-}
-
-/// The gate's report for humans: one line per mechanism, and the verdict.
-pub fn gate_report(findings: &Findings, baseline_label: &str) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "gate: this run against {baseline_label}: a regression is an overhead over base \
-         higher by more than {} and beyond the noise (Mann-Whitney p <= 0.05); unchanged, \
-         when the change's 90% interval lies within the threshold; else UNSURE",
-        findings.threshold.describe()
-    );
-    for w in &findings.warnings {
-        let _ = writeln!(out, "gate: warning: {w}");
-    }
-    let width = findings
-        .comparisons
-        .iter()
-        .map(|c| c.name.len())
-        .max()
-        .unwrap_or(0);
-    for c in &findings.comparisons {
-        let _ = writeln!(
-            out,
-            "  {:<9} {:<width$}  {}",
-            c.verdict.label(),
-            c.name,
-            c.detail
-        );
-    }
-    out.push_str(&conclusion(
-        "gate",
-        findings,
-        "rerun on a quieter machine, with a longer --budget, or measure the kernel-loop \
-         trigger (-m raw_tp-loop,tp-loop,...), whose overheads stand out of the noise; or \
-         compare inside one run (--against)",
-    ));
-    out
-}
-
-/// The last line of a report: FAILED, INCONCLUSIVE (with `advice`) or
-/// PASSED.
-fn conclusion(who: &str, report: &Findings, advice: &str) -> String {
-    let regressed: Vec<&str> = report.regressions().map(|c| c.name.as_str()).collect();
-    let unsure: Vec<&str> = report.inconclusive().map(|c| c.name.as_str()).collect();
-    let compared = report
-        .comparisons
-        .iter()
-        .filter(|c| !matches!(c.verdict, Verdict::New | Verdict::NotRun))
-        .count();
-    if !regressed.is_empty() {
-        format!(
-            "{who}: FAILED: {} of {compared} mechanisms regressed: {}\n",
-            regressed.len(),
-            regressed.join(", ")
-        )
-    } else if !unsure.is_empty() {
-        format!(
-            "{who}: INCONCLUSIVE: no regression seen, but {} of {compared} comparisons could not \
-             see a change of the threshold ({}): {advice}\n",
-            unsure.len(),
-            unsure.join(", ")
-        )
-    } else {
-        format!(
-            "{who}: PASSED ({compared} mechanisms compared, each precisely enough to see a \
-             change of the threshold)\n"
-        )
-    }
 }
 
 /// `--list`: every mechanism, whether this kernel runs it, its hook and

@@ -143,7 +143,6 @@ pub fn compare(a: &[Document], b: &[Document], doc: &Document, threshold: Thresh
     }
     for (x, y) in a.iter().zip(b) {
         for w in warnings(x, y) {
-            let w = w.replace("the baseline", "A").replace("this run", "B");
             if !findings.warnings.contains(&w) {
                 findings.warnings.push(w);
             }

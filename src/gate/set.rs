@@ -19,7 +19,7 @@
 //! Otherwise it is UNSURE, with a line saying what would answer: an
 //! in-run comparison (`--against`) or a longer baseline.
 
-use super::{compare, speed_of, Findings, Threshold, Verdict};
+use super::{compare, speed_of, Findings, Threshold, Verdict, Warning};
 use crate::document::Document;
 use crate::stats::{mean, median, stddev, Summary};
 
@@ -79,22 +79,14 @@ pub fn compare_set(baselines: &[Document], current: &Document, threshold: Thresh
         }
     }
     if baselines.len() > 1 {
+        let stamps = baselines.iter().map(|d| d.timestamp.as_str());
         report.warnings.insert(
             0,
-            format!(
-                "the baseline is {} runs ({} to {}), judged with the spread between them",
-                baselines.len(),
-                baselines
-                    .iter()
-                    .map(|d| d.timestamp.as_str())
-                    .min()
-                    .unwrap_or(""),
-                baselines
-                    .iter()
-                    .map(|d| d.timestamp.as_str())
-                    .max()
-                    .unwrap_or("")
-            ),
+            Warning::BaselineSet {
+                runs: baselines.len(),
+                first: stamps.clone().min().unwrap_or("").into(),
+                last: stamps.max().unwrap_or("").into(),
+            },
         );
     }
     report

@@ -4,6 +4,8 @@
 use std::num::{NonZeroU64, NonZeroUsize};
 use std::time::{Duration, Instant};
 
+mod ab;
+
 use super::plan::{Plan, FLOOR_OF_BASE, SURE_SHARE};
 use crate::document::Status;
 use crate::measure::keeper::Keeper;
@@ -11,6 +13,7 @@ use crate::measure::{context, cpulock, CpuPin};
 use crate::measure::{
     measure, on_measuring_thread, Error, Mechanism, Options, Privileged, Result, Sample, Support,
 };
+use ab::{side, sides, Side};
 
 /// The fewest events a timed run scaled by [`Plan::run_time`] fires.
 const MIN_SCALED_EVENTS: u64 = 1000;
@@ -101,32 +104,6 @@ impl MechanismRuns {
             against: None,
             is_b: false,
         }
-    }
-
-    /// A mechanism's B side, for `--against`.
-    fn b_side(mechanism: Mechanism) -> Self {
-        Self {
-            is_b: true,
-            ..Self::new(mechanism)
-        }
-    }
-
-    /// With `--against`, per round, B's overhead minus A's, in ns: the
-    /// pairs a comparison inside one run is judged on.
-    pub fn pairs_ns(&self) -> Option<Vec<f64>> {
-        let b = self.against.as_ref()?;
-        Some(
-            b.overheads()
-                .iter()
-                .zip(self.overheads())
-                .map(|(b, a)| b - a)
-                .collect(),
-        )
-    }
-
-    /// B's outcome, when it is to be measured with A in this round.
-    fn b_ok(&self) -> bool {
-        self.against.as_ref().is_some_and(|b| b.is_ok())
     }
 
     /// Per timed run, the ns per event over the mean of the base runs
@@ -237,9 +214,7 @@ fn run_here(plan: &Plan, privileged: &Privileged, mut progress: impl FnMut(&Step
         .map(MechanismRuns::new)
         .collect();
     if plan.against.is_some() {
-        for o in outcomes.iter_mut().filter(|o| !o.mechanism.is_base()) {
-            o.against = Some(Box::new(MechanismRuns::b_side(o.mechanism)));
-        }
+        ab::add_b_sides(&mut outcomes);
     }
 
     // Check once, and hold what the mechanisms need from the environment
@@ -249,9 +224,7 @@ fn run_here(plan: &Plan, privileged: &Privileged, mut progress: impl FnMut(&Step
     for (m, err) in problems {
         if let Some(outcome) = outcomes.iter_mut().find(|o| o.mechanism == m) {
             outcome.fail(err);
-            if let Some(b) = outcome.against.as_mut() {
-                b.set(outcome.status, outcome.reason.clone().unwrap_or_default());
-            }
+            outcome.share_with_b();
         }
     }
     // The CPU never idles between runs (see keeper.rs).
@@ -276,18 +249,7 @@ fn run_here(plan: &Plan, privileged: &Privileged, mut progress: impl FnMut(&Step
     }
     propagate_base_problems(&mut outcomes);
     let rounds = timed_rounds(&mut at, &mut outcomes);
-    // A B side timed with BPF stats on (`--against bpf-stats`) has its
-    // program's run time from every round: no stats run needed.
-    for b in outcomes.iter_mut().filter_map(|o| o.against.as_deref_mut()) {
-        let ns: Vec<f64> = b
-            .samples
-            .iter()
-            .filter_map(Sample::prog_ns_per_event)
-            .collect();
-        if !ns.is_empty() {
-            b.prog_ns_per_event = Some(crate::stats::median(&ns));
-        }
-    }
+    ab::prog_run_times_from_rounds(&mut outcomes);
     propagate_base_problems(&mut outcomes);
     if plan.stats_run {
         stats_run(&mut at, &mut outcomes);
@@ -438,40 +400,6 @@ fn timed_rounds(at: &mut Running<'_, impl FnMut(&Step)>, outcomes: &mut [Mechani
             }
         }
     }
-}
-
-/// Which side of a mechanism a run is: A, or with `--against`, B.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Side {
-    A,
-    B,
-}
-
-fn side(outcomes: &mut [MechanismRuns], (i, side): (usize, Side)) -> &mut MechanismRuns {
-    match side {
-        Side::A => &mut outcomes[i],
-        Side::B => outcomes[i]
-            .against
-            .as_deref_mut()
-            .expect("a B side is scheduled only where it was planned"),
-    }
-}
-
-/// The runs of `wanted` mechanisms in round `round`: each one's A, and
-/// B beside it where there is one, in turns (A then B in odd rounds, B
-/// then A in even ones) so that neither side always comes first.
-fn sides(outcomes: &[MechanismRuns], wanted: &[usize], round: usize) -> Vec<(usize, Side)> {
-    let mut runs = Vec::new();
-    for &i in wanted {
-        if !outcomes[i].b_ok() {
-            runs.push((i, Side::A));
-        } else if round % 2 == 1 {
-            runs.extend([(i, Side::A), (i, Side::B)]);
-        } else {
-            runs.extend([(i, Side::B), (i, Side::A)]);
-        }
-    }
-    runs
 }
 
 /// Runs `base`, then each of `todo` followed by `base` again. False when a
@@ -658,11 +586,8 @@ fn propagate_base_problems(outcomes: &mut [MechanismRuns]) {
             } else {
                 "failed"
             };
-            let why = format!("its base {base} {what}");
-            if let Some(b) = outcome.against.as_mut() {
-                b.set(*status, why.clone());
-            }
-            outcome.set(*status, why);
+            outcome.set(*status, format!("its base {base} {what}"));
+            outcome.share_with_b();
         }
     }
 }

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use super::{aligned, conclusion};
 use crate::document::{Document, MechanismResult};
-use crate::gate::Findings;
+use crate::gate::{Findings, Warning};
 
 /// An in-run comparison (`--against`) side by side, as `veristat -C`
 /// puts two builds: per mechanism A's and B's overhead over base, the
@@ -44,7 +44,7 @@ pub fn duet_report(doc: &Document, report: &Findings, a: &str, b: &str) -> Strin
         report.comparisons.len()
     );
     for w in &report.warnings {
-        let _ = write!(head, "\ncompare: warning: {w}");
+        let _ = write!(head, "\ncompare: warning: {}", duet_warning(w));
     }
     paired_report(
         doc,
@@ -54,6 +54,14 @@ pub fn duet_report(doc: &Document, report: &Findings, a: &str, b: &str) -> Strin
         "more sessions or rounds, or the kernel-loop trigger (-m raw_tp-loop,tp-loop,...), \
          whose overheads stand out of the noise",
     )
+}
+
+/// A warning of a kernel-against-kernel comparison: the gate's words,
+/// which name the sides as a baseline and this run, with A and B.
+pub fn duet_warning(w: &Warning) -> String {
+    super::warning(w)
+        .replace("the baseline", "A")
+        .replace("this run", "B")
 }
 
 /// A paired comparison's table under `head`, and its conclusion.

@@ -118,22 +118,19 @@ Steps (--skip NAME leaves one out):
   check-kselftest  scripts/check-kselftest: the kselftest drop-in installed from
                linux-source's tree with the kernel's Makefile, against `cargo xtask
                kselftest`'s layout
-  kernels      each kernel of ci/kernels (`KERNEL [--arch ARCH]` a line; named KERNEL,
-               or KERNEL-ARCH for arm64): `cargo xtask vmtest --arch ARCH KERNEL --out
-               DIR/NAME`, --jobs at a time (default 2), after one build of the guest's
-               test binaries per architecture (arm64: scripts/cross-build-arm64); the
-               runner's output goes to DIR/NAME/vmtest.log too, each line prefixed
-               with [NAME]
-               A `KERNEL [--arch ARCH] --kselftest` line (NAME-kselftest) runs the kselftest
-               collection instead: `cargo xtask kselftest --arch ARCH --out
-               DIR/kselftest-ARCH` once per architecture, then in the guest
-               scripts/kselftest-guest (run_kselftest.sh -c bpf_overhead in a busybox-only
-               root; DIR/NAME/kselftest.ktap), then kselftest-parse: scripts/check-kselftest
-               --no-install over those outputs
+  kernels      each kernel of ci/kernels (`KERNEL [--arch ARCH]` a line; named KERNEL, or
+               KERNEL-ARCH for arm64): `cargo xtask vmtest --arch ARCH KERNEL --out DIR/NAME`,
+               --jobs at a time (default 2), after one build of the guest's test binaries
+               per architecture (arm64: scripts/cross-build-arm64); its output also in
+               DIR/NAME/vmtest.log, each line prefixed with [NAME]. A `--kselftest` line
+               (NAME-kselftest) runs the kselftest collection instead: `cargo xtask
+               kselftest --arch ARCH --out DIR/kselftest-ARCH` once per architecture, in the
+               guest scripts/kselftest-guest (run_kselftest.sh -c bpf_overhead in a
+               busybox-only root; DIR/NAME/kselftest.ktap), then kselftest-parse:
+               scripts/check-kselftest --no-install over those outputs
   duet         when 6.1 and 6.12 (x86_64) are among the kernels: `cargo xtask vmtest 6.1
-               --against 6.12 --sessions 2 -m fentry-loop,raw_tp` into DIR/duet, both VMs
-               at once; passes on any verdict (under TCG no performance figure) once
-               both guests measured and the host compared them
+               --against 6.12 --sessions 2 -m fentry-loop,raw_tp` into DIR/duet, both VMs at
+               once; passes on any verdict (TCG) once both measured and the host compared
   report       DIR/report.txt and DIR/report.svg: `bpf-overhead report` over every
                DIR/KERNEL/result.json
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 use anyhow::{bail, ensure, Context, Result};
 use base64::Engine;
 
-use crate::summary::Summary;
+use crate::summary::VmtestJson;
 use crate::util::{cargo, repo_root};
 
 /// One kernel's run, as ci saw it.
@@ -84,7 +84,7 @@ fn ktap(dir: &Path) -> Result<Ktap> {
 /// One row of the table.
 pub struct Row {
     pub kernel: String,
-    pub summary: Option<Summary>,
+    pub summary: Option<VmtestJson>,
     pub ktap: Option<Ktap>,
     /// ci's own clock, the fetch taken out; else the runner's total.
     pub wall: Option<f64>,
@@ -93,7 +93,7 @@ pub struct Row {
 
 fn row(out: &Path, kernel: &str, run: Option<&KernelRun>) -> Row {
     let dir = kernel_dir(out, kernel);
-    let summary = Summary::load(&dir).ok();
+    let summary = VmtestJson::load(&dir).ok();
     let ktap = ktap(&dir);
     let exit = run.map(|r| r.exit).or(summary.as_ref().map(|s| s.exit));
     let verdict = match (&summary, &ktap, exit) {
@@ -342,14 +342,14 @@ mod tests {
         let out = tempfile::tempdir().unwrap();
         let dir = kernel_dir(out.path(), "6.1");
         fs::create_dir_all(&dir).unwrap();
-        let s = Summary {
+        let s = VmtestJson {
             kernel: "6.1".into(),
             release: "6.1.0-57-amd64".into(),
             fetch_s: 2.0,
             boot_s: Some(3.1),
             vm_s: 25.0,
             total_s: 30.0,
-            ..Summary::default()
+            ..VmtestJson::default()
         };
         s.save(&dir).unwrap();
         fs::write(

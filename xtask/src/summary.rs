@@ -14,8 +14,10 @@ pub const FILE: &str = "vmtest.json";
 /// `name<TAB>exit<TAB>start<TAB>end`, the times as bash's $EPOCHREALTIME.
 pub const STEPS_FILE: &str = "steps.tsv";
 
+/// vmtest.json's contents: the runner's own record of one kernel's run
+/// (not a statistical summary, the main crate's `stats::Summary`).
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
-pub struct Summary {
+pub struct VmtestJson {
     /// KERNEL as given (a series, newest, a release or a path).
     pub kernel: String,
     /// The release booted.
@@ -58,7 +60,7 @@ pub struct Step {
     pub secs: f64,
 }
 
-impl Summary {
+impl VmtestJson {
     /// Writes DIR/vmtest.json whole (a temporary file renamed over it).
     pub fn save(&self, dir: &Path) -> Result<()> {
         let mut text = serde_json::to_string_pretty(self)?;
@@ -66,7 +68,7 @@ impl Summary {
         crate::util::write_whole(&dir.join(FILE), text.as_bytes())
     }
 
-    pub fn load(dir: &Path) -> Result<Summary> {
+    pub fn load(dir: &Path) -> Result<VmtestJson> {
         let path = dir.join(FILE);
         let text =
             fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
@@ -124,15 +126,15 @@ mod tests {
             ]
         );
         let dir = tempfile::tempdir().unwrap();
-        let s = Summary {
+        let s = VmtestJson {
             kernel: "6.1".into(),
             release: "6.1.0-57-amd64".into(),
             boot_s: Some(3.1),
             steps,
-            ..Summary::default()
+            ..VmtestJson::default()
         };
         s.save(dir.path()).unwrap();
-        assert_eq!(Summary::load(dir.path()).unwrap(), s);
-        assert!(Summary::load(&dir.path().join("none")).is_err());
+        assert_eq!(VmtestJson::load(dir.path()).unwrap(), s);
+        assert!(VmtestJson::load(&dir.path().join("none")).is_err());
     }
 }

@@ -321,7 +321,9 @@ pub enum End {
     Signalled(i32),
 }
 
-pub struct Outcome {
+/// One boot of the VM, qemu start to exit: how it ended, when it showed
+/// life and reached the command, and its console log.
+pub struct Boot {
     pub end: End,
     pub started: Instant,
     pub finished: Instant,
@@ -342,7 +344,7 @@ fn kill(child: &mut Child) {
 }
 
 /// Runs qemu, streaming its console, until it exits or a watchdog fires.
-pub fn run(vm: &Vm, verbose: bool, t: &Timeouts) -> Result<Outcome> {
+pub fn run(vm: &Vm, verbose: bool, t: &Timeouts) -> Result<Boot> {
     let mut child = Command::new(vm.arch.qemu())
         .args(vm.qemu_args())
         // stdin: qemu would put a terminal into raw mode.
@@ -409,7 +411,7 @@ pub fn run(vm: &Vm, verbose: bool, t: &Timeouts) -> Result<Outcome> {
     let _ = reader.join();
     let c = console.lock().unwrap();
     let log = std::mem::take(&mut *log.lock().unwrap());
-    Ok(Outcome {
+    Ok(Boot {
         end,
         started,
         finished,
@@ -419,7 +421,7 @@ pub fn run(vm: &Vm, verbose: bool, t: &Timeouts) -> Result<Outcome> {
     })
 }
 
-/// What decides the exit status, besides the outcome.
+/// What decides the exit status, besides the boot.
 pub struct Rules {
     /// Default mode: a cargo `test result:` line must appear (not with --list).
     pub need_test_result: bool,
@@ -427,7 +429,7 @@ pub struct Rules {
 }
 
 /// The exit status and the `vmtest:` lines that explain it.
-pub fn verdict(o: &Outcome, status: Option<&str>, rules: &Rules) -> (i32, Vec<String>) {
+pub fn verdict(o: &Boot, status: Option<&str>, rules: &Rules) -> (i32, Vec<String>) {
     let text = String::from_utf8_lossy(&o.log);
     let panic = text
         .lines()
@@ -516,9 +518,9 @@ pub fn write_log(path: &Path, log: &[u8]) -> Result<()> {
 mod tests {
     use super::*;
 
-    fn outcome(end: End, log: &str, up: bool) -> Outcome {
+    fn boot(end: End, log: &str, up: bool) -> Boot {
         let t = Instant::now();
-        Outcome {
+        Boot {
             end,
             started: t,
             finished: t,
@@ -536,7 +538,7 @@ mod tests {
 
     #[test]
     fn verdicts() {
-        let v = |end, log, up, status| verdict(&outcome(end, log, up), status, &RULES);
+        let v = |end, log, up, status| verdict(&boot(end, log, up), status, &RULES);
         assert_eq!(v(End::Exited(0), OK_LOG, true, Some("0\n")), (0, vec![]));
         assert_eq!(v(End::Exited(0), OK_LOG, true, Some("101\n")).0, 101);
         let (rc, why) = v(End::Exited(0), "vmtest: guest up\n", true, Some("0"));
@@ -573,7 +575,7 @@ mod tests {
             ..RULES
         };
         assert_eq!(
-            verdict(&outcome(End::Exited(0), "", true), Some("0"), &cmd).0,
+            verdict(&boot(End::Exited(0), "", true), Some("0"), &cmd).0,
             0
         );
     }

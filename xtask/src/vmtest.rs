@@ -17,7 +17,7 @@ use crate::job::{guest_env, job_script, Bench};
 use crate::kernel::{kernel, Kernel};
 use crate::out::{self, Out};
 use crate::say;
-use crate::summary::{self, Summary};
+use crate::summary::{self, VmtestJson};
 use crate::util::{cache_dir, one_line, repo_root, which};
 use crate::vm::{self, check_signal, Rules, Timeouts, Vm};
 
@@ -77,7 +77,7 @@ fn run(a: &Args) -> Result<i32> {
     let (rc, dir) = finish_out(out, rc);
 
     let boot = o.up.map(|u| u - o.started);
-    let s = Summary {
+    let s = VmtestJson {
         kernel: a.kernel.clone(),
         release: k.release.clone(),
         arch: a.arch.name().into(),
@@ -122,7 +122,7 @@ fn open_out(a: &Args, repo: &Path, release: &str) -> Result<Out> {
 
 /// Saves the summary into `dir`. A run that passed but whose summary
 /// could not be saved exits 2; any other keeps its `rc`.
-fn save_summary(s: &Summary, dir: &Path, rc: i32) -> i32 {
+fn save_summary(s: &VmtestJson, dir: &Path, rc: i32) -> i32 {
     match s.save(dir) {
         Ok(()) => rc,
         Err(e) => {
@@ -136,8 +136,8 @@ fn save_summary(s: &Summary, dir: &Path, rc: i32) -> i32 {
     }
 }
 
-/// Boots the VM and waits for it; its outcome and the guest's exit status.
-fn boot(a: &Args, k: &Kernel, vm: &Vm) -> Result<(vm::Outcome, Option<String>)> {
+/// Boots the VM and waits for it; the boot and the guest's exit status.
+fn boot(a: &Args, k: &Kernel, vm: &Vm) -> Result<(vm::Boot, Option<String>)> {
     say!(
         "booting {} ({}) accel={} timeout={}s",
         k.release,
@@ -206,7 +206,7 @@ pub fn absent_files(arch: Arch, series: &str) -> Vec<PathBuf> {
 }
 
 /// The exit status and why, said as it is decided.
-fn judge(a: &Args, o: &vm::Outcome, status: Option<&str>) -> (i32, Vec<String>) {
+fn judge(a: &Args, o: &vm::Boot, status: Option<&str>) -> (i32, Vec<String>) {
     let rules = Rules {
         need_test_result: matches!(&a.job, Job::Tests(t) if !t.iter().any(|t| t == "--list")),
         timeouts_secs: (a.timeout, a.alive_timeout, a.boot_timeout),
