@@ -214,6 +214,7 @@ fn tracefs_needs(env: &Env, write: bool) -> Vec<Need> {
 }
 
 fn needs(kind: Kind, env: &Env) -> Vec<Need> {
+    let kind = kind.behaves_like();
     let mut needs = match kind {
         Kind::Base => return Vec::new(),
         Kind::Kprobe
@@ -226,7 +227,8 @@ fn needs(kind: Kind, env: &Env) -> Vec<Need> {
         | Kind::KprobeSession
         | Kind::UprobeMulti { .. }
         | Kind::UprobeSession
-        | Kind::Usdt => vec![LOAD_BPF, LOAD_TRACING],
+        | Kind::Usdt
+        | Kind::Object(_) => vec![LOAD_BPF, LOAD_TRACING],
     };
     match kind {
         Kind::Base | Kind::RawTracepoint | Kind::BtfTracepoint | Kind::Trampoline => {}
@@ -235,7 +237,8 @@ fn needs(kind: Kind, env: &Env) -> Vec<Need> {
         | Kind::KprobeSession
         | Kind::UprobeMulti { .. }
         | Kind::UprobeSession
-        | Kind::Usdt => {}
+        | Kind::Usdt
+        | Kind::Object(_) => {}
         Kind::Tracepoint => needs.extend(tracefs_needs(env, false)),
         // The perf kprobe PMU asks for CAP_PERFMON, needed anyway.
         Kind::Kprobe if env.kprobe_pmu => {}
@@ -281,10 +284,12 @@ impl fmt::Display for Missing {
 
 /// What the calling thread lacks to run `mechanism` on this machine.
 pub fn missing(mechanism: Mechanism) -> Option<Missing> {
-    lacking(
-        &needs(mechanism.kind(), &Env::current()),
-        Privileges::current(),
-    )
+    let mut needs = needs(mechanism.kind(), &Env::current());
+    // An object program's hits are the BPF stats' run count.
+    if let Kind::Object(_) = mechanism.kind() {
+        needs.push(ENABLE_STATS);
+    }
+    lacking(&needs, Privileges::current())
 }
 
 /// What the calling thread lacks for the BPF run-time stats.

@@ -11,6 +11,7 @@
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::str::FromStr;
+use std::sync::Mutex;
 
 use super::error::{errno_name, Error, Result, ENOTSUPP};
 use super::kind::every_kind;
@@ -56,7 +57,8 @@ const fn base(name: &'static str, trigger: Trigger) -> Entry {
             Trigger::Call(Nop5) => NOP5,
             Trigger::Call(Nop | Push | Ret | Target::Usdt)
             | Trigger::TaskRename
-            | Trigger::Loop(_) => "nothing",
+            | Trigger::Loop(_)
+            | Trigger::Syscall(_) => "nothing",
         },
     }
 }
@@ -331,6 +333,24 @@ pub static CATALOGUE: [Entry; 48] = [
     ),
 ];
 
+/// The entries added at run time (`--object`: each program of a user's
+/// object, and a base for each of their triggers), in groups: a base,
+/// then its programs.
+static REGISTERED: Mutex<Vec<&'static Entry>> = Mutex::new(Vec::new());
+
+/// The entries [`register`] added, in order.
+pub(crate) fn registered() -> Vec<&'static Entry> {
+    REGISTERED.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// Adds `entries` after the catalogue, for [`Mechanism::all`].
+pub(crate) fn register(entries: Vec<&'static Entry>) {
+    REGISTERED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .extend(entries);
+}
+
 /// A handle to a catalogue entry: cheap to copy, compared by name.
 #[derive(Clone, Copy)]
 pub struct Mechanism(&'static Entry);
@@ -338,7 +358,12 @@ pub struct Mechanism(&'static Entry);
 impl Mechanism {
     /// Every mechanism, in catalogue order.
     pub fn all() -> impl Iterator<Item = Mechanism> + Clone {
-        CATALOGUE.iter().map(Mechanism)
+        // And the programs of user objects (`--object`), added at run time.
+        CATALOGUE.iter().chain(registered()).map(Mechanism)
+    }
+
+    pub(crate) fn from_entry(entry: &'static Entry) -> Mechanism {
+        Mechanism(entry)
     }
 
     pub fn by_name(name: &str) -> Option<Mechanism> {
@@ -407,8 +432,8 @@ impl Mechanism {
                 Error::unsupported(format!("kernel too old for {}: {why}", self.needs())).of(self)
             })?;
         }
-        match self.kind() {
-            Base | RawTracepoint | KprobeMulti | KprobeSession => Ok(None),
+        match self.kind().behaves_like() {
+            Base | RawTracepoint | KprobeMulti | KprobeSession | Object(_) => Ok(None),
             Kprobe => sys::probe_support("kprobe"),
             Uprobe { .. } | UprobeMulti { .. } | UprobeSession | Usdt => {
                 sys::probe_support("uprobe")
@@ -422,7 +447,7 @@ impl Mechanism {
     /// Sorts a load failure: the kernel lacking the feature (a skip) or
     /// anything else (a failure).
     pub(crate) fn load_error(self, errno: Option<i32>, why: String) -> Error {
-        let err = match (self.kind(), errno) {
+        let err = match (self.kind().behaves_like(), errno) {
             // Privileges were checked before loading, so EPERM here is the
             // kernel refusing trampoline programs (seen under PVM), like
             // ENOTSUPP/EOPNOTSUPP on arches without trampolines.
@@ -444,7 +469,7 @@ impl Mechanism {
 
     /// Sorts an attach failure.
     pub(crate) fn attach_error(self, errno: Option<i32>, why: String) -> Error {
-        let err = match (self.kind(), errno) {
+        let err = match (self.kind().behaves_like(), errno) {
             // The attach type exists (checked before loading), but fprobe,
             // which it runs on, does not.
             (KprobeMulti | KprobeSession, Some(n @ (libc::EOPNOTSUPP | ENOTSUPP))) => {

@@ -1,5 +1,9 @@
 //! How a mechanism attaches ([`Kind`]), and the kernel's attach type a
-//! kind needs: one match, so a new kind is placed once.
+//! kind needs: one match, so a new kind is placed once. And what a user's
+//! object program is ([`ObjectProgram`]), which [`Kind::Object`] points to.
+
+use std::fmt;
+use std::path::PathBuf;
 
 /// How a mechanism attaches: this decides its support probe, its attach
 /// call and how its load and attach errors are sorted into "this kernel
@@ -30,6 +34,11 @@ pub enum Kind {
     UprobeSession,
     /// A USDT probe, through libbpf's USDT support.
     Usdt,
+    /// A program of a user's object (`--object`), attached by its section
+    /// as libbpf's auto-attach does. Its support probe, capabilities and
+    /// error sorting are those of the built-in kind it attaches as
+    /// ([`Kind::behaves_like`]).
+    Object(&'static ObjectProgram),
 }
 
 /// Every [`Kind`], as a pattern: where a match ends with "any other kind",
@@ -48,11 +57,47 @@ macro_rules! every_kind {
             | UprobeMulti { .. }
             | UprobeSession
             | Usdt
+            | Object(_)
     };
 }
 pub(crate) use every_kind;
 
 use Kind::*;
+
+/// One program of a user's object, as `Kind::Object` attaches it.
+pub struct ObjectProgram {
+    /// The file, as given.
+    pub path: PathBuf,
+    /// The ELF, read once: every run loads this copy.
+    pub(crate) bytes: Vec<u8>,
+    pub program: String,
+    pub section: String,
+    /// The built-in kind it attaches as: its support probe, capabilities
+    /// and error sorting are that kind's.
+    pub like: Kind,
+    /// `--set`'s writes into the `.rodata` map: offset and bytes.
+    pub(crate) rodata: Vec<(usize, Vec<u8>)>,
+}
+
+impl PartialEq for ObjectProgram {
+    fn eq(&self, other: &Self) -> bool {
+        (&self.path, &self.program) == (&other.path, &other.program)
+    }
+}
+
+impl Eq for ObjectProgram {}
+
+impl fmt::Debug for ObjectProgram {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{} ({})",
+            self.path.display(),
+            self.program,
+            self.section
+        )
+    }
+}
 
 impl Kind {
     /// The entry of `enum bpf_attach_type` a kernel must know for it, and
@@ -71,6 +116,27 @@ impl Kind {
             | Trampoline
             | Uprobe { .. }
             | Usdt => (None, false),
+            Object(p) => p.like.link_type(),
+        }
+    }
+
+    /// The built-in kind whose probe, capabilities and errors this one's
+    /// are: an object program's hook kind, every other kind itself.
+    pub const fn behaves_like(self) -> Kind {
+        match self {
+            Object(p) => p.like,
+            Base
+            | Kprobe
+            | RawTracepoint
+            | Tracepoint
+            | BtfTracepoint
+            | Trampoline
+            | Uprobe { .. }
+            | KprobeMulti
+            | KprobeSession
+            | UprobeMulti { .. }
+            | UprobeSession
+            | Usdt => self,
         }
     }
 

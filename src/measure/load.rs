@@ -11,6 +11,7 @@ use libbpf_rs::{Link, OpenObject, ProgramMut, UprobeOpts};
 use super::bpf_consts::MAX_SLOTS;
 use super::catalogue::{Kind, Mechanism};
 use super::error::{errno_of, Error, Result};
+use super::object;
 use super::options::Options;
 use super::skel::{types, OverheadSkel, OverheadSkelBuilder};
 use super::sys;
@@ -24,7 +25,14 @@ pub(crate) struct Loaded<'obj> {
     link: Option<Link>,
     prog_fd: Option<OwnedFd>,
     driver_fd: Option<OwnedFd>,
-    skel: OverheadSkel<'obj>,
+    held: Held<'obj>,
+}
+
+/// What holds the loaded program: the suite's skeleton, or a user's
+/// object (`--object`).
+enum Held<'obj> {
+    Skel(Box<OverheadSkel<'obj>>),
+    Object(libbpf_rs::Object),
 }
 
 /// Loads the skeleton with only `mechanism`'s program and its trigger's
@@ -41,6 +49,16 @@ pub(crate) fn load<'obj>(
     }
     sys::capture_libbpf_log();
     sys::clear_libbpf_log();
+    if let Kind::Object(p) = mechanism.kind() {
+        let obj = object::load(p)
+            .map_err(|e| mechanism.load_error(errno_of(&e), with_libbpf_reason(&e)))?;
+        return Ok(Some(Loaded {
+            link: None,
+            prog_fd: Some(object::program_fd(&obj, p).map_err(|e| e.of(mechanism))?),
+            driver_fd: None,
+            held: Held::Object(obj),
+        }));
+    }
 
     let mut open = OverheadSkelBuilder::default().open(storage).map_err(|e| {
         Error::failed(format!("opening the BPF object failed: {e:#}")).of(mechanism)
@@ -85,7 +103,7 @@ pub(crate) fn load<'obj>(
         link: None,
         prog_fd,
         driver_fd,
-        skel,
+        held: Held::Skel(Box::new(skel)),
     }))
 }
 
@@ -106,13 +124,19 @@ impl Loaded<'_> {
         let Some(program) = mechanism.program() else {
             return Ok(());
         };
-        let prog = self
-            .skel
-            .object()
-            .progs_mut()
-            .find(|p| p.name() == program)
-            .expect("the mechanism's program is in the loaded object");
-        let link = attach_program(mechanism, &prog).map_err(|e| {
+        let link = match (&self.held, mechanism.kind()) {
+            (Held::Object(obj), Kind::Object(p)) => object::attach(obj, p),
+            (Held::Skel(skel), _) => {
+                let prog = skel
+                    .object()
+                    .progs_mut()
+                    .find(|p| p.name() == program)
+                    .expect("the mechanism's program is in the loaded object");
+                attach_program(mechanism, &prog)
+            }
+            (Held::Object(_), _) => unreachable!("only an object program loads an object"),
+        };
+        let link = link.map_err(|e| {
             let why = with_libbpf_reason(&e);
             let why = if on_exe(mechanism) {
                 sys::explain_replaced_exe(why)
@@ -136,7 +160,7 @@ impl Loaded<'_> {
 pub(crate) fn on_exe(mechanism: Mechanism) -> bool {
     match mechanism.trigger() {
         Trigger::Call(_) => !mechanism.is_base(),
-        Trigger::TaskRename | Trigger::Loop(_) => false,
+        Trigger::TaskRename | Trigger::Loop(_) | Trigger::Syscall(_) => false,
     }
 }
 
@@ -172,7 +196,8 @@ fn attach_program(mechanism: Mechanism, prog: &ProgramMut<'_>) -> libbpf_rs::Res
         | Kind::BtfTracepoint
         | Kind::Trampoline
         | Kind::KprobeMulti
-        | Kind::KprobeSession => prog.attach(),
+        | Kind::KprobeSession
+        | Kind::Object(_) => prog.attach(),
     }
 }
 
@@ -191,26 +216,39 @@ const _: fn(&types::bss) -> (&[types::counter; MAX_SLOTS], &[u32; MAX_SLOTS]) =
     |bss| (&bss.counters, &bss.producer_tids);
 
 impl Loaded<'_> {
-    fn bss(&mut self) -> &mut types::bss {
-        self.skel
-            .maps
-            .bss_data
-            .as_deref_mut()
-            .expect("the BPF object has a .bss with the counters")
+    /// The skeleton's counters; a user's object has none (its hits are
+    /// its run count).
+    fn bss(&mut self) -> Option<&mut types::bss> {
+        match &mut self.held {
+            Held::Skel(skel) => Some(
+                skel.maps
+                    .bss_data
+                    .as_deref_mut()
+                    .expect("the BPF object has a .bss with the counters"),
+            ),
+            Held::Object(_) => None,
+        }
+    }
+
+    /// Whether the program counts its own hits in the skeleton's counters.
+    pub(crate) fn counts_hits(&self) -> bool {
+        matches!(self.held, Held::Skel(_))
     }
 
     /// Counts events on `cpu` from thread `tid` only (0: from nobody).
     /// Volatile, as every access below: the BPF programs read and write
     /// this memory behind the compiler's back.
     pub(crate) fn register(&mut self, cpu: usize, tid: u32) {
-        let slot = &mut self.bss().producer_tids[cpu % MAX_SLOTS];
+        let Some(bss) = self.bss() else { return };
+        let slot = &mut bss.producer_tids[cpu % MAX_SLOTS];
         // SAFETY: the pointer is into the mmapped .bss, valid while self lives.
         unsafe { std::ptr::write_volatile(slot, tid) }
     }
 
     /// Zeroes every counter.
     pub(crate) fn reset_hits(&mut self) {
-        for c in self.bss().counters.iter_mut() {
+        let Some(bss) = self.bss() else { return };
+        for c in bss.counters.iter_mut() {
             // SAFETY: as in register.
             unsafe {
                 std::ptr::write_volatile(&mut c.hits, 0);
@@ -222,13 +260,17 @@ impl Loaded<'_> {
     /// Hits counted on `cpu` for its producer.
     pub(crate) fn hits(&mut self, cpu: usize) -> u64 {
         // SAFETY: as in register.
-        unsafe { std::ptr::read_volatile(&self.bss().counters[cpu % MAX_SLOTS].hits) }
+        self.bss().map_or(0, |bss| unsafe {
+            std::ptr::read_volatile(&bss.counters[cpu % MAX_SLOTS].hits)
+        })
     }
 
     /// Session exits on `cpu` that found their entry's mark.
     pub(crate) fn session_exits(&mut self, cpu: usize) -> u64 {
         // SAFETY: as in register.
-        unsafe { std::ptr::read_volatile(&self.bss().counters[cpu % MAX_SLOTS].exits) }
+        self.bss().map_or(0, |bss| unsafe {
+            std::ptr::read_volatile(&bss.counters[cpu % MAX_SLOTS].exits)
+        })
     }
 
     /// The kernel's `run_time_ns` and `run_cnt` for the program (non-zero

@@ -4,6 +4,7 @@
 //! renderers, gate, command line); a test in src/lib.rs keeps it that way.
 
 pub mod bpf_consts;
+pub mod builds;
 pub mod caps;
 pub mod catalogue;
 pub mod context;
@@ -13,12 +14,15 @@ pub mod host;
 pub mod keeper;
 pub mod kind;
 mod load;
+pub mod object;
 pub mod options;
 mod producer;
 pub mod run;
+mod section;
 pub mod speed;
 pub mod support;
 pub mod sys;
+pub mod syscall;
 pub mod trigger;
 pub mod variant;
 

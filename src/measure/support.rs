@@ -58,7 +58,7 @@ impl Support {
         let mut tracefs = Vec::new();
         let mut problems: Vec<Option<Error>> = all.iter().map(|_| None).collect();
         let mut order: Vec<usize> = (0..all.len()).collect();
-        order.sort_by_key(|&i| all[i].0.kind() != Kind::Tracepoint);
+        order.sort_by_key(|&i| all[i].0.kind().behaves_like() != Kind::Tracepoint);
         for i in order {
             let (m, missing) = &all[i];
             if let Some(missing) = missing {

@@ -11,6 +11,7 @@ use nix::sys::prctl;
 
 use super::error::{Error, Result};
 use super::sys;
+use super::syscall::{Firing, Syscall};
 
 /// What one event is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -25,6 +26,9 @@ pub enum Trigger {
     /// run in batches by BPF_PROG_TEST_RUN (bench trig-*, since 6.10): the
     /// syscall is paid once per batch, not per event.
     Loop(Driver),
+    /// One or two system calls from the measuring thread (a user's
+    /// object: `--object`, syscall.rs).
+    Syscall(Syscall),
 }
 
 /// The kernel function a [`Trigger::Loop`] driver calls once per event.
@@ -80,6 +84,7 @@ impl Trigger {
             Trigger::TaskRename => "task_rename",
             Trigger::Call(_) => "uprobe_target",
             Trigger::Loop(_) => "kernel_loop",
+            Trigger::Syscall(s) => s.label(),
         }
     }
 
@@ -87,7 +92,7 @@ impl Trigger {
     pub const fn driver(self) -> Option<Driver> {
         match self {
             Trigger::Loop(driver) => Some(driver),
-            Trigger::TaskRename | Trigger::Call(_) => None,
+            Trigger::TaskRename | Trigger::Call(_) | Trigger::Syscall(_) => None,
         }
     }
 
@@ -98,7 +103,7 @@ impl Trigger {
     pub const fn scale(self) -> u64 {
         match self {
             Trigger::Loop(_) => 10,
-            Trigger::TaskRename | Trigger::Call(_) => 1,
+            Trigger::TaskRename | Trigger::Call(_) | Trigger::Syscall(_) => 1,
         }
     }
 
@@ -115,7 +120,7 @@ impl Trigger {
                 Some(why) => Err(Error::unsupported(why)),
                 None => Ok(()),
             },
-            Trigger::TaskRename | Trigger::Loop(Driver::Helper) => Ok(()),
+            Trigger::TaskRename | Trigger::Loop(Driver::Helper) | Trigger::Syscall(_) => Ok(()),
         }
     }
 
@@ -124,7 +129,7 @@ impl Trigger {
     pub fn absent_here(self) -> Option<String> {
         match self {
             Trigger::Call(target) => target.absent_here(),
-            Trigger::TaskRename | Trigger::Loop(_) => None,
+            Trigger::TaskRename | Trigger::Loop(_) | Trigger::Syscall(_) => None,
         }
     }
 
@@ -135,7 +140,7 @@ impl Trigger {
     /// comm-write run; rates are per event, so the figures still compare.
     pub const fn base_scale(self) -> u64 {
         match self {
-            Trigger::TaskRename => 1,
+            Trigger::TaskRename | Trigger::Syscall(_) => 1,
             Trigger::Call(_) => 100,
             Trigger::Loop(_) => Self::scale(self),
         }
@@ -146,7 +151,10 @@ impl Trigger {
     /// its loaded driver program (`batch` iterations a run).
     pub fn arm(self, driver: Option<BorrowedFd<'_>>, batch: u32) -> Result<Armed> {
         match self {
-            Trigger::TaskRename => CommWriter::open().map(Armed::Comm),
+            Trigger::TaskRename | Trigger::Syscall(Syscall::Comm) => {
+                CommWriter::open().map(Armed::Comm)
+            }
+            Trigger::Syscall(s) => Firing::open(s).map(Armed::Syscall),
             // Checked now: once a uprobe is attached, the first byte reads
             // as int3.
             Trigger::Call(target) => target.verify().map(Armed::Call),
@@ -167,6 +175,7 @@ impl fmt::Display for Trigger {
             Trigger::TaskRename => f.write_str("task_rename"),
             Trigger::Call(target) => write!(f, "call {}", target.symbol()),
             Trigger::Loop(driver) => write!(f, "kernel loop over {}()", driver.function()),
+            Trigger::Syscall(s) => f.write_str(s.describe()),
         }
     }
 }
@@ -176,6 +185,7 @@ pub enum Armed {
     Comm(CommWriter),
     Call(unsafe extern "C" fn()),
     Loop { driver: OwnedFd, batch: u32 },
+    Syscall(Firing),
 }
 
 impl Armed {
@@ -201,6 +211,7 @@ impl Armed {
                 }
                 Ok(runs * u64::from(*batch))
             }
+            Armed::Syscall(firing) => firing.fire(n).map(|()| n),
         }
     }
 
@@ -210,7 +221,7 @@ impl Armed {
     pub fn verify(&self) -> Result<()> {
         match self {
             Armed::Comm(writer) => writer.verify(),
-            Armed::Call(_) | Armed::Loop { .. } => Ok(()),
+            Armed::Call(_) | Armed::Loop { .. } | Armed::Syscall(_) => Ok(()),
         }
     }
 }

@@ -236,9 +236,12 @@ fn run_here(plan: &Plan, privileged: &Privileged, mut progress: impl FnMut(&Step
         .copied()
         .map(MechanismRuns::new)
         .collect();
-    if plan.against.is_some() {
+    if let Some(variant) = &plan.against {
         for o in outcomes.iter_mut().filter(|o| !o.mechanism.is_base()) {
-            o.against = Some(Box::new(MechanismRuns::b_side(o.mechanism)));
+            // B's mechanism: the same, or (object=) the other build's.
+            o.against = variant
+                .b_of(o.mechanism)
+                .map(|b| Box::new(MechanismRuns::b_side(b)));
         }
     }
 
