@@ -26,6 +26,7 @@
 //!   mechanism.
 //!
 //! Prints markdown; docs/gate-power.md's comparison part comes from here.
+//! Each run's document is kept in target/compare-power/runs/.
 
 use std::process::{Child, Command, Stdio};
 use std::time::Instant;
@@ -41,6 +42,11 @@ const SECTIONS: [&str; 4] = ["baseline", "aa", "ab", "stats"];
 const AB: [&str; 4] = ["raw_tp-loop", "tp-loop", "uprobe-nop", "raw_tp"];
 const SET_DIR: &str = "target/compare-power/set";
 const ONE: &str = "target/compare-power/one.json";
+/// Every run's document, kept (`<section>-<condition>-<n>.json`).
+const RUNS_DIR: &str = "target/compare-power/runs";
+/// The triggers whose in-run A/A must be conclusive (issue 23): the
+/// kernel loop's and the user call's.
+const CONCLUSIVE_TRIGGERS: [&str; 2] = ["kernel_loop", "uprobe_target"];
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Condition {
@@ -140,6 +146,11 @@ fn command() -> std::path::PathBuf {
 
 /// One run of the command with `args`, its JSON document and exit code.
 fn run(args: &[&str]) -> (Document, i32, f64) {
+    run_kept(args, None)
+}
+
+/// [`run`], keeping the document in [`RUNS_DIR`] as `keep`.json.
+fn run_kept(args: &[&str], keep: Option<&str>) -> (Document, i32, f64) {
     let started = Instant::now();
     let out = Command::new(command())
         .args(args)
@@ -150,6 +161,10 @@ fn run(args: &[&str]) -> (Document, i32, f64) {
     let secs = started.elapsed().as_secs_f64();
     let text = String::from_utf8_lossy(&out.stdout);
     let doc = Document::from_json(&text).unwrap_or_else(|e| panic!("bpf-overhead {args:?}: {e}"));
+    if let Some(name) = keep {
+        std::fs::create_dir_all(RUNS_DIR).unwrap();
+        std::fs::write(format!("{RUNS_DIR}/{name}.json"), text.as_bytes()).unwrap();
+    }
     (doc, out.status.code().unwrap_or(-1), secs)
 }
 
@@ -205,15 +220,18 @@ fn aa(runs: usize, mechanisms: Option<&str>) {
         let load = condition.start();
         let d = drift(20);
         let mut secs = Vec::new();
-        for _ in 0..runs {
+        let mut conclusive = 0;
+        for n in 0..runs {
             let mut args = vec!["--against", "prog-work=0"];
             if let Some(m) = mechanisms {
                 args.extend(["-m", m]);
             }
-            let (doc, code, s) = run(&args);
+            let keep = format!("aa-{condition:?}-{}", n + 1).to_lowercase();
+            let (doc, code, s) = run_kept(&args, Some(&keep));
             secs.push(s);
             let report = against::compare(&doc, against::IN_RUN_THRESHOLD);
             add(&mut rows, &report, ci);
+            conclusive += usize::from(all_ok_on(&doc, &report, &CONCLUSIVE_TRIGGERS));
             eprintln!(
                 "compare_power: A/A {} exit {code} in {s:.0} s",
                 condition.label()
@@ -236,7 +254,8 @@ fn aa(runs: usize, mechanisms: Option<&str>) {
         }
         drop(load);
         lines.push(format!(
-            "- {}: {d}; runs took {:.0}–{:.0} s",
+            "- {}: {d}; runs took {:.0}–{:.0} s; every kernel-loop and call-trigger \
+             comparison ok in {conclusive} of {runs} runs",
             condition.label(),
             secs.iter().copied().fold(f64::INFINITY, f64::min),
             secs.iter().copied().fold(0.0, f64::max)
@@ -255,6 +274,20 @@ fn aa(runs: usize, mechanisms: Option<&str>) {
         ),
         &cross_set,
     );
+}
+
+/// Whether every comparison of a mechanism on one of `triggers` is ok
+/// (unchanged) in `report`, and there is at least one.
+fn all_ok_on(doc: &Document, report: &GateReport, triggers: &[&str]) -> bool {
+    let on: Vec<_> = report
+        .comparisons
+        .iter()
+        .filter(|c| {
+            doc.mechanism(&c.name)
+                .is_some_and(|m| triggers.contains(&m.trigger.as_str()))
+        })
+        .collect();
+    !on.is_empty() && on.iter().all(|c| c.verdict == Verdict::Unchanged)
 }
 
 fn add(rows: &mut Vec<(String, Vec<[usize; 4]>)>, report: &GateReport, ci: usize) {
@@ -317,8 +350,12 @@ fn ab(runs: usize) {
             let d = drift(10);
             let mut counts = [0usize; 4];
             let (mut changes, mut sees) = (Vec::new(), Vec::new());
-            for _ in 0..runs {
-                let (doc, code, s) = run(&["-m", name, "--against", &format!("prog-work={k}")]);
+            for n in 0..runs {
+                let keep = format!("ab-{name}-{condition:?}-{}", n + 1).to_lowercase();
+                let (doc, code, s) = run_kept(
+                    &["-m", name, "--against", &format!("prog-work={k}")],
+                    Some(&keep),
+                );
                 let report = against::compare(&doc, against::IN_RUN_THRESHOLD);
                 let c = report.find(name).expect("compared");
                 eprintln!(
@@ -351,7 +388,7 @@ fn ab(runs: usize) {
 fn stats() {
     println!("\n## What BPF run-time stats cost: `--against bpf-stats`, default mechanisms\n");
     println!("{}\n", drift(20));
-    let (doc, code, s) = run(&["--against", "bpf-stats"]);
+    let (doc, code, s) = run_kept(&["--against", "bpf-stats"], Some("stats"));
     let report = against::compare(&doc, against::IN_RUN_THRESHOLD);
     println!("One run, {s:.0} s, exit {code}.\n");
     println!("| mechanism | own cost, stats off | with stats on | difference | verdict | sees |");

@@ -18,6 +18,8 @@ pub mod document;
 pub mod env_vars;
 pub mod expect;
 pub mod gate;
+#[cfg(test)]
+mod import_cycle;
 pub mod measure;
 pub mod paired;
 pub mod pipeline;
@@ -146,48 +148,12 @@ mod tests {
         // The import finder finds what it should.
         let load = modules.iter().position(|m| m == "load").unwrap();
         assert!(uses[load].contains(&"catalogue".to_string()), "{uses:?}");
-        let edges: Vec<Vec<usize>> = uses
-            .iter()
-            .map(|u| {
-                u.iter()
-                    .map(|n| modules.iter().position(|m| m == n).unwrap())
-                    .collect()
-            })
-            .collect();
-        let mut done = vec![false; modules.len()];
-        for start in 0..modules.len() {
-            if let Some(cycle) = find_cycle(start, &mut Vec::new(), &mut done, &edges) {
-                let names: Vec<&str> = cycle.iter().map(|&i| modules[i].as_str()).collect();
-                panic!(
-                    "import cycle among src/measure/ modules: {}",
-                    names.join(" -> ")
-                );
-            }
+        let names: Vec<&str> = modules.iter().map(String::as_str).collect();
+        if let Some(cycle) = crate::import_cycle::find(&names, &uses) {
+            panic!(
+                "import cycle among src/measure/ modules: {}",
+                cycle.join(" -> ")
+            );
         }
-    }
-
-    /// Depth-first from `at`, with the path so far: a module met again on
-    /// it closes a cycle, returned from its first visit back to it.
-    fn find_cycle(
-        at: usize,
-        path: &mut Vec<usize>,
-        done: &mut [bool],
-        edges: &[Vec<usize>],
-    ) -> Option<Vec<usize>> {
-        if let Some(start) = path.iter().position(|&p| p == at) {
-            return Some([&path[start..], &[at]].concat());
-        }
-        if done[at] {
-            return None;
-        }
-        path.push(at);
-        for &next in &edges[at] {
-            if let Some(cycle) = find_cycle(next, path, done, edges) {
-                return Some(cycle);
-            }
-        }
-        path.pop();
-        done[at] = true;
-        None
     }
 }

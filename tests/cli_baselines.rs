@@ -35,12 +35,7 @@ fn special_file_baselines_are_refused_without_reading_them() {
             command(&["report", file, file]),
             std::time::Duration::from_secs(20),
         );
-        assert_eq!(out.code, 2, "report {file}: {}", out.stderr);
-        assert!(
-            out.stderr.contains(expected),
-            "report {file}: {}",
-            out.stderr
-        );
+        assert_refused(&out, expected, &format!("report {file}"));
     }
 }
 
@@ -184,12 +179,7 @@ fn bad_save_targets_are_found_before_measuring() {
     let mut cmd = Command::new("unshare");
     cmd.args(["--mount", "--propagation", "private", "sh", "-c", &script]);
     let out = output_within(cmd, std::time::Duration::from_secs(20));
-    assert_eq!(out.code, 2, "{}", out.stderr);
-    assert!(
-        out.stderr.contains("Read-only file system"),
-        "{}",
-        out.stderr
-    );
+    assert_refused(&out, "Read-only file system", "--save on a read-only mount");
 }
 
 /// A directory is a baseline set: one with no result file, or one that is
@@ -210,12 +200,7 @@ fn bad_baseline_sets_are_refused_naming_the_file() {
         command(&["report", d, d]),
         std::time::Duration::from_secs(20),
     );
-    assert_eq!(out.code, 2, "{}", out.stderr);
-    assert!(
-        out.stderr.contains("a directory, not a result file"),
-        "{}",
-        out.stderr
-    );
+    assert_refused(&out, "a directory, not a result file", "report DIR DIR");
 }
 
 /// `--save DIR/` adds each run to the set as a new file, never over

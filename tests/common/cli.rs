@@ -97,15 +97,20 @@ pub fn is_root() -> bool {
 
 #[track_caller]
 pub fn bad_input(args: &[&str], expected: &str) {
-    let out = run(args);
+    assert_refused(&run(args), expected, &format!("{args:?}"));
+}
+
+/// Exit 2 (bad input), saying `expected`, without a backtrace.
+#[track_caller]
+pub fn assert_refused(out: &Output, expected: &str, what: &str) {
     assert_eq!(
         out.code, 2,
-        "{args:?} exited {}: {}{}",
+        "{what} exited {}: {}{}",
         out.code, out.stdout, out.stderr
     );
     assert!(
         out.stderr.contains(expected),
-        "{args:?}: stderr does not say {expected:?}:\n{}",
+        "{what}: stderr does not say {expected:?}:\n{}",
         out.stderr
     );
     assert!(!out.stderr.contains("panicked"), "{}", out.stderr);

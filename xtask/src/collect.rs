@@ -8,6 +8,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use anyhow::{bail, ensure, Context, Result};
+use base64::Engine;
 
 use crate::summary::Summary;
 use crate::util::{cargo, repo_root};
@@ -272,29 +273,11 @@ fn markdown_summary(rows: &[Row], report: &Result<String>, out: &Path) -> String
             if let Ok(svg) = fs::read(out.join("report.svg")) {
                 s += &format!(
                     "<img alt=\"bpf-overhead report chart\" src=\"data:image/svg+xml;base64,{}\">\n\n",
-                    base64(&svg)
+                    base64::engine::general_purpose::STANDARD.encode(&svg)
                 );
             }
         }
         Err(e) => s += &format!("No report: {e:#}\n"),
-    }
-    s
-}
-
-fn base64(data: &[u8]) -> String {
-    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut s = String::with_capacity(data.len().div_ceil(3) * 4);
-    for c in data.chunks(3) {
-        let n = (u32::from(c[0]) << 16)
-            | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
-            | u32::from(*c.get(2).unwrap_or(&0));
-        for i in 0..4 {
-            if i <= c.len() {
-                s.push(T[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                s.push('=');
-            }
-        }
     }
     s
 }
@@ -369,13 +352,5 @@ mod tests {
         assert_eq!(r.verdict, "FAIL: exit 2, no vmtest.json");
         let md = table(&[r], true);
         assert!(md.starts_with("| kernel | release |") && md.contains("|---|"));
-    }
-
-    #[test]
-    fn base64_as_rfc4648() {
-        assert_eq!(base64(b""), "");
-        assert_eq!(base64(b"f"), "Zg==");
-        assert_eq!(base64(b"fo"), "Zm8=");
-        assert_eq!(base64(b"foobar"), "Zm9vYmFy");
     }
 }

@@ -32,6 +32,10 @@ mod debian;
 mod env_vars;
 mod guest_build;
 mod image;
+// The layer tests' cycle finder, shared with the main crate's.
+#[cfg(test)]
+#[path = "../../src/import_cycle.rs"]
+mod import_cycle;
 mod initramfs;
 mod job;
 mod kernel;
@@ -193,46 +197,10 @@ mod tests {
     #[test]
     fn no_import_cycle() {
         let uses = imports();
-        let modules: Vec<&String> = uses.keys().collect();
-        let edges: Vec<Vec<usize>> = uses
-            .values()
-            .map(|u| {
-                u.iter()
-                    .filter_map(|n| modules.iter().position(|m| *m == n))
-                    .collect()
-            })
-            .collect();
-        let mut done = vec![false; modules.len()];
-        for start in 0..modules.len() {
-            if let Some(cycle) = find_cycle(start, &mut Vec::new(), &mut done, &edges) {
-                let names: Vec<&str> = cycle.iter().map(|&i| modules[i].as_str()).collect();
-                panic!("import cycle among xtask's modules: {}", names.join(" -> "));
-            }
+        let modules: Vec<&str> = uses.keys().map(String::as_str).collect();
+        let used: Vec<Vec<String>> = uses.values().cloned().collect();
+        if let Some(cycle) = crate::import_cycle::find(&modules, &used) {
+            panic!("import cycle among xtask's modules: {}", cycle.join(" -> "));
         }
-    }
-
-    /// Depth-first from `at`, with the path so far: a module met again on
-    /// it closes a cycle, returned from its first visit back to it.
-    fn find_cycle(
-        at: usize,
-        path: &mut Vec<usize>,
-        done: &mut [bool],
-        edges: &[Vec<usize>],
-    ) -> Option<Vec<usize>> {
-        if let Some(start) = path.iter().position(|&p| p == at) {
-            return Some([&path[start..], &[at]].concat());
-        }
-        if done[at] {
-            return None;
-        }
-        path.push(at);
-        for &next in &edges[at] {
-            if let Some(cycle) = find_cycle(next, path, done, edges) {
-                return Some(cycle);
-            }
-        }
-        path.pop();
-        done[at] = true;
-        None
     }
 }
