@@ -32,7 +32,7 @@ use crate::guest_build::build_tests;
 use crate::kernel::kernel;
 use crate::out::STAGING;
 use crate::say;
-use crate::util::{cache_dir, one_line, repo_root, sh_quote, shown, which};
+use crate::util::{cache_dir, repo_root, sh_quote, shown, which};
 use crate::vm;
 
 /// What a guest writes into its output share once it is up, and what the
@@ -41,18 +41,7 @@ const READY: &str = "duet.ready";
 const GO: &str = "duet.go";
 
 pub fn main(a: Args) -> i32 {
-    vm::catch_signals();
-    match run(&a) {
-        Ok(rc) => rc,
-        Err(e) => {
-            if let Some(sig) = vm::signalled() {
-                say!("interrupted (signal {sig})");
-                return 128 + sig;
-            }
-            say!("{}", one_line(&e));
-            2
-        }
-    }
+    vm::task_main(|| run(&a))
 }
 
 /// The duet's summary, `vmtest.json` in its output directory.

@@ -30,6 +30,24 @@ extern "C" fn on_signal(sig: libc::c_int) {
     SIGNALLED.store(sig, Ordering::SeqCst);
 }
 
+/// A VM task's exit status from its `run`: its own code, 128 + the signal
+/// that stopped it, or 2 with the error in one line.
+pub fn task_main(run: impl FnOnce() -> Result<i32>) -> i32 {
+    catch_signals();
+    match run() {
+        Ok(rc) => rc,
+        Err(e) => {
+            if let Some(sig) = signalled() {
+                say!("interrupted (signal {sig})");
+                return 128 + sig;
+            }
+            // One line, whatever the error chain holds.
+            say!("{}", crate::util::one_line(&e));
+            2
+        }
+    }
+}
+
 /// SIGINT and SIGTERM end the run cleanly: qemu killed, temporary files removed.
 pub fn catch_signals() {
     let handler = on_signal as extern "C" fn(libc::c_int);

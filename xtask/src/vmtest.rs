@@ -22,19 +22,7 @@ use crate::util::{cache_dir, one_line, repo_root, which};
 use crate::vm::{self, check_signal, Rules, Timeouts, Vm};
 
 pub fn main(a: Args) -> i32 {
-    vm::catch_signals();
-    match run(&a) {
-        Ok(rc) => rc,
-        Err(e) => {
-            if let Some(sig) = vm::signalled() {
-                say!("interrupted (signal {sig})");
-                return 128 + sig;
-            }
-            // One line, whatever the error chain holds.
-            say!("{}", one_line(&e));
-            2
-        }
-    }
+    vm::task_main(|| run(&a))
 }
 
 fn run(a: &Args) -> Result<i32> {
