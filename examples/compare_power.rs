@@ -20,8 +20,8 @@
 //!   in every condition; each run's A side also judged against both saved
 //!   baselines (the cross-run A/A).
 //! - `ab`: in-run A/B, raw_tp-loop, tp-loop, uprobe-nop and raw_tp each
-//!   made 10% costlier by `--prog-work` (k steps, from one step's measured
-//!   cost), quiet and beside the hog.
+//!   made 10% costlier by `--prog-work` (k steps, found by measuring
+//!   candidates), quiet and beside the hog.
 //! - `stats`: what BPF run-time stats cost, `--against bpf-stats`, per
 //!   mechanism.
 //!
@@ -320,31 +320,73 @@ fn table(title: &str, rows: &[(String, Vec<[usize; 4]>)]) {
     println!();
 }
 
-/// ns that one --prog-work step adds, from one in-run comparison of
-/// raw_tp-loop with 400 steps against none.
-fn ns_per_step() -> f64 {
-    let (doc, _, _) = run(&["-m", "raw_tp-loop", "--against", "prog-work=400"]);
-    let m = doc.mechanism("raw_tp-loop").expect("raw_tp-loop measured");
-    let pairs = m.pairs_ns.as_ref().expect("raw_tp-loop's pairs");
-    median(&pairs.samples) / 400.0
+/// The change `--against prog-work=K` makes to `name`'s overhead, from
+/// one in-run comparison.
+fn change_at(name: &str, k: u32) -> f64 {
+    let (doc, _, _) = run(&["-m", name, "--against", &format!("prog-work={k}")]);
+    let report = against::compare(&doc, against::IN_RUN_THRESHOLD);
+    report.find(name).and_then(|c| c.change).unwrap_or(f64::NAN)
 }
 
+/// The step count that makes `name` 10% costlier, found by measuring
+/// candidates: a step's cost is not linear in the count (an out-of-order
+/// core overlaps a short add chain with the trigger's own work), so a
+/// count scaled from a long chain's slope can be several times off.
+/// Brackets the target and bisects, geometrically, at most 8 runs; returns
+/// the count and the change its last run showed.
+fn calibrate(name: &str) -> (u32, f64) {
+    const TARGET: f64 = 0.10;
+    let (mut lo, mut hi) = (0u32, None::<u32>);
+    let mut k = 8u32;
+    let mut best = (k, f64::NAN);
+    for _ in 0..8 {
+        let c = change_at(name, k);
+        eprintln!(
+            "compare_power: calibrating {name}: prog-work={k} changes it {:+.1}%",
+            100.0 * c
+        );
+        if best.1.is_nan() || (c - TARGET).abs() < (best.1 - TARGET).abs() {
+            best = (k, c);
+        }
+        if (0.09..=0.115).contains(&c) {
+            break;
+        }
+        if c < TARGET {
+            lo = k;
+        } else {
+            hi = Some(k);
+        }
+        let next = match hi {
+            None => k.saturating_mul(4),
+            Some(h) => ((lo.max(1) as f64 * h as f64).sqrt().round() as u32).max(lo + 1),
+        };
+        if Some(next) == hi || next > MAX_WORK {
+            break;
+        }
+        k = next;
+    }
+    best
+}
+
+const MAX_WORK: u32 = bpf_overhead::measure::MAX_PROG_WORK;
+
 fn ab(runs: usize) {
-    let step = ns_per_step();
     println!("\n## In-run A/B: the mechanism made 10% costlier by `--prog-work`\n");
     println!(
-        "One `--prog-work` step: {step:.3} ns (raw_tp-loop, 400 steps against none, in one run).\n"
+        "Each mechanism's step count was found by measuring candidates (one `--against \
+         prog-work=K` run each) until one changed it by 9 to 11.5%; its change in that run is \
+         `calibrated`.\n"
     );
     let mut lines = Vec::new();
-    println!("| mechanism | condition | own cost | --prog-work | change seen (median) | sees (median) | REGRESSED | UNSURE | ok | improved |");
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    println!("| mechanism | condition | own cost | --prog-work | calibrated | change seen (median) | sees (median) | REGRESSED | UNSURE | ok | improved |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
     for name in AB {
         let (doc, _, _) = run(&["-m", name, "--budget", "5"]);
         let own = doc
             .mechanism(name)
             .and_then(|m| m.overhead_ns.as_ref())
             .map_or(f64::NAN, |s| s.median);
-        let k = ((0.10 * own / step).round() as u32).clamp(1, 10_000);
+        let (k, calibrated) = calibrate(name);
         for condition in [Condition::Quiet, Condition::Hog] {
             let load = condition.start();
             let d = drift(10);
@@ -371,8 +413,9 @@ fn ab(runs: usize) {
             drop(load);
             lines.push(format!("- {name}, {}: {d}", condition.label()));
             println!(
-                "| {name} | {} | {own:.1} ns | {k} | {:+.1}% | ±{:.1}% | {}/{runs} | {}/{runs} | {}/{runs} | {}/{runs} |",
+                "| {name} | {} | {own:.1} ns | {k} | {:+.1}% | {:+.1}% | ±{:.1}% | {}/{runs} | {}/{runs} | {}/{runs} | {}/{runs} |",
                 condition.label(),
+                100.0 * calibrated,
                 100.0 * median(&changes),
                 100.0 * median(&sees),
                 counts[0],
