@@ -10,8 +10,9 @@
 //!   median lies outside the one-sided 95% prediction interval of one
 //!   more run from the baseline runs' medians (Student's t over their
 //!   stddev), and outside their range;
-//! * with one, beyond [`ONE_RUN_DRIFT`], the largest drift between runs
-//!   seen on this machine kind;
+//! * with one, or several saved within [`MIN_SET_SPAN`] of each other,
+//!   beyond [`ONE_RUN_DRIFT`], the largest drift between runs seen on this
+//!   machine kind;
 //! * and under the same conditions as the baseline's (time stolen, other
 //!   work on the measuring CPU, the machine's speed), within the range
 //!   of the baseline runs' own.
@@ -29,6 +30,15 @@ use crate::stats::{mean, median, stddev, Summary};
 /// states (REFERENCE.md, "Drift"; docs/gate-power.md). Against one run, a
 /// smaller change may be the machine's.
 pub const ONE_RUN_DRIFT: f64 = 1.0;
+
+/// How long a baseline set's runs must span for their spread to stand for
+/// the drift between runs. Three quiet runs saved within 3 minutes spread
+/// by 3% (uprobe-ret: 9099 to 9401 ns), and A/A runs in the 40 minutes
+/// after them ran 5 to 8% costlier on every mechanism: judged by that
+/// spread, 12 of 480 comparisons came out REGRESSED
+/// (docs/gate-power.md). Runs minutes apart say as little of another
+/// moment as one run does.
+pub const MIN_SET_SPAN: std::time::Duration = std::time::Duration::from_secs(3600);
 
 /// Conditions count as the baseline's within these margins of the
 /// baseline runs' own range: points of stolen time and of other work on
@@ -70,6 +80,18 @@ pub fn compare_set(baselines: &[Document], current: &Document, threshold: Thresh
                     ONE_RUN_DRIFT * 100.0
                 )
             })
+        } else if span(baselines).is_none_or(|s| s < MIN_SET_SPAN) {
+            (c.change.unwrap_or(0.0).abs() <= ONE_RUN_DRIFT).then(|| {
+                format!(
+                    "the baseline's {} runs were saved within {} minutes of each other, too \
+                     close to know the drift between runs, and a change within ±{:.0}% may be \
+                     the machine's: --against, or baseline runs saved over an hour or more, \
+                     would answer",
+                    baselines.len(),
+                    MIN_SET_SPAN.as_secs() / 60,
+                    ONE_RUN_DRIFT * 100.0
+                )
+            })
         } else {
             within_spread(baselines, current, &c.name)
         };
@@ -90,6 +112,18 @@ pub fn compare_set(baselines: &[Document], current: &Document, threshold: Thresh
         );
     }
     report
+}
+
+/// How long the baseline runs span, first to last (`None` if a timestamp
+/// does not parse).
+fn span(baselines: &[Document]) -> Option<std::time::Duration> {
+    let times: Vec<std::time::SystemTime> = baselines
+        .iter()
+        .map(|d| humantime::parse_rfc3339(&d.timestamp).ok())
+        .collect::<Option<_>>()?;
+    let first = times.iter().min()?;
+    let last = times.iter().max()?;
+    last.duration_since(*first).ok()
 }
 
 /// The newest baseline run, with each mechanism's rounds those of every
@@ -190,4 +224,51 @@ fn conditions_differ(baselines: &[Document], current: &Document) -> Option<Strin
         }
     }
     (!why.is_empty()).then(|| why.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::document::fixtures::document;
+    use crate::stats::Summary;
+
+    /// A baseline run at `at` whose raw_tp overhead is around `ns`.
+    fn run_at(at: &str, ns: f64) -> Document {
+        let mut d = document();
+        d.timestamp = at.into();
+        let m = d
+            .mechanisms
+            .iter_mut()
+            .find(|m| m.name == "raw_tp")
+            .unwrap();
+        m.overhead_ns = Summary::of(&[ns - 1.0, ns, ns + 1.0, ns - 0.5, ns + 0.5]);
+        d
+    }
+
+    fn verdict(baselines: &[Document], now: f64) -> Verdict {
+        let current = run_at("2026-05-02T12:00:00Z", now);
+        compare_set(baselines, &current, Threshold::Fixed(0.06))
+            .find("raw_tp")
+            .unwrap()
+            .verdict
+    }
+
+    /// Three tight runs and a candidate 30% costlier: REGRESSED when the
+    /// runs span hours, UNSURE when they were saved minutes apart.
+    #[test]
+    fn a_set_saved_within_minutes_is_judged_as_one_run() {
+        let hours = [
+            run_at("2026-05-01T08:00:00Z", 100.0),
+            run_at("2026-05-01T10:00:00Z", 101.0),
+            run_at("2026-05-01T12:00:00Z", 99.0),
+        ];
+        assert_eq!(verdict(&hours, 130.0), Verdict::Regressed);
+        let minutes = [
+            run_at("2026-05-01T12:00:00Z", 100.0),
+            run_at("2026-05-01T12:01:00Z", 101.0),
+            run_at("2026-05-01T12:02:00Z", 99.0),
+        ];
+        assert_eq!(verdict(&minutes, 130.0), Verdict::Inconclusive);
+        assert_eq!(span(&minutes), Some(std::time::Duration::from_secs(120)));
+    }
 }

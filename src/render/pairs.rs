@@ -15,8 +15,8 @@ pub fn against_report(doc: &Document, report: &Findings, variant: &str) -> Strin
     let head = format!(
         "against: B ({variant}) against A (this run's settings), in the same rounds: a \
          regression is B's overhead over base higher than A's by more than {} and beyond the \
-         noise of the rounds' pairs (signed-rank p <= 0.05); unchanged, when the difference's \
-         90% interval lies within the threshold; else UNSURE",
+         noise of the rounds' pairs (signed-rank p <= 0.05, and more than the pairs' `sees`); \
+         unchanged, when the difference's 90% interval lies within the threshold; else UNSURE",
         report.threshold.describe()
     );
     paired_report(
@@ -38,8 +38,8 @@ pub fn duet_report(doc: &Document, report: &Findings, a: &str, b: &str) -> Strin
         "compare: B ({b}) against A ({a}), measured at the same time, round by round: a \
          regression is B's overhead over base higher than A's by more than {} and beyond the \
          noise of the rounds' pairs (signed-rank p <= 0.05, Holm-corrected over the {} \
-         mechanisms); unchanged, when the difference's 90% interval lies within the threshold; \
-         else UNSURE",
+         mechanisms, and more than the pairs' `sees`); unchanged, when the difference's 90% \
+         interval lies within the threshold; else UNSURE",
         report.threshold.describe(),
         report.comparisons.len()
     );
