@@ -95,30 +95,121 @@ mod tests {
     }
 
     /// The modules of `src/measure/` that `text` (one of them, its tests
-    /// left out) uses: `super::name` and `crate::measure::name`.
-    fn core_imports(text: &str, modules: &[String]) -> Vec<String> {
-        let code = text.split("#[cfg(test)]").next().unwrap_or(text);
+    /// and comments left out) uses: `super::name`, `crate::measure::name`,
+    /// nested groups (`super::{load::{self, Loaded}, sys}`), and a name
+    /// that `measure/mod.rs` or `lib.rs` re-exports (`super::with_run`,
+    /// `crate::Error`), counted as a use of the module it comes from, so
+    /// that a re-export cannot hide a cycle.
+    fn core_imports(text: &str, modules: &[String], reexports: &[(String, String)]) -> Vec<String> {
+        let code: String = text
+            .split("#[cfg(test)]")
+            .next()
+            .unwrap_or(text)
+            .lines()
+            .map(|l| l.split("//").next().unwrap_or(""))
+            .collect::<Vec<_>>()
+            .join("\n");
         let mut used = Vec::new();
-        for prefix in ["super::", "crate::measure::"] {
+        let mut add = |name: &str| {
+            let module = if modules.iter().any(|m| m == name) {
+                Some(name)
+            } else {
+                reexports
+                    .iter()
+                    .find(|(n, _)| n == name)
+                    .map(|(_, m)| m.as_str())
+            };
+            if let Some(m) = module {
+                if !used.iter().any(|u: &String| u == m) {
+                    used.push(m.to_string());
+                }
+            }
+        };
+        for prefix in ["super::", "crate::measure::", "crate::"] {
             for (at, _) in code.match_indices(prefix) {
-                let rest = &code[at + prefix.len()..];
-                let names = match rest.strip_prefix('{') {
-                    Some(group) => group.split('}').next().unwrap_or(""),
-                    None => rest,
-                };
-                for path in names.split(',') {
-                    let name: String = path
-                        .trim()
-                        .chars()
-                        .take_while(|c| c.is_alphanumeric() || *c == '_')
-                        .collect();
-                    if modules.contains(&name) && !used.contains(&name) {
-                        used.push(name);
-                    }
+                if prefix == "crate::" && code[at..].starts_with("crate::measure::") {
+                    continue;
+                }
+                for name in first_names(&code[at + prefix.len()..]) {
+                    add(&name);
                 }
             }
         }
         used
+    }
+
+    /// The first name of each path at the start of `rest`: one path, or
+    /// each top-level item of a `{...}` group.
+    fn first_names(rest: &str) -> Vec<String> {
+        let ident = |s: &str| -> String {
+            s.trim_start()
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect()
+        };
+        let Some(group) = rest.strip_prefix('{') else {
+            return vec![ident(rest)];
+        };
+        let (mut depth, mut items, mut start) = (0, Vec::new(), 0);
+        for (i, c) in group.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' if depth == 0 => {
+                    items.push(ident(&group[start..i]));
+                    break;
+                }
+                '}' => depth -= 1,
+                ',' if depth == 0 => {
+                    items.push(ident(&group[start..i]));
+                    start = i + 1;
+                }
+                _ => {}
+            }
+        }
+        items
+    }
+
+    /// `pub use module::{A, B};` lines of `text` as (name, module) pairs.
+    fn reexports(text: &str, modules: &[String]) -> Vec<(String, String)> {
+        let mut pairs = Vec::new();
+        for item in text.split(';') {
+            let item = item.trim();
+            let Some(path) = item
+                .rsplit("pub use ")
+                .next()
+                .filter(|_| item.contains("pub use "))
+            else {
+                continue;
+            };
+            let path = path.strip_prefix("measure::").unwrap_or(path);
+            let Some((module, rest)) = path.split_once("::") else {
+                continue;
+            };
+            if !modules.iter().any(|m| m == module) {
+                continue;
+            }
+            for name in first_names(rest) {
+                pairs.push((name, module.to_string()));
+            }
+        }
+        pairs
+    }
+
+    #[test]
+    fn the_import_finder_sees_through_groups_and_reexports() {
+        let modules: Vec<String> = ["run", "support", "error"].map(String::from).to_vec();
+        let reexports = reexports(
+            "pub use run::{\n    measure, with_run,\n};\npub use error::{Error, Result};",
+            &modules,
+        );
+        assert_eq!(
+            core_imports(
+                "//! [`x`](super::run)\nuse super::{error::{self, Error}, with_run};\nfn f(_: crate::Result<()>) {}",
+                &modules,
+                &reexports,
+            ),
+            ["error", "run"]
+        );
     }
 
     /// The core's modules use each other in layers: no cycle (a module
@@ -137,10 +228,16 @@ mod tests {
             .collect();
         files.sort();
         let modules: Vec<String> = files.iter().map(|(name, _)| name.clone()).collect();
+        // crate::Error and the like resolve through the same names: lib.rs
+        // re-exports only measure's re-exports.
+        let reexported = reexports(
+            &std::fs::read_to_string(core.join("mod.rs")).unwrap(),
+            &modules,
+        );
         let uses: Vec<Vec<String>> = files
             .iter()
             .map(|(name, text)| {
-                let mut used = core_imports(text, &modules);
+                let mut used = core_imports(text, &modules, &reexported);
                 used.retain(|u| u != name);
                 used
             })
