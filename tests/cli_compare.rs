@@ -52,6 +52,23 @@ fn rounds(scale: f64) -> Vec<f64> {
     (0..10).map(|i| (110.0 + (i % 4) as f64) * scale).collect()
 }
 
+/// `compare A A --against B B EXTRA...`: two sessions of each.
+fn compare_two_sessions(a: &TempFile, b: &TempFile, extra: &[&str]) -> Output {
+    let args = [
+        &[
+            "compare",
+            a.path(),
+            a.path(),
+            "--against",
+            b.path(),
+            b.path(),
+        ][..],
+        extra,
+    ]
+    .concat();
+    run(&args)
+}
+
 #[test]
 fn a_run_against_itself_is_unchanged_and_exits_0() {
     let a = session("cmp-aa-a", &rounds(1.0), "6.12.0");
@@ -75,14 +92,7 @@ fn b_costlier_in_every_pair_is_regressed_and_exits_1() {
     // One session alone can never regress: the sessions must agree.
     let out = run(&["compare", a.path(), "--against", b.path()]);
     assert_eq!(out.code, 3, "{}{}", out.stdout, out.stderr);
-    let out = run(&[
-        "compare",
-        a.path(),
-        a.path(),
-        "--against",
-        b.path(),
-        b.path(),
-    ]);
+    let out = compare_two_sessions(&a, &b, &[]);
     assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
     assert!(
         out.stdout.contains("B (6.12.0) against A (6.1.0)"),
@@ -91,14 +101,7 @@ fn b_costlier_in_every_pair_is_regressed_and_exits_1() {
     );
     assert!(out.stdout.contains("compare: FAILED"), "{}", out.stdout);
     // The other way round, A is the costlier: B improved.
-    let out = run(&[
-        "compare",
-        b.path(),
-        b.path(),
-        "--against",
-        a.path(),
-        a.path(),
-    ]);
+    let out = compare_two_sessions(&b, &a, &[]);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     let line = out
         .stdout
@@ -112,16 +115,7 @@ fn b_costlier_in_every_pair_is_regressed_and_exits_1() {
 fn json_findings_on_stdout_and_the_table_on_stderr() {
     let a = session("cmp-js-a", &rounds(1.0), "6.1.0");
     let b = session("cmp-js-b", &rounds(1.3), "6.12.0");
-    let out = run(&[
-        "compare",
-        a.path(),
-        a.path(),
-        "--against",
-        b.path(),
-        b.path(),
-        "--format",
-        "json",
-    ]);
+    let out = compare_two_sessions(&a, &b, &["--format", "json"]);
     assert_eq!(out.code, 1, "{}", out.stderr);
     let v: Value = serde_json::from_str(&out.stdout).unwrap();
     assert_eq!(v["exit"], 1);

@@ -24,10 +24,4 @@ awk '
 		for (i = 1; i <= n; i++) print r[i]
 	}' "$tmp/log" >"$tmp/ktap"
 cat "$tmp/ktap"
-grep '^test result:' "$tmp/log" | sed 's/^/# /'
-if [ $rc -ne 0 ]; then
-	echo "# suite-cleanup exit $rc:"
-	sed 's/^/# /' "$tmp/log" | tail -n 60
-	exit $KSFT_FAIL
-fi
-ktap_verdict "$tmp/ktap"
+finish suite-cleanup $rc

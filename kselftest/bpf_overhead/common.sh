@@ -79,3 +79,16 @@ ktap_verdict() {
 			exit 0
 		}' "$1"
 }
+
+# finish TEST RC: after a suite test's KTAP, its `test result:` lines as
+# comments and, when it exited non-zero, the end of its log ($tmp/log);
+# then the exit status its KTAP ($tmp/ktap) says.
+finish() {
+	grep '^test result:' "$tmp/log" | sed 's/^/# /'
+	if [ "$2" -ne 0 ]; then
+		echo "# $1 exit $2:"
+		sed 's/^/# /' "$tmp/log" | tail -n 60
+		exit $KSFT_FAIL
+	fi
+	ktap_verdict "$tmp/ktap"
+}

@@ -17,10 +17,4 @@ if [ -s "$tmp/ktap" ]; then
 else
 	printf 'KTAP version 1\n1..1\nnot ok 1 overhead # no result written\n'
 fi
-grep '^test result:' "$tmp/log" | sed 's/^/# /'
-if [ $rc -ne 0 ]; then
-	echo "# suite-overhead exit $rc:"
-	sed 's/^/# /' "$tmp/log" | tail -n 60
-	exit $KSFT_FAIL
-fi
-ktap_verdict "$tmp/ktap"
+finish suite-overhead $rc

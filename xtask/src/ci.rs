@@ -5,7 +5,6 @@
 use std::collections::VecDeque;
 use std::env;
 use std::fs::{self, File};
-use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::Mutex;
@@ -19,7 +18,7 @@ use crate::args::{CiArgs, CI_STEPS};
 use crate::collect::{collect, kernel_dir, KernelRun};
 use crate::guest_build::build_command;
 use crate::lint;
-use crate::util::{cargo, is_root, one_line, repo_root, sh_quote, shown};
+use crate::util::{cargo, is_root, one_line, relay, repo_root, sh_quote, shown};
 
 /// The CI kernels, one a line: both `cargo xtask ci` and the GitHub workflow
 /// (through `cargo xtask ci --matrix`) read it.
@@ -519,18 +518,6 @@ fn run_kernel(exe: &Path, k: &CiKernel, out: &Path, stdout: &Mutex<()>) -> Kerne
         kernel: kernel.to_owned(),
         exit,
         wall: t.elapsed(),
-    }
-}
-
-/// Copies lines to the terminal, prefixed, and to the log.
-fn relay(from: impl Read, prefix: &str, log: &Mutex<File>, stdout: &Mutex<()>) {
-    for line in BufReader::new(from).split(b'\n').map_while(Result::ok) {
-        let _ = log.lock().unwrap().write_all(&[&line[..], b"\n"].concat());
-        let _g = stdout.lock().unwrap();
-        let mut so = std::io::stdout().lock();
-        let _ = so.write_all(prefix.as_bytes());
-        let _ = so.write_all(&line);
-        let _ = so.write_all(b"\n");
     }
 }
 

@@ -16,7 +16,6 @@
 //! mechanisms judged); its exit status is the task's.
 
 use std::fs;
-use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -32,7 +31,7 @@ use crate::guest_build::build_tests;
 use crate::kernel::kernel;
 use crate::out::STAGING;
 use crate::say;
-use crate::util::{cache_dir, repo_root, sh_quote, shown, which};
+use crate::util::{cache_dir, relay, repo_root, sh_quote, shown, which};
 use crate::vm;
 
 /// What a guest writes into its output share once it is up, and what the
@@ -429,19 +428,6 @@ fn allowed_cpus() -> Result<Vec<usize>> {
     Ok((0..libc::CPU_SETSIZE as usize)
         .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
         .collect())
-}
-
-/// Copies lines to the terminal, prefixed, and to the side's log.
-fn relay(from: impl Read, prefix: &str, log: &Mutex<fs::File>, stdout: &Mutex<()>) {
-    use std::io::Write as _;
-    for line in BufReader::new(from).split(b'\n').map_while(Result::ok) {
-        let _ = log.lock().unwrap().write_all(&[&line[..], b"\n"].concat());
-        let _g = stdout.lock().unwrap();
-        let mut so = std::io::stdout().lock();
-        let _ = so.write_all(prefix.as_bytes());
-        let _ = so.write_all(&line);
-        let _ = so.write_all(b"\n");
-    }
 }
 
 fn exit_code(s: std::process::ExitStatus) -> i32 {

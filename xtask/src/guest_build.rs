@@ -67,6 +67,21 @@ pub fn build_command(repo: &Path, arch: Arch, all: bool, user: &[String], json: 
     c
 }
 
+/// Runs a cargo build of `--message-format json`, its stderr to ours, and
+/// returns its exit status and its messages. A signal that stopped it
+/// (Ctrl-C) is an error.
+pub fn messages(cmd: &mut Command) -> Result<(std::process::ExitStatus, String)> {
+    let out = cmd
+        .stderr(Stdio::inherit())
+        .output()
+        .with_context(|| format!("running {}", shown(cmd)))?;
+    check_signal()?;
+    Ok((
+        out.status,
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    ))
+}
+
 /// The test executables and the command.
 pub fn build_tests(
     repo: &Path,
@@ -77,13 +92,8 @@ pub fn build_tests(
     let mut cmd = build_command(repo, arch, all, user, true);
     say!("building tests: {}", shown(&cmd));
     let t = Instant::now();
-    let out = cmd
-        .stderr(Stdio::inherit())
-        .output()
-        .with_context(|| format!("running {}", shown(&cmd)))?;
-    check_signal()?;
-    ensure!(out.status.success(), "{} failed", shown(&cmd));
-    let json = String::from_utf8_lossy(&out.stdout);
+    let (status, json) = messages(&mut cmd)?;
+    ensure!(status.success(), "{} failed", shown(&cmd));
     let exes = test_executables(&json);
     ensure!(!exes.is_empty(), "cargo built no test executables");
     say!(

@@ -15,9 +15,9 @@ use object::read::elf::{Dyn, FileHeader, ProgramHeader};
 use object::{elf, Endianness};
 
 use crate::arch::Arch;
-use crate::guest_build::{command_executable, test_executables, test_name, GUEST_TESTS};
+use crate::guest_build::{command_executable, messages, test_executables, test_name, GUEST_TESTS};
 use crate::util::{cargo, shown};
-use crate::vm::{self, check_signal};
+use crate::vm;
 
 /// Rust's target for `arch`, always given: with `--target`, RUSTFLAGS
 /// reach only the target's artifacts, not build scripts and proc macros
@@ -107,18 +107,13 @@ pub fn build(repo: &Path, arch: Arch) -> Result<Programs> {
     let mut cmd = build_command(repo, arch);
     eprintln!("kselftest: building the static programs: {}", shown(&cmd));
     let t = Instant::now();
-    let out = cmd
-        .stderr(Stdio::inherit())
-        .output()
-        .with_context(|| format!("running {}", shown(&cmd)))?;
-    check_signal()?;
+    let (status, json) = messages(&mut cmd)?;
     ensure!(
-        out.status.success(),
+        status.success(),
         "{} failed (libelf.a and libz.a: apt-get install -y libelf-dev zlib1g-dev{})",
         shown(&cmd),
         if arch.is_host() { "" } else { ", and :arm64" }
     );
-    let json = String::from_utf8_lossy(&out.stdout);
     let mut progs = Vec::new();
     for exe in test_executables(&json) {
         progs.push((format!("suite-{}", test_name(&exe)), PathBuf::from(exe)));

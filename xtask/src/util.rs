@@ -6,9 +6,10 @@
 
 use std::env;
 use std::fs::{self, File};
-use std::io::Write;
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Mutex;
 
 use anyhow::{Context, Result};
 
@@ -124,6 +125,20 @@ pub fn is_root() -> bool {
 /// An error and its causes on one line.
 pub fn one_line(e: &anyhow::Error) -> String {
     format!("{e:#}").replace('\n', " ")
+}
+
+/// Copies a child's lines to the terminal, each after `prefix`, and to
+/// `log`; `stdout` keeps two children's lines whole (ci's kernels, the
+/// duet's sides).
+pub fn relay(from: impl Read, prefix: &str, log: &Mutex<File>, stdout: &Mutex<()>) {
+    for line in BufReader::new(from).split(b'\n').map_while(Result::ok) {
+        let _ = log.lock().unwrap().write_all(&[&line[..], b"\n"].concat());
+        let _g = stdout.lock().unwrap();
+        let mut so = std::io::stdout().lock();
+        let _ = so.write_all(prefix.as_bytes());
+        let _ = so.write_all(&line);
+        let _ = so.write_all(b"\n");
+    }
 }
 
 #[cfg(test)]
