@@ -26,9 +26,13 @@
 //!   mechanism.
 //!
 //! Prints markdown; docs/gate-power.md's comparison part comes from here.
-//! Each run's document is kept in target/compare-power/runs/.
+//! Each run's document is kept in target/compare-power/runs/, and
+//! `--rejudge` prints the tables again from those documents with this
+//! build's rule, running nothing (no drift, no calibration: the run's own
+//! output has those).
 
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use bpf_overhead::document::Document;
@@ -44,6 +48,13 @@ const SET_DIR: &str = "target/compare-power/set";
 const ONE: &str = "target/compare-power/one.json";
 /// Every run's document, kept (`<section>-<condition>-<n>.json`).
 const RUNS_DIR: &str = "target/compare-power/runs";
+/// `--rejudge`: read each kept document instead of running.
+static REJUDGE: AtomicBool = AtomicBool::new(false);
+
+fn rejudging() -> bool {
+    REJUDGE.load(Ordering::Relaxed)
+}
+
 /// The triggers whose in-run A/A must be conclusive (issue 23): the
 /// kernel loop's and the user call's.
 const CONCLUSIVE_TRIGGERS: [&str; 2] = ["kernel_loop", "uprobe_target"];
@@ -74,6 +85,9 @@ impl Condition {
     }
 
     fn start(self) -> Load {
+        if rejudging() {
+            return Load::None;
+        }
         match self {
             Condition::Quiet => Load::None,
             Condition::Hog => Load::Thread(common::hog()),
@@ -124,6 +138,9 @@ impl Drop for Load {
 
 /// The machine's drift over `secs`: examples/drift's figures, as a string.
 fn drift(secs: u32) -> String {
+    if rejudging() {
+        return "drift: as the run measured it".into();
+    }
     let out = Command::new(sibling("drift"))
         .arg(secs.to_string())
         .output()
@@ -151,6 +168,13 @@ fn run(args: &[&str]) -> (Document, i32, f64) {
 
 /// [`run`], keeping the document in [`RUNS_DIR`] as `keep`.json.
 fn run_kept(args: &[&str], keep: Option<&str>) -> (Document, i32, f64) {
+    if let Some(name) = keep.filter(|_| rejudging()) {
+        let path = format!("{RUNS_DIR}/{name}.json");
+        let doc = Document::load(std::path::Path::new(&path))
+            .unwrap_or_else(|e| panic!("--rejudge: {path}: {e}"));
+        return (doc, -1, 0.0);
+    }
+    assert!(!rejudging(), "--rejudge runs nothing: {args:?}");
     let started = Instant::now();
     let out = Command::new(command())
         .args(args)
@@ -381,12 +405,27 @@ fn ab(runs: usize) {
     println!("| mechanism | condition | own cost | --prog-work | calibrated | change seen (median) | sees (median) | REGRESSED | UNSURE | ok | improved |");
     println!("|---|---|---|---|---|---|---|---|---|---|---|");
     for name in AB {
-        let (doc, _, _) = run(&["-m", name, "--budget", "5"]);
-        let own = doc
-            .mechanism(name)
-            .and_then(|m| m.overhead_ns.as_ref())
-            .map_or(f64::NAN, |s| s.median);
-        let (k, calibrated) = calibrate(name);
+        let (k, calibrated, own) = if rejudging() {
+            // From the first kept run: its variant, and A's own cost.
+            let keep = format!("ab-{name}-quiet-1");
+            let (doc, _, _) = run_kept(&[], Some(&keep));
+            let k = doc
+                .against
+                .as_deref()
+                .and_then(|v| v.strip_prefix("prog-work="))
+                .and_then(|k| k.parse().ok())
+                .unwrap_or(0);
+            let own = doc.mechanism(name).and_then(|m| m.overhead_ns.as_ref());
+            (k, f64::NAN, own.map_or(f64::NAN, |s| s.median))
+        } else {
+            let (doc, _, _) = run(&["-m", name, "--budget", "5"]);
+            let own = doc
+                .mechanism(name)
+                .and_then(|m| m.overhead_ns.as_ref())
+                .map_or(f64::NAN, |s| s.median);
+            let (k, calibrated) = calibrate(name);
+            (k, calibrated, own)
+        };
         for condition in [Condition::Quiet, Condition::Hog] {
             let load = condition.start();
             let d = drift(10);
@@ -464,6 +503,10 @@ fn main() {
     let mut only: Option<String> = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
+        if arg == "--rejudge" {
+            REJUDGE.store(true, Ordering::Relaxed);
+            continue;
+        }
         match (arg.as_str(), args.next()) {
             ("--runs", Some(n)) if n.parse::<usize>().is_ok_and(|n| n > 0) => {
                 runs = n.parse().unwrap()
@@ -475,7 +518,7 @@ fn main() {
             ("-m", Some(list)) => mechanisms = Some(list),
             _ => {
                 eprintln!(
-                    "usage: compare_power [--runs N] [--ab-runs N] [-m LIST] [--only baseline|aa|ab|stats]  (N >= 1)"
+                    "usage: compare_power [--runs N] [--ab-runs N] [-m LIST] [--only baseline|aa|ab|stats] [--rejudge]  (N >= 1)"
                 );
                 std::process::exit(2);
             }
@@ -490,7 +533,7 @@ fn main() {
         100.0 * against::IN_RUN_THRESHOLD,
         Threshold::ByTrigger.describe()
     );
-    if want("baseline") {
+    if want("baseline") && !rejudging() {
         baseline();
     }
     if want("aa") {
