@@ -55,4 +55,61 @@ fn main() {
     }
     println!("cargo:rerun-if-changed={SRC}");
     println!("cargo:rerun-if-changed={CONSTS}");
+    test_objects(&out, &[multiarch.as_str(), target_arch.as_str()]);
+}
+
+/// The suite's own objects for `--object` (tests/cli_objects.rs): each
+/// tests/objects/NAME.bpf.c into OUT_DIR/objects/NAME.bpf.o, and the
+/// syscall programs once more with a loop in them (`syscalls_slow`), the
+/// slower build an `--against object=` run must call REGRESSED, and a
+/// next version with one program dropped and one added (`syscalls_v2`). The
+/// tests find them through TEST_OBJECTS_DIR.
+fn test_objects(out: &std::path::Path, args: &[&str]) {
+    const DIR: &str = "tests/objects";
+    let dir = out.join("objects");
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("creating {}: {e}", dir.display()));
+    let mut builds: Vec<(String, String, Vec<&str>)> = Vec::new();
+    for entry in std::fs::read_dir(DIR).unwrap_or_else(|e| panic!("reading {DIR}: {e}")) {
+        let path = entry.expect("a directory entry").path();
+        let Some(stem) = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_suffix(".bpf.c"))
+        else {
+            continue;
+        };
+        builds.push((path.display().to_string(), stem.to_string(), Vec::new()));
+    }
+    builds.push((
+        format!("{DIR}/syscalls.bpf.c"),
+        "syscalls_slow".into(),
+        vec!["-DEXTRA_WORK=64"],
+    ));
+    builds.push((
+        format!("{DIR}/syscalls.bpf.c"),
+        "syscalls_v2".into(),
+        vec!["-DV2"],
+    ));
+    // The example agent (examples/agent/), and the same without its ring
+    // buffer: what the buffer costs.
+    const AGENT: &str = "examples/agent/agent.bpf.c";
+    builds.push((AGENT.into(), "agent".into(), Vec::new()));
+    builds.push((AGENT.into(), "agent_bare".into(), vec!["-DBARE"]));
+    for (src, name, extra) in builds {
+        let obj = dir.join(format!("{name}.bpf.o"));
+        let mut clang_args = args.to_vec();
+        clang_args.extend(["-mcpu=v3", "-Wall", "-O2"]);
+        clang_args.extend(extra);
+        if let Err(err) = SkeletonBuilder::new()
+            .source(&src)
+            .obj(&obj)
+            .clang_args(clang_args)
+            .build()
+        {
+            panic!("building {src} failed: {err:#}");
+        }
+    }
+    println!("cargo:rerun-if-changed={DIR}");
+    println!("cargo:rerun-if-changed={AGENT}");
+    println!("cargo:rustc-env=TEST_OBJECTS_DIR={}", dir.display());
 }

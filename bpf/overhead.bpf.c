@@ -489,3 +489,14 @@ int prog_batch_fmod_ret(void *ctx)
 	count_loop_hit();
 	return 0;
 }
+
+/*
+ * The base of a user's XDP programs (--object), run by BPF_PROG_TEST_RUN
+ * as theirs are: the least XDP program, the default verdict. Not counted:
+ * the test run itself says it ran the program as often as asked.
+ */
+SEC("?xdp")
+int prog_xdp_pass(struct xdp_md *ctx)
+{
+	return XDP_PASS;
+}

@@ -24,6 +24,10 @@
 //!   candidates), quiet and beside the hog.
 //! - `stats`: what BPF run-time stats cost, `--against bpf-stats`, per
 //!   mechanism.
+//! - `objects`: two builds of a user's object in one run, `--object
+//!   syscalls.bpf.o --against object=B` (the suite's objects): B a slower
+//!   build (a loop of 64 rounds in each program) and B the same build,
+//!   `--ab-runs` runs each, quiet and beside the hog.
 //!
 //! Prints markdown; docs/gate-power.md's comparison part comes from here.
 //! Each run's document is kept in target/compare-power/runs/, and
@@ -42,7 +46,7 @@ use bpf_overhead::stats::median;
 mod common;
 use common::{tally, Spinner};
 
-const SECTIONS: [&str; 4] = ["baseline", "aa", "ab", "stats"];
+const SECTIONS: [&str; 5] = ["baseline", "aa", "ab", "stats", "objects"];
 const AB: [&str; 4] = ["raw_tp-loop", "tp-loop", "uprobe-nop", "raw_tp"];
 const SET_DIR: &str = "target/compare-power/set";
 const ONE: &str = "target/compare-power/one.json";
@@ -467,6 +471,66 @@ fn ab(runs: usize) {
     println!("\n{}", lines.join("\n"));
 }
 
+/// A program's verdict counts, changes seen and `sees` over the runs.
+type ProgramRow = (String, [usize; 4], Vec<f64>, Vec<f64>);
+
+fn objects(runs: usize) {
+    let dir = env!("TEST_OBJECTS_DIR");
+    let a = format!("{dir}/syscalls.bpf.o");
+    println!("\n## Two builds of a user's object: `--object syscalls.bpf.o --against object=B`\n");
+    println!("| B | condition | program | change seen (median) | sees (median) | REGRESSED | UNSURE | ok | improved |");
+    println!("|---|---|---|---|---|---|---|---|---|");
+    let mut lines = Vec::new();
+    for (label, b) in [
+        ("a slower build (`syscalls_slow`)", "syscalls_slow"),
+        ("the same build", "syscalls"),
+    ] {
+        let variant = format!("object={dir}/{b}.bpf.o");
+        for condition in [Condition::Quiet, Condition::Hog] {
+            let load = condition.start();
+            let d = drift(10);
+            let mut rows: Vec<ProgramRow> = Vec::new();
+            for n in 0..runs {
+                let keep = format!("obj-{b}-{condition:?}-{}", n + 1).to_lowercase();
+                let (doc, code, s) =
+                    run_kept(&["--object", &a, "--against", &variant], Some(&keep));
+                let report = against::compare(&doc, against::IN_RUN_THRESHOLD);
+                eprintln!(
+                    "compare_power: objects B={b} {}: exit {code} in {s:.0} s",
+                    condition.label()
+                );
+                for c in &report.comparisons {
+                    let at = match rows.iter().position(|r| r.0 == c.name) {
+                        Some(i) => i,
+                        None => {
+                            rows.push((c.name.clone(), [0; 4], Vec::new(), Vec::new()));
+                            rows.len() - 1
+                        }
+                    };
+                    tally(&mut rows[at].1, c.verdict);
+                    rows[at].2.push(c.change.unwrap_or(f64::NAN));
+                    rows[at].3.push(c.detectable.unwrap_or(f64::INFINITY));
+                }
+            }
+            drop(load);
+            lines.push(format!("- B {label}, {}: {d}", condition.label()));
+            for (name, counts, changes, sees) in rows {
+                println!(
+                    "| {label} | {} | {name} | {:+.1}% | ±{:.1}% | {}/{runs} | {}/{runs} | {}/{runs} | {}/{runs} |",
+                    condition.label(),
+                    100.0 * median(&changes),
+                    100.0 * median(&sees),
+                    counts[0],
+                    counts[1],
+                    counts[2],
+                    counts[3]
+                );
+            }
+        }
+    }
+    println!("\n{}", lines.join("\n"));
+}
+
 fn stats() {
     println!("\n## What BPF run-time stats cost: `--against bpf-stats`, default mechanisms\n");
     println!("{}\n", drift(20));
@@ -541,6 +605,9 @@ fn main() {
     }
     if want("ab") {
         ab(ab_runs);
+    }
+    if want("objects") {
+        objects(ab_runs);
     }
     if want("stats") {
         stats();

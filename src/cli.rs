@@ -9,6 +9,8 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use bpf_overhead::measure::object::{self, Request};
+use bpf_overhead::measure::syscall::Syscall;
 use bpf_overhead::measure::{Batch, ProgWork, Variant, MAX_BATCH, MAX_PROG_WORK};
 use bpf_overhead::pipeline::DEFAULT_REPEATS;
 use bpf_overhead::Mechanism;
@@ -75,6 +77,7 @@ sudo bpf-overhead --baseline baseline.json --threshold 10 -m raw_tp-loop,tp-loop
 sudo bpf-overhead --save baselines/    # three times: a baseline set\n  \
 sudo bpf-overhead --baseline baselines/\n  \
 sudo bpf-overhead --against prog-work=20 -m raw_tp-loop,uprobe-nop\n  \
+sudo bpf-overhead --object agent.bpf.o --against object=base/agent.bpf.o\n  \
 bpf-overhead report 6.1.json 6.12.json --svg report.svg",
     args_conflicts_with_subcommands = true
 )]
@@ -140,7 +143,9 @@ pub struct Cli {
     /// could not tell. VARIANT: prog-work=N (B's programs do N steps of
     /// extra work per hit; prog-work=0 against the default is A/A) or
     /// bpf-stats (the kernel's BPF run-time stats on during B's runs:
-    /// what enabling them costs).
+    /// what enabling them costs) or object=FILE (with --object: B is
+    /// FILE's build of the same programs, paired by program name; those
+    /// only one side has are listed, not compared).
     #[arg(long, value_name = "VARIANT", value_parser = Variant::parse,
           conflicts_with = "baseline")]
     pub against: Option<Variant>,
@@ -198,6 +203,36 @@ pub struct Cli {
     #[arg(long, value_name = "N", default_value_t = NonZeroUsize::MIN,
           allow_negative_numbers = true, value_parser = parse_at_least_one::<NonZeroUsize>)]
     pub producers: NonZeroUsize,
+
+    /// A BPF object of your own: each of its programs (or PROGRAM alone)
+    /// becomes a mechanism named <file stem>/<program>, attached by its
+    /// section as libbpf's auto-attach does, fired by the syscall its
+    /// section names (--list-triggers) and checked to be reached by it
+    /// (its run count, from the BPF stats, which are on in all its runs).
+    /// Repeatable. Without -m, only the objects' programs run.
+    #[arg(long = "object", value_name = "FILE[:PROGRAM]", value_parser = Request::parse)]
+    pub objects: Vec<Request>,
+
+    /// Write a `const volatile` global of the objects' .rodata before
+    /// load (a whole number). Repeatable.
+    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = object::parse_set,
+          requires = "objects")]
+    pub sets: Vec<(String, String)>,
+
+    /// The trigger for --object programs whose section names no event
+    /// (raw_tp/sys_enter, tp_btf/sys_enter...).
+    #[arg(long, value_name = "NAME", value_parser = Syscall::parse, requires = "objects")]
+    pub trigger: Option<Syscall>,
+
+    /// The packet --object's XDP programs run on: the first of a pcap file
+    /// (Ethernet). Default: 64 bytes of UDP over IPv4 over Ethernet.
+    #[arg(long, value_name = "FILE", requires = "objects")]
+    pub packet: Option<std::path::PathBuf>,
+
+    /// List the triggers of --object programs, and the sections each one
+    /// fires; then exit.
+    #[arg(long)]
+    pub list_triggers: bool,
 }
 
 #[derive(Debug, Subcommand)]

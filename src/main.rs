@@ -17,13 +17,14 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use bpf_overhead::document::{self, Document, Status};
 use bpf_overhead::gate::{self, against, Threshold};
 use bpf_overhead::measure::host::{self, Host};
-use bpf_overhead::measure::{cpulock, CpuPin, Options, Privileged, Variant};
+use bpf_overhead::measure::{cpulock, object, CpuPin, Options, Privileged, Variant};
 use bpf_overhead::pipeline::{self, Plan};
 use bpf_overhead::side_by_side::{self, Matrix};
-use bpf_overhead::{render, Error};
+use bpf_overhead::{render, Error, Mechanism};
 
 mod cli;
 mod compare;
+mod object_args;
 
 use cli::{parse_args, Cli, Command, Format, ReportArgs};
 
@@ -80,16 +81,20 @@ fn run(cli: &Cli) -> Result<ExitCode, Failure> {
         Some(Command::Compare(args)) => return compare::compare(args),
         None => {}
     }
+    if cli.list_triggers {
+        return print(&object::list_triggers()).map(|()| ExitCode::SUCCESS);
+    }
+    let (selection, against) = object_args::open(cli)?;
     // Bad input first, before anything needs root or takes time.
     if let Some(cpu) = cli.cpu {
         // Pinning checks that the CPU is online and allowed; undone on drop.
         CpuPin::new(Some(cpu)).map_err(|e| Failure::Input(e.to_string()))?;
     }
     if cli.list {
-        return list(cli);
+        return list(cli, &selection);
     }
     check_producers(cli)?;
-    let mut plan = plan(cli);
+    let mut plan = plan(cli, &selection, against);
     let baseline = load_baseline(cli, &plan)?;
     let save = match &cli.save {
         Some(path) => Some(save_target(
@@ -101,6 +106,7 @@ fn run(cli: &Cli) -> Result<ExitCode, Failure> {
     };
     check_duration(&plan)?;
     let privileged = pipeline::check_privileges(&plan)?;
+    object_args::try_load(&plan)?;
     let Some(_cpus) = hold_cpus(cli, &plan)? else {
         return Ok(ExitCode::from(cpulock::EXIT_BUSY));
     };
@@ -120,7 +126,7 @@ fn run(cli: &Cli) -> Result<ExitCode, Failure> {
         .filter(|_| interrupted.is_none())
         .map(|(path, old)| judge(cli, path, old, &doc))
         .or_else(|| {
-            cli.against
+            plan.against
                 .as_ref()
                 .filter(|_| interrupted.is_none())
                 .map(|variant| judge_against(cli, variant, &doc))
@@ -163,8 +169,8 @@ fn check_producers(cli: &Cli) -> Result<(), Failure> {
 }
 
 /// The run the command line asks for.
-fn plan(cli: &Cli) -> Plan {
-    let defaults = Plan::new(&cli.mechanisms, host::emulated());
+fn plan(cli: &Cli, selection: &[Mechanism], against: Option<Variant>) -> Plan {
+    let defaults = Plan::new(selection, host::emulated());
     Plan {
         options: Options {
             iterations: cli.iterations.unwrap_or(defaults.options.iterations),
@@ -180,7 +186,7 @@ fn plan(cli: &Cli) -> Plan {
         stats_run: !cli.no_prog_stats,
         budget: cli.budget.unwrap_or(defaults.budget),
         precision: threshold(cli).precision(),
-        against: cli.against.clone(),
+        against,
         ..defaults
     }
 }
@@ -253,10 +259,9 @@ fn hold_cpus(cli: &Cli, plan: &Plan) -> Result<Option<cpulock::CpuLock>, Failure
 }
 
 /// SIGINT or SIGTERM: stop after the run in progress, undo everything,
-/// print what was measured, exit 128 + the signal. A second one ends
-/// the process at once (nothing is left behind then either: the BPF
-/// programs and links go with their fds, tracefs with its namespace).
-/// Returns the flag for [`Plan::stop`].
+/// print what was measured, exit 128 + the signal. A second one ends the
+/// process at once (leaving nothing either: BPF programs and links go with
+/// their fds, tracefs with its namespace). Returns [`Plan::stop`]'s flag.
 fn stop_on_signal() -> &'static AtomicUsize {
     static STOP: AtomicUsize = AtomicUsize::new(0);
     static ASKED: AtomicBool = AtomicBool::new(false);
@@ -312,7 +317,8 @@ fn judge_against(cli: &Cli, variant: &Variant, doc: &Document) -> Gate {
         unreachable!("--against has one threshold on every trigger")
     };
     let findings = against::compare(doc, t);
-    let text = render::against_report(doc, &findings, &variant.to_string());
+    let text = render::against_report(doc, &findings, &variant.to_string())
+        + &object_args::unpaired(variant);
     Gate { findings, text }
 }
 
@@ -532,8 +538,8 @@ fn progress_bar() -> ProgressBar {
 /// `--list`: every mechanism (or the selection and its bases), its hook
 /// and needs, and whether this kernel runs it — found by a one-event run
 /// when privileged.
-fn list(cli: &Cli) -> Result<ExitCode, Failure> {
-    let mechanisms = pipeline::expand(&cli.mechanisms);
+fn list(cli: &Cli, selection: &[Mechanism]) -> Result<ExitCode, Failure> {
+    let mechanisms = pipeline::expand(selection);
     print(&render::list(&pipeline::survey(&mechanisms, cli.cpu)))?;
     Ok(ExitCode::SUCCESS)
 }

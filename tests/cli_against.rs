@@ -46,15 +46,6 @@ fn regressed(args: &[&str]) -> Output {
     out
 }
 
-fn mechanism<'a>(doc: &'a Value, name: &str) -> &'a Value {
-    doc["mechanisms"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["name"] == name)
-        .unwrap_or_else(|| panic!("{name} in {doc}"))
-}
-
 #[test]
 #[serial]
 fn a_heavier_b_is_regressed_with_both_sides_and_the_pairs_in_the_json() {
@@ -135,7 +126,10 @@ fn bpf_stats_as_b_gives_b_its_program_run_time() {
 
 #[test]
 fn bad_variants_and_a_baseline_beside_against_are_bad_input() {
-    bad_input(&["--against", "fast"], "expected prog-work=N or bpf-stats");
+    bad_input(
+        &["--against", "fast"],
+        "expected prog-work=N, bpf-stats or object=FILE",
+    );
     bad_input(
         &["--against", "prog-work=99999"],
         "prog-work=99999: N must be 0 to",

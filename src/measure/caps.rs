@@ -266,10 +266,12 @@ impl fmt::Display for Missing {
 
 /// What the calling thread lacks to run `mechanism` on this machine.
 pub fn missing(mechanism: Mechanism) -> Option<Missing> {
-    lacking(
-        &needs(mechanism.kind(), &Env::current()),
-        Privileges::current(),
-    )
+    let mut needs = needs(mechanism.kind(), &Env::current());
+    // A user's object program's hits are the BPF stats' run count.
+    if super::object::counted_by_stats(mechanism) {
+        needs.push(ENABLE_STATS);
+    }
+    lacking(&needs, Privileges::current())
 }
 
 /// What the calling thread lacks for the BPF run-time stats.

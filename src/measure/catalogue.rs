@@ -11,6 +11,7 @@
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::str::FromStr;
+use std::sync::Mutex;
 
 use super::error::{errno_name, Error, Result, ENOTSUPP};
 pub use super::kind::Kind;
@@ -58,7 +59,9 @@ const fn base(name: &'static str, trigger: Trigger) -> Entry {
             Trigger::Call(Nop5) => NOP5,
             Trigger::Call(Nop | Push | Ret | Target::Usdt)
             | Trigger::TaskRename
-            | Trigger::Loop(_) => "nothing",
+            | Trigger::Loop(_)
+            | Trigger::Syscall(_)
+            | Trigger::TestRun(_) => "nothing",
         },
     }
 }
@@ -365,10 +368,32 @@ pub static CATALOGUE: &[Entry] = &[
 #[derive(Clone, Copy)]
 pub struct Mechanism(&'static Entry);
 
+/// The entries added at run time (`--object`: each program of a user's
+/// object, and a base for each of their triggers), in groups: a base,
+/// then its programs.
+static REGISTERED: Mutex<Vec<&'static Entry>> = Mutex::new(Vec::new());
+
+fn registered() -> Vec<&'static Entry> {
+    REGISTERED.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// Adds `entries` after the catalogue, for [`Mechanism::all`].
+pub(crate) fn register(entries: Vec<&'static Entry>) {
+    REGISTERED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .extend(entries);
+}
+
 impl Mechanism {
-    /// Every mechanism, in catalogue order.
+    /// Every mechanism, in catalogue order, then those of users' objects
+    /// (`--object`), added at run time.
     pub fn all() -> impl Iterator<Item = Mechanism> + Clone {
-        CATALOGUE.iter().map(Mechanism)
+        CATALOGUE.iter().chain(registered()).map(Mechanism)
+    }
+
+    pub(crate) fn from_entry(entry: &'static Entry) -> Mechanism {
+        Mechanism(entry)
     }
 
     pub fn by_name(name: &str) -> Option<Mechanism> {
@@ -397,6 +422,11 @@ impl Mechanism {
 
     pub fn program(self) -> Option<Program> {
         self.0.program
+    }
+
+    /// Its program, if it is one of a user's object (`--object`).
+    pub fn object(self) -> Option<&'static super::program::ObjectProgram> {
+        self.0.program.and_then(Program::object)
     }
 
     pub fn is_base(self) -> bool {
@@ -460,6 +490,11 @@ impl Mechanism {
                     errno_name(n)
                 ))
             }
+            // A user's hook this kernel lacks is a skip, as a missing feature
+            // is; a built-in's target is always there.
+            (Trampoline | BtfTracepoint, Some(libc::ESRCH)) if self.object().is_some() => {
+                Error::unsupported(format!("this kernel's BTF has no {}: {why}", self.hook()))
+            }
             (Trampoline | BtfTracepoint, Some(libc::ESRCH)) => Error::failed(format!(
                 "target {} not found in the kernel's BTF: {why}",
                 self.hook()
@@ -508,7 +543,9 @@ impl Mechanism {
 fn kprobe_hooks() -> Vec<&'static str> {
     Mechanism::all()
         .filter(|m| m.kind().spec().probe == Probe::Events(ProbeType::Kprobe))
-        .map(Mechanism::hook)
+        // A user's program's hook is its section: the function follows
+        // the kind (`kprobe/__x64_sys_getppid`).
+        .map(|m| m.hook().rsplit('/').next().unwrap_or(m.hook()))
         .collect()
 }
 

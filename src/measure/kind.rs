@@ -31,6 +31,9 @@ pub enum Kind {
     UprobeSession,
     /// A USDT probe, through libbpf's USDT support.
     Usdt,
+    /// Attached nowhere: run by BPF_PROG_TEST_RUN (a user's XDP program,
+    /// `--object`).
+    TestRun,
 }
 
 /// Every [`Kind`], as a pattern: where a match ends with "any other kind",
@@ -49,6 +52,7 @@ macro_rules! every_kind {
             | UprobeMulti { .. }
             | UprobeSession
             | Usdt
+            | TestRun
     };
 }
 pub(crate) use every_kind;
@@ -265,6 +269,14 @@ impl Kind {
                 access: Access::Load,
                 attach: Attach::Usdt,
                 sections: &["usdt"],
+            },
+            TestRun => Spec {
+                link_type: None,
+                session: false,
+                probe: Probe::Nothing,
+                access: Access::Load,
+                attach: Attach::Nothing,
+                sections: &["xdp"],
             },
         }
     }

@@ -1,6 +1,8 @@
 //! Loading and attaching a mechanism's program, the same way for every
 //! catalogue entry: open the skeleton, enable that one program (by its
 //! typed field, [`Program`]), load, attach as its kind's [`Attach`] says.
+//! A user's object program (`--object`) loads alone from its object
+//! instead, and attaches by its section.
 
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
@@ -8,12 +10,16 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Link, OpenObject, ProgramMut, UprobeOpts};
 
+use libbpf_rs::MapCore as _;
+
 use super::bpf_consts::MAX_SLOTS;
 use super::catalogue::Mechanism;
+use super::consumer::Consumer;
 use super::error::{errno_of, Error, Result};
 use super::kind::Attach;
+use super::object;
 use super::options::Options;
-use super::program::Program;
+use super::program::{Builtin, ObjectProgram, Program};
 use super::skel::{types, OpenOverheadSkel, OverheadSkel, OverheadSkelBuilder};
 use super::sys;
 use super::trigger::{Trigger, USDT_NAME, USDT_PROVIDER};
@@ -26,7 +32,45 @@ pub(crate) struct Loaded<'obj> {
     link: Option<Link>,
     prog_fd: Option<OwnedFd>,
     driver_fd: Option<OwnedFd>,
-    skel: OverheadSkel<'obj>,
+    held: Held<'obj>,
+}
+
+/// Who counts a run's hits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Counts {
+    /// The skeleton's programs, in its counters (and a loop's counting
+    /// driver in a base run).
+    Program,
+    /// The kernel's BPF stats (`run_cnt`): a user's object program.
+    Stats,
+    /// The kernel's test run, which returns only once it has run the
+    /// program as often as asked.
+    TestRun,
+}
+
+/// What holds the loaded programs, and the one to attach.
+enum Held<'obj> {
+    /// The suite's skeleton: the mechanism's program (none for a base) and
+    /// the trigger's driver.
+    Skel {
+        skel: Box<OverheadSkel<'obj>>,
+        program: Option<Builtin>,
+    },
+    /// A user's object, with only `program` loaded, and the consumer of
+    /// its ring buffers (declared first: it stops before they close).
+    Object {
+        _consumer: Option<Consumer>,
+        object: libbpf_rs::Object,
+        program: &'static ObjectProgram,
+    },
+}
+
+/// The skeleton's own program, or `None` for a user's object's.
+fn builtin(program: Program) -> Option<Builtin> {
+    match program {
+        Program::Builtin(b) => Some(b),
+        Program::Object(_) => None,
+    }
 }
 
 /// Loads the skeleton with only `mechanism`'s program and its trigger's
@@ -36,8 +80,13 @@ pub(crate) fn load<'obj>(
     storage: &'obj mut MaybeUninit<OpenObject>,
     opts: &Options,
 ) -> Result<Option<Loaded<'obj>>> {
+    let program = match mechanism.program() {
+        Some(Program::Object(p)) => return load_object(mechanism, p).map(Some),
+        Some(Program::Builtin(b)) => Some(b),
+        None => None,
+    };
     let driver = driver_program(mechanism);
-    let wanted: Vec<Program> = mechanism.program().into_iter().chain(driver).collect();
+    let wanted: Vec<Builtin> = program.into_iter().chain(driver).collect();
     if wanted.is_empty() {
         return Ok(None);
     }
@@ -60,44 +109,81 @@ pub(crate) fn load<'obj>(
     let skel = open
         .load()
         .map_err(|e| mechanism.load_error(errno_of(&e), with_libbpf_reason(&e)))?;
-    let fd_of = |program: Program| -> Result<OwnedFd> {
+    let fd_of = |program: Builtin| -> Result<OwnedFd> {
         loaded(&skel, program)
             .as_fd()
             .try_clone_to_owned()
             .map_err(|e| Error::failed(format!("dup of a program fd failed: {e}")).of(mechanism))
     };
-    let prog_fd = mechanism.program().map(fd_of).transpose()?;
+    let prog_fd = program.map(fd_of).transpose()?;
     let driver_fd = driver.map(fd_of).transpose()?;
     Ok(Some(Loaded {
         link: None,
         prog_fd,
         driver_fd,
-        skel,
+        held: Held::Skel {
+            skel: Box::new(skel),
+            program,
+        },
     }))
+}
+
+/// Loads a user's object program alone from its object (object.rs).
+fn load_object(mechanism: Mechanism, p: &'static ObjectProgram) -> Result<Loaded<'static>> {
+    sys::capture_libbpf_log();
+    sys::clear_libbpf_log();
+    let object =
+        object::load(p).map_err(|e| mechanism.load_error(errno_of(&e), with_libbpf_reason(&e)))?;
+    let fd = || object::program_fd(&object, p).map_err(|e| e.of(mechanism));
+    // A test run runs the program itself, as a loop runs its driver.
+    let driver_fd = match mechanism.trigger() {
+        Trigger::TestRun(_) => Some(fd()?),
+        Trigger::TaskRename | Trigger::Call(_) | Trigger::Loop(_) | Trigger::Syscall(_) => None,
+    };
+    let rings = object
+        .maps()
+        .filter(|m| m.map_type() == libbpf_rs::MapType::RingBuf)
+        .map(|m| m.as_fd().try_clone_to_owned())
+        .collect::<std::io::Result<Vec<_>>>()
+        .map_err(|e| {
+            Error::failed(format!("dup of a ring buffer's fd failed: {e}")).of(mechanism)
+        })?;
+    // SAFETY: sched_getcpu has no preconditions; this thread is pinned.
+    let here = unsafe { libc::sched_getcpu() }.max(0) as usize;
+    let consumer = Consumer::start(rings, here).map_err(|e| e.of(mechanism))?;
+    Ok(Loaded {
+        link: None,
+        prog_fd: Some(fd()?),
+        driver_fd,
+        held: Held::Object {
+            _consumer: consumer,
+            object,
+            program: p,
+        },
+    })
 }
 
 /// Marks `program` to be loaded: every program is `SEC("?...")`, so only
 /// what a run enables loads.
-fn enable(open: &mut OpenOverheadSkel<'_>, program: Program) {
-    match program {
-        Program::Builtin(builtin) => (builtin.open)(open).set_autoload(true),
-    }
+fn enable(open: &mut OpenOverheadSkel<'_>, program: Builtin) {
+    (program.open)(open).set_autoload(true)
 }
 
 /// `program` in the loaded skeleton.
-fn loaded<'a, 'obj>(skel: &'a OverheadSkel<'obj>, program: Program) -> &'a ProgramMut<'obj> {
-    match program {
-        Program::Builtin(builtin) => (builtin.loaded)(skel),
-    }
+fn loaded<'a, 'obj>(skel: &'a OverheadSkel<'obj>, program: Builtin) -> &'a ProgramMut<'obj> {
+    (program.loaded)(skel)
 }
 
-/// The kernel-loop driver `mechanism` runs, if any: a base's counts.
-fn driver_program(mechanism: Mechanism) -> Option<Program> {
-    let driver = mechanism.trigger().driver()?;
-    Some(if mechanism.is_base() {
-        driver.counting_program()
-    } else {
-        driver.program()
+/// The program the trigger runs, if any: the kernel-loop driver (a base's
+/// counts), or a test run's base program. Always the skeleton's.
+fn driver_program(mechanism: Mechanism) -> Option<Builtin> {
+    builtin(match mechanism.trigger() {
+        Trigger::Loop(driver) if mechanism.is_base() => driver.counting_program(),
+        Trigger::Loop(driver) => driver.program(),
+        Trigger::TestRun(t) if mechanism.is_base() => t.base_program(),
+        Trigger::TestRun(_) | Trigger::TaskRename | Trigger::Call(_) | Trigger::Syscall(_) => {
+            return None
+        }
     })
 }
 
@@ -105,11 +191,20 @@ impl Loaded<'_> {
     /// Attaches the mechanism's program, as its kind says (nothing for a
     /// base).
     pub(crate) fn attach(&mut self, mechanism: Mechanism) -> Result<()> {
-        let Some(program) = mechanism.program() else {
+        if mechanism.kind().spec().attach == Attach::Nothing {
             return Ok(());
+        }
+        let link = match &self.held {
+            Held::Skel {
+                skel,
+                program: Some(program),
+            } => attach_program(mechanism, loaded(skel, *program)),
+            Held::Skel { program: None, .. } => return Ok(()),
+            Held::Object {
+                object, program, ..
+            } => object::attach(object, program),
         };
-        let prog = loaded(&self.skel, program);
-        let link = attach_program(mechanism, prog).map_err(|e| {
+        let link = link.map_err(|e| {
             let why = with_libbpf_reason(&e);
             let why = if on_exe(mechanism) {
                 sys::explain_replaced_exe(why)
@@ -133,7 +228,7 @@ impl Loaded<'_> {
 pub(crate) fn on_exe(mechanism: Mechanism) -> bool {
     match mechanism.trigger() {
         Trigger::Call(_) => !mechanism.is_base(),
-        Trigger::TaskRename | Trigger::Loop(_) => false,
+        Trigger::TaskRename | Trigger::Loop(_) | Trigger::Syscall(_) | Trigger::TestRun(_) => false,
     }
 }
 
@@ -177,26 +272,43 @@ const _: fn(&types::bss) -> (&[types::counter; MAX_SLOTS], &[u32; MAX_SLOTS]) =
     |bss| (&bss.counters, &bss.producer_tids);
 
 impl Loaded<'_> {
-    fn bss(&mut self) -> &mut types::bss {
-        self.skel
-            .maps
-            .bss_data
-            .as_deref_mut()
-            .expect("the BPF object has a .bss with the counters")
+    /// The skeleton's counters; a user's object has none (its hits are
+    /// its run count).
+    fn bss(&mut self) -> Option<&mut types::bss> {
+        match &mut self.held {
+            Held::Skel { skel, .. } => Some(
+                skel.maps
+                    .bss_data
+                    .as_deref_mut()
+                    .expect("the BPF object has a .bss with the counters"),
+            ),
+            Held::Object { .. } => None,
+        }
+    }
+
+    /// Who counts the hits of `mechanism`'s runs.
+    pub(crate) fn counts(&self, mechanism: Mechanism) -> Counts {
+        match (&self.held, mechanism.trigger()) {
+            (_, Trigger::TestRun(_)) => Counts::TestRun,
+            (Held::Skel { .. }, _) => Counts::Program,
+            (Held::Object { .. }, _) => Counts::Stats,
+        }
     }
 
     /// Counts events on `cpu` from thread `tid` only (0: from nobody).
     /// Volatile, as every access below: the BPF programs read and write
     /// this memory behind the compiler's back.
     pub(crate) fn register(&mut self, cpu: usize, tid: u32) {
-        let slot = &mut self.bss().producer_tids[cpu % MAX_SLOTS];
+        let Some(bss) = self.bss() else { return };
+        let slot = &mut bss.producer_tids[cpu % MAX_SLOTS];
         // SAFETY: the pointer is into the mmapped .bss, valid while self lives.
         unsafe { std::ptr::write_volatile(slot, tid) }
     }
 
     /// Zeroes every counter.
     pub(crate) fn reset_hits(&mut self) {
-        for c in self.bss().counters.iter_mut() {
+        let Some(bss) = self.bss() else { return };
+        for c in bss.counters.iter_mut() {
             // SAFETY: as in register.
             unsafe {
                 std::ptr::write_volatile(&mut c.hits, 0);
@@ -208,13 +320,17 @@ impl Loaded<'_> {
     /// Hits counted on `cpu` for its producer.
     pub(crate) fn hits(&mut self, cpu: usize) -> u64 {
         // SAFETY: as in register.
-        unsafe { std::ptr::read_volatile(&self.bss().counters[cpu % MAX_SLOTS].hits) }
+        self.bss().map_or(0, |bss| unsafe {
+            std::ptr::read_volatile(&bss.counters[cpu % MAX_SLOTS].hits)
+        })
     }
 
     /// Session exits on `cpu` that found their entry's mark.
     pub(crate) fn session_exits(&mut self, cpu: usize) -> u64 {
         // SAFETY: as in register.
-        unsafe { std::ptr::read_volatile(&self.bss().counters[cpu % MAX_SLOTS].exits) }
+        self.bss().map_or(0, |bss| unsafe {
+            std::ptr::read_volatile(&bss.counters[cpu % MAX_SLOTS].exits)
+        })
     }
 
     /// The kernel's `run_time_ns` and `run_cnt` for the program (non-zero
@@ -235,29 +351,35 @@ impl Loaded<'_> {
 mod tests {
     use super::*;
     use crate::measure::kind::SectionHook;
+    use crate::measure::test_run::{ProgType, TestRun};
     use std::collections::BTreeSet;
 
     /// The programs of every catalogue entry and trigger, by name as the
     /// object has them.
-    fn catalogue_programs() -> Vec<(Option<Mechanism>, Program)> {
+    fn catalogue_programs() -> Vec<(Option<Mechanism>, Builtin)> {
+        // Test runs' bases are made for users' objects, at run time.
+        let test_run_bases = ProgType::ALL.iter().filter_map(|&prog_type| {
+            let t = TestRun {
+                prog_type,
+                packet: &[],
+            };
+            builtin(t.base_program()).map(|p| (None, p))
+        });
         Mechanism::all()
             .flat_map(|m| {
-                let own = m.program().map(|p| (Some(m), p));
+                let own = m.program().and_then(builtin).map(|p| (Some(m), p));
                 own.into_iter().chain(driver_program(m).map(|p| (None, p)))
             })
+            .chain(test_run_bases)
             .collect()
     }
 
-    fn name_and_section(open: &mut OpenOverheadSkel<'_>, program: Program) -> (String, String) {
-        match program {
-            Program::Builtin(builtin) => {
-                let prog = (builtin.open)(open);
-                (
-                    prog.name().to_string_lossy().into_owned(),
-                    prog.section().to_string_lossy().into_owned(),
-                )
-            }
-        }
+    fn name_and_section(open: &mut OpenOverheadSkel<'_>, program: Builtin) -> (String, String) {
+        let prog = (program.open)(open);
+        (
+            prog.name().to_string_lossy().into_owned(),
+            prog.section().to_string_lossy().into_owned(),
+        )
     }
 
     /// Every program in bpf/overhead.bpf.c belongs to a catalogue entry

@@ -4,8 +4,10 @@
 //! renderers, gate, command line); a test in src/lib.rs keeps it that way.
 
 pub mod bpf_consts;
+pub mod builds;
 pub mod caps;
 pub mod catalogue;
+mod consumer;
 pub mod context;
 pub mod cpulock;
 pub mod error;
@@ -13,13 +15,17 @@ pub mod host;
 pub mod keeper;
 pub mod kind;
 mod load;
+pub mod object;
 pub mod options;
 mod producer;
 mod program;
 pub mod run;
+mod section;
 pub mod speed;
 pub mod support;
 pub mod sys;
+pub mod syscall;
+pub mod test_run;
 pub mod trigger;
 pub mod variant;
 

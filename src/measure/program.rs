@@ -4,12 +4,15 @@
 //! misspelt program is a compile error, and a program renamed in
 //! bpf/overhead.bpf.c is one too.
 //!
-//! The seam for programs from elsewhere (issue 24, `--object FILE`):
-//! [`Program`] is an enum, and load.rs matches it without a catch-all arm,
-//! so a new source of programs (a user's object, its program found by name
-//! in that object) is a new variant and a compile error at each place that
-//! must decide for it: enabling it before load, finding it after. Its
-//! entry, kind, hook, trigger and the rest of the pipeline are the same.
+//! Or from a user's object (`--object FILE`, object.rs): found by its
+//! name in that object, the one place a name is right, since it is the
+//! user's. load.rs matches [`Program`] without a catch-all arm: a built-in
+//! loads with the skeleton, an object's program with its object. Its entry,
+//! kind (the built-in kind its section names), hook, trigger and the rest
+//! of the pipeline are the same.
+
+use std::fmt;
+use std::path::PathBuf;
 
 use libbpf_rs::{OpenProgramMut, ProgramMut};
 
@@ -20,6 +23,51 @@ use super::skel::{OpenOverheadSkel, OverheadSkel};
 pub enum Program {
     /// One of bpf/overhead.bpf.c's programs.
     Builtin(Builtin),
+    /// A program of a user's object (`--object`).
+    Object(&'static ObjectProgram),
+}
+
+impl Program {
+    /// The user's object program, if this is one.
+    pub const fn object(self) -> Option<&'static ObjectProgram> {
+        match self {
+            Program::Object(p) => Some(p),
+            Program::Builtin(_) => None,
+        }
+    }
+}
+
+/// One program of a user's object, and what loading it takes.
+pub struct ObjectProgram {
+    /// The file, as given.
+    pub path: PathBuf,
+    /// The ELF, read once: every run loads this copy, so a file rebuilt
+    /// mid-run changes nothing.
+    pub(crate) bytes: Vec<u8>,
+    pub program: String,
+    pub section: String,
+    /// `--set`'s writes into the `.rodata` map: offset and bytes.
+    pub(crate) rodata: Vec<(usize, Vec<u8>)>,
+}
+
+impl PartialEq for ObjectProgram {
+    fn eq(&self, other: &Self) -> bool {
+        (&self.path, &self.program) == (&other.path, &other.program)
+    }
+}
+
+impl Eq for ObjectProgram {}
+
+impl fmt::Debug for ObjectProgram {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{} ({})",
+            self.path.display(),
+            self.program,
+            self.section
+        )
+    }
 }
 
 /// One of the built-in skeleton's programs, as its two typed fields: the
@@ -59,6 +107,7 @@ impl std::fmt::Debug for Program {
         match self {
             // Its name is the object's: see load.rs's tests.
             Program::Builtin(_) => f.write_str("Program::Builtin"),
+            Program::Object(p) => write!(f, "Program::Object({p:?})"),
         }
     }
 }

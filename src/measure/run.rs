@@ -17,7 +17,8 @@ use super::catalogue::Mechanism;
 use super::context;
 use super::error::{Error, Result};
 use super::keeper;
-use super::load::{self, Loaded};
+use super::load::{self, Counts, Loaded};
+use super::object;
 use super::options::Options;
 use super::producer::{producer_cpus, Fired, Producer};
 use super::speed;
@@ -276,8 +277,11 @@ impl Run<'_, '_> {
     /// rounded up to whole batches) and times them.
     pub fn measure(&mut self, events: NonZeroU64) -> Result<Sample> {
         let m = self.mechanism;
-        // A program counts, and so does a loop's driver in a base run.
-        let counting = self.loaded.is_some();
+        // A program counts, and so does a loop's driver in a base run; a
+        // user's object's program is counted by the BPF stats instead, and
+        // a test run by the kernel.
+        let counts = self.loaded.as_ref().map(|l| l.counts(m));
+        let counting = counts == Some(Counts::Program);
         let lead_in_ns_per_event = self.lead_in(events)?;
         let start = Arc::new(Barrier::new(1 + self.producers.len()));
         for p in &self.producers {
@@ -302,15 +306,28 @@ impl Run<'_, '_> {
             (Some((t0, c0)), Some((t1, c1))) => Some((t1 - t0, c1 - c0)),
             _ => None,
         };
+        let events = producers.iter().map(|p| p.events).sum();
+        // Reached at least once an event: then counted as the events, since
+        // a system-wide hook counts other processes' events too.
+        let hits = match counts {
+            None => None,
+            Some(Counts::Program) => Some(producers.iter().filter_map(|p| p.hits).sum()),
+            Some(Counts::Stats) => {
+                object::check_reached(m, prog_run.map(|(_, n)| n), events)?;
+                Some(events)
+            }
+            // A base's program is ours; the user's ran as often as asked.
+            Some(Counts::TestRun) => (!m.is_base()).then_some(events),
+        };
         Ok(Sample {
             mechanism: m,
-            iterations: producers.iter().map(|p| p.events).sum(),
+            iterations: events,
             elapsed: producers
                 .iter()
                 .map(|p| p.elapsed)
                 .max()
                 .unwrap_or_default(),
-            hits: counting.then(|| producers.iter().filter_map(|p| p.hits).sum()),
+            hits,
             prog_run,
             cpu: self.cpu,
             producers,
@@ -437,7 +454,9 @@ pub fn with_run<R>(
     f: impl FnOnce(&mut Run<'_, '_>) -> Result<R>,
 ) -> Result<R> {
     let mechanism = ready.mechanism();
-    let stats = opts.bpf_stats && !mechanism.is_base();
+    // A user's object's hits are its run count: stats on in all its runs.
+    let bpf_stats = opts.bpf_stats || object::counted_by_stats(mechanism);
+    let stats = bpf_stats && !mechanism.is_base();
     if let Some(missing) = ready.stats_lacking().filter(|_| stats) {
         return Err(Error::unsupported(format!("no prog ns: needs {missing}")).of(mechanism));
     }
@@ -486,7 +505,7 @@ pub fn with_run<R>(
             loaded,
             armed: &mut armed,
             producers,
-            bpf_stats: opts.bpf_stats,
+            bpf_stats,
             cpu: pin.cpu,
         };
         f(&mut run)

@@ -12,6 +12,8 @@ use nix::sys::prctl;
 use super::error::{Error, Result};
 use super::program::{builtin, Program};
 use super::sys;
+use super::syscall::{Firing, Syscall};
+use super::test_run::{self, TestRun};
 
 /// What one event is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -26,6 +28,12 @@ pub enum Trigger {
     /// run in batches by BPF_PROG_TEST_RUN (bench trig-*, since 6.10): the
     /// syscall is paid once per batch, not per event.
     Loop(Driver),
+    /// One or two system calls from the measuring thread (a user's
+    /// object: `--object`, syscall.rs).
+    Syscall(Syscall),
+    /// Runs of the program itself by BPF_PROG_TEST_RUN, nothing attached
+    /// (a user's XDP program: test_run.rs).
+    TestRun(TestRun),
 }
 
 /// The kernel function a [`Trigger::Loop`] driver calls once per event.
@@ -81,6 +89,8 @@ impl Trigger {
             Trigger::TaskRename => "task_rename",
             Trigger::Call(_) => "uprobe_target",
             Trigger::Loop(_) => "kernel_loop",
+            Trigger::Syscall(s) => s.label(),
+            Trigger::TestRun(t) => t.label(),
         }
     }
 
@@ -88,7 +98,9 @@ impl Trigger {
     pub const fn driver(self) -> Option<Driver> {
         match self {
             Trigger::Loop(driver) => Some(driver),
-            Trigger::TaskRename | Trigger::Call(_) => None,
+            Trigger::TaskRename | Trigger::Call(_) | Trigger::Syscall(_) | Trigger::TestRun(_) => {
+                None
+            }
         }
     }
 
@@ -98,8 +110,9 @@ impl Trigger {
     /// under emulation.
     pub const fn scale(self) -> u64 {
         match self {
-            Trigger::Loop(_) => 10,
-            Trigger::TaskRename | Trigger::Call(_) => 1,
+            // A test run of a small program is as quick as a loop iteration.
+            Trigger::Loop(_) | Trigger::TestRun(_) => 10,
+            Trigger::TaskRename | Trigger::Call(_) | Trigger::Syscall(_) => 1,
         }
     }
 
@@ -116,7 +129,10 @@ impl Trigger {
                 Some(why) => Err(Error::unsupported(why)),
                 None => Ok(()),
             },
-            Trigger::TaskRename | Trigger::Loop(Driver::Helper) => Ok(()),
+            Trigger::TaskRename
+            | Trigger::Loop(Driver::Helper)
+            | Trigger::Syscall(_)
+            | Trigger::TestRun(_) => Ok(()),
         }
     }
 
@@ -125,7 +141,9 @@ impl Trigger {
     pub fn absent_here(self) -> Option<String> {
         match self {
             Trigger::Call(target) => target.absent_here(),
-            Trigger::TaskRename | Trigger::Loop(_) => None,
+            Trigger::TaskRename | Trigger::Loop(_) | Trigger::Syscall(_) | Trigger::TestRun(_) => {
+                None
+            }
         }
     }
 
@@ -136,9 +154,9 @@ impl Trigger {
     /// comm-write run; rates are per event, so the figures still compare.
     pub const fn base_scale(self) -> u64 {
         match self {
-            Trigger::TaskRename => 1,
+            Trigger::TaskRename | Trigger::Syscall(_) => 1,
             Trigger::Call(_) => 100,
-            Trigger::Loop(_) => Self::scale(self),
+            Trigger::Loop(_) | Trigger::TestRun(_) => Self::scale(self),
         }
     }
 
@@ -147,7 +165,10 @@ impl Trigger {
     /// its loaded driver program (`batch` iterations a run).
     pub fn arm(self, driver: Option<BorrowedFd<'_>>, batch: u32) -> Result<Armed> {
         match self {
-            Trigger::TaskRename => CommWriter::open().map(Armed::Comm),
+            Trigger::TaskRename | Trigger::Syscall(Syscall::Comm) => {
+                CommWriter::open().map(Armed::Comm)
+            }
+            Trigger::Syscall(s) => Firing::open(s).map(Armed::Syscall),
             // Checked now: once a uprobe is attached, the first byte reads
             // as int3.
             Trigger::Call(target) => target.verify().map(Armed::Call),
@@ -157,6 +178,14 @@ impl Trigger {
                     .try_clone_to_owned()
                     .map_err(|e| Error::failed(format!("dup of the driver's fd failed: {e}")))?;
                 Ok(Armed::Loop { driver: fd, batch })
+            }
+            // The program to run is the "driver": the user's, or the base's.
+            Trigger::TestRun(t) => {
+                let fd = driver
+                    .ok_or_else(|| Error::failed("the test-run trigger has no program to run"))?
+                    .try_clone_to_owned()
+                    .map_err(|e| Error::failed(format!("dup of the program's fd failed: {e}")))?;
+                Ok(Armed::TestRun(t.arm(fd)))
             }
         }
     }
@@ -168,6 +197,8 @@ impl fmt::Display for Trigger {
             Trigger::TaskRename => f.write_str("task_rename"),
             Trigger::Call(target) => write!(f, "call {}", target.symbol()),
             Trigger::Loop(driver) => write!(f, "kernel loop over {}()", driver.function()),
+            Trigger::Syscall(s) => f.write_str(s.describe()),
+            Trigger::TestRun(t) => f.write_str(t.describe()),
         }
     }
 }
@@ -177,6 +208,8 @@ pub enum Armed {
     Comm(CommWriter),
     Call(unsafe extern "C" fn()),
     Loop { driver: OwnedFd, batch: u32 },
+    Syscall(Firing),
+    TestRun(test_run::Armed),
 }
 
 impl Armed {
@@ -202,6 +235,8 @@ impl Armed {
                 }
                 Ok(runs * u64::from(*batch))
             }
+            Armed::Syscall(firing) => firing.fire(n).map(|()| n),
+            Armed::TestRun(run) => run.fire(n).map(|()| n),
         }
     }
 
@@ -211,7 +246,7 @@ impl Armed {
     pub fn verify(&self) -> Result<()> {
         match self {
             Armed::Comm(writer) => writer.verify(),
-            Armed::Call(_) | Armed::Loop { .. } => Ok(()),
+            Armed::Call(_) | Armed::Loop { .. } | Armed::Syscall(_) | Armed::TestRun(_) => Ok(()),
         }
     }
 }

@@ -5,6 +5,8 @@
 
 use std::fmt;
 
+use super::builds::Against;
+use super::catalogue::Mechanism;
 use super::options::{Options, ProgWork};
 
 /// A variant of a run's options, for B.
@@ -18,6 +20,9 @@ pub enum Variant {
     /// base runs without, as every base does: stats cost only where a
     /// program runs.
     BpfStats,
+    /// `object=FILE`: B is another build of the `--object` programs, each
+    /// paired with A's of the same program name (see [`Against`]).
+    Object(Against),
 }
 
 impl Variant {
@@ -27,15 +32,28 @@ impl Variant {
         match self {
             Variant::ProgWork(work) => b.prog_work = *work,
             Variant::BpfStats => b.bpf_stats = true,
+            Variant::Object(_) => {}
         }
         b
     }
 
+    /// The mechanism B measures for A's `a`, if it has a B side: `a`
+    /// itself with other options, or its program from B's object.
+    pub fn b_of(&self, a: Mechanism) -> Option<Mechanism> {
+        match self {
+            Variant::ProgWork(_) | Variant::BpfStats => Some(a),
+            Variant::Object(against) => against.b_of(a),
+        }
+    }
+
     /// `prog-work=N` or `bpf-stats`; the error says what is accepted.
     pub fn parse(s: &str) -> Result<Self, String> {
-        const ACCEPTED: &str = "expected prog-work=N or bpf-stats";
+        const ACCEPTED: &str = "expected prog-work=N, bpf-stats or object=FILE";
         match s.split_once('=') {
             None if s == "bpf-stats" => Ok(Variant::BpfStats),
+            Some(("object", file)) if !file.is_empty() => {
+                Ok(Variant::Object(Against::new(file.into())))
+            }
             Some(("prog-work", n)) => n
                 .parse::<u32>()
                 .ok()
@@ -57,6 +75,7 @@ impl fmt::Display for Variant {
         match self {
             Variant::ProgWork(work) => write!(f, "prog-work={work}"),
             Variant::BpfStats => f.write_str("bpf-stats"),
+            Variant::Object(against) => write!(f, "object={}", against.path.display()),
         }
     }
 }
@@ -76,7 +95,7 @@ mod tests {
     fn bad_variants_say_what_is_accepted() {
         assert!(Variant::parse("fast")
             .unwrap_err()
-            .contains("prog-work=N or bpf-stats"));
+            .contains("prog-work=N, bpf-stats or object=FILE"));
         assert!(Variant::parse("prog-work=x").unwrap_err().contains("0 to"));
         assert!(Variant::parse("prog-work=99999999").is_err());
     }

@@ -68,8 +68,9 @@ impl Precision {
 
     pub fn of(self, trigger: Trigger) -> f64 {
         match trigger {
-            Trigger::TaskRename => self.comm,
-            Trigger::Call(_) | Trigger::Loop(_) => self.other,
+            // A syscall's overheads are as small a part of it as the comm's.
+            Trigger::TaskRename | Trigger::Syscall(_) => self.comm,
+            Trigger::Call(_) | Trigger::Loop(_) | Trigger::TestRun(_) => self.other,
         }
     }
 }

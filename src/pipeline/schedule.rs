@@ -213,8 +213,8 @@ fn run_here(plan: &Plan, privileged: &Privileged, mut progress: impl FnMut(&Step
         .copied()
         .map(MechanismRuns::new)
         .collect();
-    if plan.against.is_some() {
-        ab::add_b_sides(&mut outcomes);
+    if let Some(variant) = &plan.against {
+        ab::add_b_sides(&mut outcomes, variant);
     }
 
     // Check once, and hold what the mechanisms need from the environment

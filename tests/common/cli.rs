@@ -96,6 +96,17 @@ pub fn is_root() -> bool {
     nix::unistd::geteuid().is_root()
 }
 
+/// The mechanism `name` of a result document.
+#[track_caller]
+pub fn mechanism<'a>(doc: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    doc["mechanisms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == name)
+        .unwrap_or_else(|| panic!("{name} is not in the result:\n{doc:#}"))
+}
+
 #[track_caller]
 pub fn bad_input(args: &[&str], expected: &str) {
     assert_refused(&run(args), expected, &format!("{args:?}"));

@@ -5,7 +5,7 @@
 //! does differently for B.
 
 use super::MechanismRuns;
-use crate::measure::{Mechanism, Sample};
+use crate::measure::{Mechanism, Sample, Variant};
 
 impl MechanismRuns {
     /// A mechanism's B side, for `--against`.
@@ -44,9 +44,12 @@ impl MechanismRuns {
 
 /// A B side beside every mechanism that is not a base (the variant never
 /// changes a base).
-pub(super) fn add_b_sides(outcomes: &mut [MechanismRuns]) {
+pub(super) fn add_b_sides(outcomes: &mut [MechanismRuns], variant: &Variant) {
     for o in outcomes.iter_mut().filter(|o| !o.mechanism.is_base()) {
-        o.against = Some(Box::new(MechanismRuns::b_side(o.mechanism)));
+        // B's mechanism: the same, or (object=) the other build's program.
+        o.against = variant
+            .b_of(o.mechanism)
+            .map(|b| Box::new(MechanismRuns::b_side(b)));
     }
 }
 

@@ -1,0 +1,184 @@
+//! What a user's object program's section says (`--object`): the
+//! built-in kind it attaches as, and the syscall trigger that reaches it.
+
+use super::kind::Kind;
+use super::syscall::Syscall;
+use super::test_run::{ProgType, TestRun};
+use super::trigger::Trigger;
+
+/// The built-in kind a section attaches as, and the trigger that fires
+/// it: from the event the section names, else `--trigger`.
+pub(crate) fn hook(
+    section: &str,
+    flag: Option<Syscall>,
+    packet: &'static [u8],
+) -> std::result::Result<(Kind, Trigger), String> {
+    let (kind_name, target) = section.split_once('/').unwrap_or((section, ""));
+    // Run by the kernel itself on a packet, attached nowhere.
+    if section == "xdp" || section == "xdp.frags" {
+        let t = TestRun {
+            prog_type: ProgType::Xdp,
+            packet,
+        };
+        return Ok((Kind::TestRun, Trigger::TestRun(t)));
+    }
+    let like = match kind_name {
+        "tp" | "tracepoint" => Kind::Tracepoint,
+        "raw_tp" | "raw_tracepoint" => Kind::RawTracepoint,
+        "tp_btf" => Kind::BtfTracepoint,
+        "kprobe" | "kretprobe" | "ksyscall" | "kretsyscall" => Kind::Kprobe,
+        "fentry" | "fexit" | "fmod_ret" | "lsm" => Kind::Trampoline,
+        _ => {
+            return Err(format!(
+                "no trigger for {kind_name} programs: they run on {}, which this command \
+                 cannot make yet (it measures tp, raw_tp, tp_btf, kprobe, ksyscall, fentry, \
+                 fexit and lsm programs on syscalls, and xdp programs by BPF_PROG_TEST_RUN)",
+                runs_on(kind_name)
+            ))
+        }
+    };
+    let event = match like {
+        Kind::Tracepoint => target
+            .strip_prefix("syscalls/sys_enter_")
+            .or_else(|| target.strip_prefix("syscalls/sys_exit_"))
+            .or_else(|| (target == "task/task_rename").then_some("write")),
+        Kind::RawTracepoint | Kind::BtfTracepoint => (target == "task_rename").then_some("write"),
+        _ if kind_name.ends_with("syscall") => Some(target),
+        _ if target == "file_open" && kind_name == "lsm" => Some("openat"),
+        _ if target == "__set_task_comm" => Some("write"),
+        _ => ["__x64_sys_", "__arm64_sys_", "__se_sys_"]
+            .iter()
+            .find_map(|p| target.strip_prefix(p)),
+    };
+    let trigger = match (event, flag) {
+        (Some(event), _) => Syscall::making(event).ok_or_else(|| {
+            format!(
+                "no trigger makes the syscall {event}: the triggers make {} (--list-triggers)",
+                made()
+            )
+        })?,
+        (None, Some(flag)) => flag,
+        (None, None) => {
+            return Err(format!(
+                "its section names no event a trigger makes: name the one to make with \
+                 --trigger NAME ({}; see --list-triggers)",
+                Syscall::names()
+            ))
+        }
+    };
+    Ok((like, Trigger::Syscall(trigger)))
+}
+
+/// The syscalls the triggers make, for error messages.
+fn made() -> String {
+    Syscall::ALL
+        .iter()
+        .flat_map(|s| s.syscalls())
+        .copied()
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// What fires a program type the command has no trigger for.
+fn runs_on(kind_name: &str) -> &'static str {
+    match kind_name {
+        "xdp" => "packets arriving at a device (xdp/devmap and xdp/cpumap: a map's redirects)",
+        "tc" | "classifier" | "tcx" | "action" => "packets through a tc hook",
+        "socket" => "packets on a socket",
+        "flow_dissector" => "packets being dissected",
+        n if n.starts_with("cgroup") => "a cgroup's sockets, devices or sysctls",
+        "uprobe" | "uretprobe" | "usdt" => "a user-space function",
+        "perf_event" => "perf events",
+        "struct_ops" => "a kernel subsystem's callbacks",
+        "iter" => "reads of a BPF iterator",
+        _ => "events of their own",
+    }
+}
+
+/// What the kernel must have for a kind of hook.
+pub(crate) fn needs(like: Kind) -> &'static str {
+    match like {
+        Kind::Tracepoint => "CONFIG_BPF_EVENTS, tracefs",
+        Kind::RawTracepoint => "CONFIG_BPF_EVENTS",
+        Kind::BtfTracepoint => "BTF (CONFIG_DEBUG_INFO_BTF)",
+        Kind::Kprobe => "CONFIG_KPROBES",
+        Kind::Trampoline => "BTF, BPF trampolines (lsm: CONFIG_BPF_LSM, lsm=...,bpf)",
+        Kind::Base
+        | Kind::Uprobe { .. }
+        | Kind::KprobeMulti
+        | Kind::KprobeSession
+        | Kind::UprobeMulti { .. }
+        | Kind::UprobeSession
+        | Kind::Usdt => "BPF",
+        Kind::TestRun => "BPF_PROG_TEST_RUN of its program type",
+    }
+}
+
+/// `--list-triggers`: each trigger, what one event is, and the sections
+/// it fires.
+pub fn list_triggers() -> String {
+    let mut out =
+        String::from("trigger   one event is                                          fires\n");
+    for s in Syscall::ALL {
+        let fires: Vec<String> = s
+            .syscalls()
+            .iter()
+            .map(|n| format!("tp/syscalls/sys_{{enter,exit}}_{n}, ksyscall/{n}"))
+            .collect();
+        let extra = match s {
+            Syscall::OpenClose => ", lsm/file_open",
+            Syscall::Comm => ", tp/task/task_rename, raw_tp/task_rename",
+            _ => "",
+        };
+        out.push_str(&format!(
+            "{:<9} {:<53} {}{extra}\n",
+            s.name(),
+            s.describe(),
+            fires.join(", ")
+        ));
+    }
+    out.push_str(
+        "raw_tp/sys_enter, tp_btf/sys_enter and other hooks every syscall passes: --trigger NAME\n",
+    );
+    out.push_str(
+        "xdp       one BPF_PROG_TEST_RUN repeat on a packet (--packet FILE)  xdp, xdp.frags\n",
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sections_name_their_hook_and_trigger() {
+        let t = |s| hook(s, None, &[]);
+        assert_eq!(
+            t("tp/syscalls/sys_enter_getpid"),
+            Ok((Kind::Tracepoint, Trigger::Syscall(Syscall::Getpid)))
+        );
+        assert_eq!(
+            t("tracepoint/syscalls/sys_exit_close"),
+            Ok((Kind::Tracepoint, Trigger::Syscall(Syscall::OpenClose)))
+        );
+        assert_eq!(
+            t("kprobe/__x64_sys_getppid"),
+            Ok((Kind::Kprobe, Trigger::Syscall(Syscall::Getppid)))
+        );
+        assert_eq!(
+            t("lsm/file_open"),
+            Ok((Kind::Trampoline, Trigger::Syscall(Syscall::OpenClose)))
+        );
+        assert!(t("raw_tp/sys_enter")
+            .unwrap_err()
+            .contains("--trigger NAME"));
+        assert_eq!(
+            hook("raw_tp/sys_enter", Some(Syscall::ReadZero), &[]),
+            Ok((Kind::RawTracepoint, Trigger::Syscall(Syscall::ReadZero)))
+        );
+        assert!(t("cgroup_skb/ingress").unwrap_err().contains("cgroup"));
+        assert!(t("tp/syscalls/sys_enter_fork")
+            .unwrap_err()
+            .contains("fork"));
+    }
+}

@@ -1,0 +1,222 @@
+//! The trigger of program types the kernel runs itself on a given input
+//! (`BPF_PROG_TEST_RUN`), for a user's object (`--object`): one event is
+//! one pass of the kernel's own repeat loop over the program, on a
+//! built-in packet or `--packet FILE`'s. Nothing is attached. The base is
+//! a built-in program of the same type that returns the default verdict
+//! (bpf/overhead.bpf.c's `prog_xdp_pass`), run the same way, so that the
+//! overhead is what the user's program costs beyond the least one.
+
+use std::os::fd::{AsRawFd, OwnedFd};
+
+use super::error::{Error, Result};
+use super::program::{builtin, Program};
+
+/// A program type `BPF_PROG_TEST_RUN` runs, and its input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TestRun {
+    pub prog_type: ProgType,
+    /// The packet each run sees: [`PACKET`] or `--packet FILE`'s.
+    pub packet: &'static [u8],
+}
+
+/// The program types it runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ProgType {
+    /// XDP, on one packet.
+    Xdp,
+}
+
+impl ProgType {
+    pub const ALL: [ProgType; 1] = [ProgType::Xdp];
+}
+
+/// 64 bytes of UDP over IPv4 over Ethernet, from 10.0.0.1:4242 to
+/// 10.0.0.2:4242, its IPv4 checksum right: what an XDP filter parses.
+pub const PACKET: [u8; 64] = {
+    let mut p = [0u8; 64];
+    // Ethernet: destination, source, EtherType IPv4.
+    let head: [u8; 42] = [
+        0x02, 0, 0, 0, 0, 0x02, 0x02, 0, 0, 0, 0, 0x01, 0x08, 0x00, //
+        // IPv4: version 4, IHL 5, total length 50, TTL 64, UDP, checksum.
+        0x45, 0, 0, 50, 0, 0, 0x40, 0, 64, 17, 0x26, 0xb9, //
+        10, 0, 0, 1, 10, 0, 0, 2, //
+        // UDP: ports 4242, length 30, no checksum.
+        0x10, 0x92, 0x10, 0x92, 0, 30, 0, 0,
+    ];
+    let mut i = 0;
+    while i < head.len() {
+        p[i] = head[i];
+        i += 1;
+    }
+    p
+};
+
+impl TestRun {
+    /// As its section starts (`SEC("xdp")`), and its base's name
+    /// (`base-xdp`).
+    pub const fn name(self) -> &'static str {
+        match self.prog_type {
+            ProgType::Xdp => "xdp",
+        }
+    }
+
+    /// The first word of its selftest lines.
+    pub const fn label(self) -> &'static str {
+        match self.prog_type {
+            ProgType::Xdp => "test_run_xdp",
+        }
+    }
+
+    pub const fn describe(self) -> &'static str {
+        match self.prog_type {
+            ProgType::Xdp => "one BPF_PROG_TEST_RUN repeat of an XDP program on a packet",
+        }
+    }
+
+    /// The base's program: the least program of this type.
+    pub const fn base_program(self) -> Program {
+        match self.prog_type {
+            ProgType::Xdp => builtin!(prog_xdp_pass),
+        }
+    }
+
+    /// Ready to fire `prog` (the user's program, or the base's).
+    pub fn arm(self, prog: OwnedFd) -> Armed {
+        Armed {
+            prog,
+            packet: self.packet.to_vec(),
+        }
+    }
+}
+
+/// A test-run trigger ready to fire: the program and its input.
+pub struct Armed {
+    prog: OwnedFd,
+    packet: Vec<u8>,
+}
+
+impl Armed {
+    /// Runs the program `n` times in the kernel's repeat loop: the
+    /// kernel returns once it has run it that many times, so the count
+    /// needs no program of ours.
+    pub fn fire(&mut self, n: u64) -> Result<()> {
+        let mut left = n;
+        while left > 0 {
+            let repeat = left.min(u64::from(u32::MAX)) as u32;
+            self.run(repeat)?;
+            left -= u64::from(repeat);
+        }
+        Ok(())
+    }
+
+    fn run(&mut self, repeat: u32) -> Result<()> {
+        let mut out = vec![0u8; self.packet.len() + 256];
+        let mut opts = libbpf_rs::libbpf_sys::bpf_test_run_opts {
+            sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_test_run_opts>() as _,
+            data_in: self.packet.as_ptr().cast(),
+            data_size_in: self.packet.len() as u32,
+            data_out: out.as_mut_ptr().cast(),
+            data_size_out: out.len() as u32,
+            repeat: repeat as _,
+            ..Default::default()
+        };
+        // SAFETY: opts is a valid, sized bpf_test_run_opts whose buffers
+        // outlive the call; the fd is open.
+        let ret = unsafe {
+            libbpf_rs::libbpf_sys::bpf_prog_test_run_opts(self.prog.as_raw_fd(), &mut opts)
+        };
+        if ret != 0 {
+            let err = std::io::Error::from_raw_os_error(-ret);
+            return Err(
+                Error::failed(format!("BPF_PROG_TEST_RUN failed: {err}")).with_errno(Some(-ret))
+            );
+        }
+        Ok(())
+    }
+}
+
+/// The first packet of a pcap file (`--packet FILE`): the classic format,
+/// either byte order, microsecond or nanosecond timestamps.
+pub fn first_packet(bytes: &[u8]) -> std::result::Result<Vec<u8>, String> {
+    let magic = bytes
+        .get(..4)
+        .ok_or("shorter than a pcap file header (24 bytes)")?;
+    let le = match magic {
+        [0xd4, 0xc3, 0xb2, 0xa1] | [0x4d, 0x3c, 0xb2, 0xa1] => true,
+        [0xa1, 0xb2, 0xc3, 0xd4] | [0xa1, 0xb2, 0x3c, 0x4d] => false,
+        [0x0a, 0x0d, 0x0d, 0x0a] => {
+            return Err("a pcapng file; give a classic pcap (editcap -F pcap IN OUT)".into())
+        }
+        _ => return Err("not a pcap file (no pcap magic)".into()),
+    };
+    let u32_at = |at: usize| -> std::result::Result<u32, String> {
+        let b: [u8; 4] = bytes
+            .get(at..at + 4)
+            .and_then(|s| s.try_into().ok())
+            .ok_or("it ends before its first packet")?;
+        Ok(if le {
+            u32::from_le_bytes(b)
+        } else {
+            u32::from_be_bytes(b)
+        })
+    };
+    // LINKTYPE_ETHERNET: what an XDP program sees.
+    let link = u32_at(20)?;
+    if link != 1 {
+        return Err(format!(
+            "its link type is {link}, not Ethernet (1): XDP programs see Ethernet frames"
+        ));
+    }
+    let captured = u32_at(24 + 8)? as usize;
+    let data = bytes
+        .get(24 + 16..24 + 16 + captured)
+        .ok_or("its first packet is cut short")?;
+    if data.len() < 14 {
+        return Err(format!(
+            "its first packet has {} bytes, less than an Ethernet header",
+            data.len()
+        ));
+    }
+    Ok(data.to_vec())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_packets_ipv4_checksum_is_right() {
+        let header = &PACKET[14..34];
+        let sum: u32 = header
+            .chunks(2)
+            .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
+            .sum();
+        let folded = (sum & 0xffff) + (sum >> 16);
+        assert_eq!(folded, 0xffff, "{sum:#x}");
+    }
+
+    fn pcap(link: u32, packet: &[u8]) -> Vec<u8> {
+        let mut f = vec![0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0];
+        f.extend([0u8; 8]);
+        f.extend(65535u32.to_le_bytes());
+        f.extend(link.to_le_bytes());
+        f.extend([0u8; 8]);
+        f.extend((packet.len() as u32).to_le_bytes());
+        f.extend((packet.len() as u32).to_le_bytes());
+        f.extend(packet);
+        f
+    }
+
+    #[test]
+    fn a_pcaps_first_packet_is_read_and_bad_files_are_named() {
+        assert_eq!(first_packet(&pcap(1, &PACKET)).unwrap(), PACKET);
+        assert!(first_packet(&pcap(113, &PACKET))
+            .unwrap_err()
+            .contains("not Ethernet"));
+        assert!(first_packet(b"hello world, this is not a pcap")
+            .unwrap_err()
+            .contains("not a pcap"));
+        let cut = pcap(1, &PACKET);
+        assert!(first_packet(&cut[..50]).unwrap_err().contains("cut short"));
+    }
+}

@@ -1,0 +1,74 @@
+//! The command's user objects (`--object`, `--set`, `--trigger`,
+//! `--against object=`): opened and checked before the run, so that bad
+//! input is one line and exit 2 with nothing loaded.
+
+use bpf_overhead::measure::object::{self, Settings};
+use bpf_overhead::measure::Variant;
+use bpf_overhead::pipeline::Plan;
+use bpf_overhead::Mechanism;
+
+use crate::cli::Cli;
+use crate::Failure;
+
+/// Opens the objects and adds their programs to the catalogue; pairs
+/// `--against object=`'s programs with theirs. Returns the selection (the
+/// `-m` mechanisms and the objects' programs) and the in-run variant.
+pub fn open(cli: &Cli) -> Result<(Vec<Mechanism>, Option<Variant>), Failure> {
+    let mut against = cli.against.clone();
+    if cli.objects.is_empty() {
+        if let Some(Variant::Object(_)) = against {
+            return Err(Failure::Input(
+                "--against object=FILE compares builds of an --object: give A's build with \
+                 --object FILE"
+                    .into(),
+            ));
+        }
+        return Ok((cli.mechanisms.clone(), against));
+    }
+    let packet = match &cli.packet {
+        Some(path) => object::read_packet(path).map_err(Failure::Input)?,
+        None => Settings::default().packet,
+    };
+    let settings = Settings {
+        sets: cli.sets.clone(),
+        trigger: cli.trigger,
+        packet,
+    };
+    let programs = object::register(&cli.objects, &settings).map_err(Failure::Input)?;
+    if let Some(Variant::Object(b)) = against.as_mut() {
+        let whole = cli.objects.iter().all(|r| r.program.is_none());
+        b.resolve(&programs, whole, &settings)
+            .map_err(Failure::Input)?;
+    }
+    let mut selection = cli.mechanisms.clone();
+    selection.extend(programs);
+    Ok((selection, against))
+}
+
+/// Each object program of the plan, A's and B's, loaded once and dropped
+/// before the run: what the kernel refuses is bad input.
+pub fn try_load(plan: &Plan) -> Result<(), Failure> {
+    let b_sides = plan
+        .mechanisms
+        .iter()
+        .filter_map(|&m| plan.against.as_ref()?.b_of(m).filter(|&b| !same(b, m)));
+    for m in plan.mechanisms.iter().copied().chain(b_sides) {
+        object::try_load(m).map_err(Failure::Input)?;
+    }
+    Ok(())
+}
+
+/// The same program (mechanisms compare by name, and a B side is named
+/// as its A).
+fn same(a: Mechanism, b: Mechanism) -> bool {
+    a.object() == b.object()
+}
+
+/// The programs an `--against object=` run did not compare, as a line of
+/// its report (empty otherwise).
+pub fn unpaired(variant: &Variant) -> String {
+    match variant {
+        Variant::Object(b) => b.unpaired().map(|l| format!("{l}\n")).unwrap_or_default(),
+        Variant::ProgWork(_) | Variant::BpfStats => String::new(),
+    }
+}

@@ -1,0 +1,480 @@
+//! `--object`: a user's BPF object measured as the built-ins are, on the
+//! suite's own objects (tests/objects/, built by build.rs): syscall
+//! tracepoints with their hits checked in every output, `--trigger`,
+//! `--set`, a program its trigger never reaches, every bad input (one
+//! line, exit 2, no program loaded), and `--against object=`: a slower
+//! build REGRESSED, the same build not. Needs root, like the suite.
+
+#[path = "common/cli.rs"]
+mod cli;
+
+use cli::{is_root, mechanism, run, TempFile};
+use serde_json::Value;
+use serial_test::serial;
+
+/// One of the suite's objects.
+fn object(name: &str) -> String {
+    format!("{}/{name}.bpf.o", env!("TEST_OBJECTS_DIR"))
+}
+
+/// The names, as the kernel keeps them (15 bytes), of every program of
+/// the suite's objects: none may stay loaded after a run ends.
+const OUR_PROGRAMS: &[&str] = &[
+    "enter_getpid",
+    "exit_getppid",
+    "enter_openat",
+    "enter_read",
+    "any_syscall",
+    "on_fork",
+    "parse_udp",
+    "ingress",
+    "out_of_bounds",
+    "ks_getpid",
+    "kp_getppid",
+    "fe_getppid",
+    "trace_openat",
+];
+
+/// The loaded programs of the system named as ours.
+fn loaded_now() -> Vec<String> {
+    libbpf_rs::query::ProgInfoIter::default()
+        .map(|p| p.name.to_string_lossy().into_owned())
+        .filter(|n| OUR_PROGRAMS.contains(&n.as_str()))
+        .collect()
+}
+
+/// [`loaded_now`] once the kernel has freed what the last run closed: it
+/// frees a program after an RCU grace period, not at the close.
+fn ours_loaded() -> Vec<String> {
+    for _ in 0..50 {
+        let now = loaded_now();
+        if now.is_empty() {
+            return now;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    loaded_now()
+}
+
+/// Root, as loading BPF programs needs; else says the test skips.
+fn root() -> bool {
+    let root = is_root();
+    if !root {
+        eprintln!("SKIP: needs root to load BPF programs");
+    }
+    root
+}
+
+/// Every run of `m` reached its program once an event.
+#[track_caller]
+fn hits_are_events(m: &Value) {
+    let events = m["events_per_run"].as_u64().unwrap();
+    let hits = m["hits"].as_array().unwrap();
+    assert!(
+        !hits.is_empty() && hits.iter().all(|h| h.as_u64() == Some(events)),
+        "{m:#}"
+    );
+}
+
+/// A short run: enough to check what the command does, not its figures.
+fn short<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    [&["--iterations", "2000", "--repeat", "2"], extra].concat()
+}
+
+#[test]
+#[serial]
+fn syscall_tracepoints_are_measured_with_their_hits_checked() {
+    if !root() {
+        return;
+    }
+    let file = object("syscalls");
+    let out = run(&short(&["--object", &file, "--format", "json"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap();
+    for (name, base, trigger) in [
+        ("syscalls/enter_getpid", "base-getpid", "syscall_getpid"),
+        ("syscalls/exit_getppid", "base-getppid", "syscall_getppid"),
+        ("syscalls/enter_openat", "base-openat", "syscall_openat"),
+    ] {
+        let m = mechanism(&doc, name);
+        assert_eq!(m["status"], "ok", "{m:#}");
+        assert_eq!((&m["base"], &m["trigger"]), (&base.into(), &trigger.into()));
+        // Every run reached the program once an event at least.
+        hits_are_events(m);
+        assert_eq!(mechanism(&doc, base)["status"], "ok");
+    }
+    // Only the objects' programs ran: no built-in.
+    assert!(doc["mechanisms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|m| m["name"].as_str().unwrap().contains("syscall")
+            || m["name"].as_str().unwrap().starts_with("base-")));
+    assert!(ours_loaded().is_empty(), "{:?}", ours_loaded());
+}
+
+#[test]
+#[serial]
+fn an_object_program_is_in_every_output() {
+    if !root() {
+        return;
+    }
+    let one = format!("{}:enter_getpid", object("syscalls"));
+    let lines = |format: &str| {
+        let out = run(&short(&["--object", &one, "--format", format]));
+        assert_eq!(out.code, 0, "{format}: {}", out.stderr);
+        out.stdout
+    };
+    let table = lines("table");
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("syscalls/enter_getpid ")),
+        "{table}"
+    );
+    let ktap = lines("ktap");
+    assert!(
+        ktap.lines()
+            .any(|l| l.starts_with("ok ") && l.ends_with(" syscalls/enter_getpid")),
+        "{ktap}"
+    );
+    let selftest = lines("selftest");
+    assert!(
+        selftest
+            .lines()
+            .any(|l| l.starts_with("syscall_getpid syscalls/enter_getpid\t")),
+        "{selftest}"
+    );
+    // And report, from a saved result.
+    let saved = TempFile::new("object.json");
+    let out = run(&short(&["--object", &one, "--save", saved.path()]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let report = run(&["report", saved.path()]);
+    assert_eq!(report.code, 0, "{}", report.stderr);
+    assert!(
+        report.stdout.contains("syscalls/enter_getpid"),
+        "{}",
+        report.stdout
+    );
+}
+
+#[test]
+#[serial]
+fn a_trigger_named_for_a_section_without_one_and_a_set_global() {
+    if !root() {
+        return;
+    }
+    let any = format!("{}:any_syscall", object("raw_syscall"));
+    let out = run(&short(&["--object", &any, "--trigger", "read"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.contains("raw_syscall/any_syscall"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("base-read"), "{}", out.stdout);
+    let getpid = format!("{}:enter_getpid", object("syscalls"));
+    let out = run(&short(&["--object", &getpid, "--set", "rounds=8"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+}
+
+#[test]
+#[serial]
+fn a_program_its_trigger_never_reaches_fails_naming_hook_and_trigger() {
+    if !root() {
+        return;
+    }
+    let fork = format!("{}:on_fork", object("raw_syscall"));
+    let out = run(&short(&["--object", &fork, "--trigger", "getpid"]));
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    let line = out
+        .stdout
+        .lines()
+        .chain(out.stderr.lines())
+        .find(|l| l.contains("reached it"))
+        .unwrap_or_else(|| {
+            panic!(
+                "no line says the trigger missed it:\n{}{}",
+                out.stdout, out.stderr
+            )
+        });
+    assert!(
+        line.contains("raw_tp/sched_process_fork") && line.contains("getpid(2)"),
+        "{line}"
+    );
+    assert!(ours_loaded().is_empty(), "{:?}", ours_loaded());
+}
+
+/// Bad input: one line, exit 2, and no program of ours loaded.
+#[track_caller]
+fn refused(args: &[&str], expected: &str) {
+    let out = run(args);
+    assert_eq!(out.code, 2, "{args:?}: {}{}", out.stdout, out.stderr);
+    let lines: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| !l.starts_with("Usage:"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{args:?}: {}", out.stderr);
+    assert!(lines[0].contains(expected), "{args:?}: {}", lines[0]);
+    assert!(out.stdout.is_empty(), "{}", out.stdout);
+    assert!(ours_loaded().is_empty(), "{args:?}: {:?}", ours_loaded());
+}
+
+/// A pcap file (classic, little-endian, Ethernet) of one packet.
+fn pcap(packet: &[u8]) -> TempFile {
+    let file = TempFile::new("packet.pcap");
+    let mut f = vec![0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0];
+    f.extend([0u8; 8]);
+    f.extend(65535u32.to_le_bytes());
+    f.extend(1u32.to_le_bytes());
+    f.extend([0u8; 8]);
+    f.extend((packet.len() as u32).to_le_bytes());
+    f.extend((packet.len() as u32).to_le_bytes());
+    f.extend(packet);
+    std::fs::write(&file.0, f).unwrap();
+    file
+}
+
+#[test]
+#[serial]
+fn an_xdp_program_is_run_by_the_kernels_test_run_against_its_base() {
+    if !root() {
+        return;
+    }
+    // 60 bytes of Ethernet + IPv4 + TCP: the program passes it uncounted.
+    let mut tcp = vec![0u8; 60];
+    tcp[12..14].copy_from_slice(&[0x08, 0x00]);
+    tcp[14] = 0x45;
+    tcp[23] = 6;
+    let packet = pcap(&tcp);
+    for extra in [&[][..], &["--packet", packet.path()][..]] {
+        let file = object("xdp_pass");
+        let out = run(&short(
+            &[&["--object", &file, "--format", "json"][..], extra].concat(),
+        ));
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let doc: Value = serde_json::from_str(&out.stdout).unwrap();
+        let m = mechanism(&doc, "xdp_pass/parse_udp");
+        assert_eq!(m["status"], "ok", "{m:#}");
+        assert_eq!(
+            (&m["base"], &m["trigger"]),
+            (&"base-xdp".into(), &"test_run_xdp".into())
+        );
+        hits_are_events(m);
+        assert_eq!(mechanism(&doc, "base-xdp")["status"], "ok");
+        assert!(ours_loaded().is_empty(), "{:?}", ours_loaded());
+    }
+}
+
+#[test]
+#[serial]
+fn every_bad_object_input_is_one_line_and_exit_2() {
+    let text = TempFile::new("not-an-elf.o");
+    std::fs::write(&text.0, "not an object\n").unwrap();
+    let syscalls = object("syscalls");
+    refused(&["--object", text.path()], "not an ELF file");
+    refused(&["--object", "/proc/self/exe"], "not a BPF object");
+    refused(&["--object", "/nonexistent.bpf.o"], "cannot read it");
+    refused(
+        &["--object", &object("no_programs")],
+        "no BPF programs in it",
+    );
+    refused(
+        &["--object", &format!("{syscalls}:nope")],
+        "no program nope in it; it has enter_getpid",
+    );
+    refused(
+        &["--object", &object("untriggered")],
+        "no trigger for cgroup_skb programs",
+    );
+    refused(&["--object", &object("raw_syscall")], "--trigger NAME");
+    refused(
+        &["--object", &syscalls, "--set", "nope=1"],
+        "no const volatile nope in the .rodata",
+    );
+    refused(
+        &["--object", &syscalls, "--set", "rounds=x"],
+        "give a whole number that fits",
+    );
+    refused(&["--object", &syscalls, "--set", "rounds"], "NAME=VALUE");
+    refused(
+        &["--object", &syscalls, "--trigger", "fork"],
+        "unknown trigger",
+    );
+    refused(&["--set", "rounds=1"], "--object");
+    refused(
+        &["--object", &object("xdp_pass"), "--packet", text.path()],
+        "not a pcap file",
+    );
+    refused(
+        &["--against", &format!("object={syscalls}")],
+        "give A's build with --object",
+    );
+    refused(
+        &[
+            "--object",
+            &syscalls,
+            "--against",
+            &format!("object={}", object("xdp_pass")),
+        ],
+        "none of its programs is one of A's",
+    );
+    refused(
+        &["--object", &syscalls, "--object", &syscalls],
+        "named twice",
+    );
+    if is_root() {
+        // Loaded once before the run: the verifier's verdict, one line.
+        refused(&["--object", &object("rejected")], "does not load");
+    }
+}
+
+#[test]
+fn the_triggers_are_listed() {
+    let out = run(&["--list-triggers"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    for name in ["getpid", "getppid", "openat", "read", "comm"] {
+        assert!(
+            out.stdout.lines().any(|l| l.starts_with(name)),
+            "{name}: {}",
+            out.stdout
+        );
+    }
+}
+
+/// `--against object=` with `args` after the object's: its output.
+fn against(a: &str, b: &str, extra: &[&str]) -> cli::Output {
+    let b = format!("object={b}");
+    run(&[
+        &[
+            "--object",
+            a,
+            "--against",
+            &b,
+            "--iterations",
+            "5000",
+            "--repeat",
+            "7",
+        ],
+        extra,
+    ]
+    .concat())
+}
+
+#[test]
+#[serial]
+fn a_slower_build_is_regressed_and_the_same_build_is_not() {
+    if !root() {
+        return;
+    }
+    let a = format!("{}:enter_getpid", object("syscalls"));
+    let slow = against(&a, &object("syscalls_slow"), &[]);
+    assert_eq!(slow.code, 1, "{}{}", slow.stdout, slow.stderr);
+    assert!(
+        slow.stdout
+            .lines()
+            .any(|l| l.contains("REGRESSED") && l.contains("syscalls/enter_getpid")),
+        "{}",
+        slow.stdout
+    );
+    let same = against(&a, &object("syscalls"), &[]);
+    assert_ne!(same.code, 1, "{}{}", same.stdout, same.stderr);
+    assert!(!same.stdout.contains("REGRESSED"), "{}", same.stdout);
+    assert!(ours_loaded().is_empty(), "{:?}", ours_loaded());
+}
+
+#[test]
+#[serial]
+fn programs_only_one_build_has_are_listed_not_compared() {
+    if !root() {
+        return;
+    }
+    let b = format!("object={}", object("syscalls_v2"));
+    let out = run(&short(&["--object", &object("syscalls"), "--against", &b]));
+    assert_ne!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stdout
+            .contains("not compared (only in A: syscalls/exit_getppid; only in B: enter_read)"),
+        "{}",
+        out.stdout
+    );
+    let doc = run(&short(&[
+        "--object",
+        &object("syscalls"),
+        "--against",
+        &b,
+        "--format",
+        "json",
+    ]));
+    let doc: Value = serde_json::from_str(&doc.stdout).unwrap();
+    assert!(mechanism(&doc, "syscalls/enter_getpid")["against"].is_object());
+    assert!(mechanism(&doc, "syscalls/exit_getppid")["against"].is_null());
+}
+
+/// The built-in mechanism whose kernel support an object program on a
+/// syscall function needs: strict mode judges the program as it judges
+/// that one (its declared absence, in ci/absent/, covers both).
+const KERNEL_HOOKS: &[(&str, &str)] = &[
+    ("ks_getpid", "kprobe"),
+    ("kp_getppid", "kprobe"),
+    ("fe_getppid", "fentry"),
+];
+
+#[test]
+#[serial]
+fn kprobes_and_fentries_on_syscall_functions_are_measured_where_the_kernel_has_them() {
+    if !root() {
+        return;
+    }
+    let expect = bpf_overhead::expect::Expectations::from_env().unwrap();
+    let file = object("kernel_hooks");
+    let out = run(&short(&["--object", &file, "--format", "json"]));
+    let doc: Value = serde_json::from_str(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}{}", out.stdout, out.stderr));
+    for (program, peer) in KERNEL_HOOKS {
+        let m = mechanism(&doc, &format!("kernel_hooks/{program}"));
+        let status: bpf_overhead::document::Status =
+            serde_json::from_value(m["status"].clone()).unwrap();
+        let reason = m["reason"].as_str();
+        match expect.judge(peer, status, reason) {
+            bpf_overhead::expect::Verdict::Pass => hits_are_events(m),
+            bpf_overhead::expect::Verdict::Skip(why) => {
+                eprintln!("SKIP: kernel_hooks/{program}: {why}")
+            }
+            bpf_overhead::expect::Verdict::Fail(why) => panic!("kernel_hooks/{program}: {why}"),
+        }
+    }
+    assert!(ours_loaded().is_empty(), "{:?}", ours_loaded());
+}
+
+#[test]
+#[serial]
+fn ctrl_c_mid_run_leaves_no_object_program_loaded() {
+    if !root() {
+        return;
+    }
+    use nix::sys::signal::{kill, Signal};
+    use nix::unistd::Pid;
+    let file = object("syscalls");
+    // Long enough to be mid-run when the signal comes.
+    let child = cli::command(&["--object", &file, "--repeat", "200", "--format", "json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while loaded_now().is_empty() && started.elapsed() < std::time::Duration::from_secs(30) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(!loaded_now().is_empty(), "the run never loaded a program");
+    // Past the load check before the run (each program loaded once, then
+    // dropped): into the rounds.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(doc["interrupted"], "SIGINT");
+    assert!(ours_loaded().is_empty(), "{:?}", ours_loaded());
+}
