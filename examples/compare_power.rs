@@ -40,7 +40,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use bpf_overhead::document::Document;
-use bpf_overhead::gate::{self, against, Findings as GateReport, Threshold, Verdict};
+use bpf_overhead::gate::{self, against, Comparison, Findings as GateReport, Threshold, Verdict};
 use bpf_overhead::stats::median;
 
 mod common;
@@ -433,8 +433,7 @@ fn ab(runs: usize) {
         for condition in [Condition::Quiet, Condition::Hog] {
             let load = condition.start();
             let d = drift(10);
-            let mut counts = [0usize; 4];
-            let (mut changes, mut sees) = (Vec::new(), Vec::new());
+            let mut seen = Seen::default();
             for n in 0..runs {
                 let keep = format!("ab-{name}-{condition:?}-{}", n + 1).to_lowercase();
                 let (doc, code, s) = run_kept(
@@ -449,30 +448,52 @@ fn ab(runs: usize) {
                     c.verdict.label(),
                     100.0 * c.change.unwrap_or(f64::NAN)
                 );
-                tally(&mut counts, c.verdict);
-                changes.push(c.change.unwrap_or(f64::NAN));
-                sees.push(c.detectable.unwrap_or(f64::INFINITY));
+                seen.add(c);
             }
             drop(load);
             lines.push(format!("- {name}, {}: {d}", condition.label()));
             println!(
-                "| {name} | {} | {own:.1} ns | {k} | {:+.1}% | {:+.1}% | ±{:.1}% | {}/{runs} | {}/{runs} | {}/{runs} | {}/{runs} |",
+                "| {name} | {} | {own:.1} ns | {k} | {:+.1}% | {} |",
                 condition.label(),
                 100.0 * calibrated,
-                100.0 * median(&changes),
-                100.0 * median(&sees),
-                counts[0],
-                counts[1],
-                counts[2],
-                counts[3]
+                seen.cells(runs)
             );
         }
     }
     println!("\n{}", lines.join("\n"));
 }
 
-/// A program's verdict counts, changes seen and `sees` over the runs.
-type ProgramRow = (String, [usize; 4], Vec<f64>, Vec<f64>);
+/// One comparison over several runs: its verdict counts, and the change
+/// and `sees` of each run.
+#[derive(Default)]
+struct Seen {
+    counts: [usize; 4],
+    changes: Vec<f64>,
+    sees: Vec<f64>,
+}
+
+impl Seen {
+    fn add(&mut self, c: &Comparison) {
+        tally(&mut self.counts, c.verdict);
+        self.changes.push(c.change.unwrap_or(f64::NAN));
+        self.sees.push(c.detectable.unwrap_or(f64::INFINITY));
+    }
+
+    /// `change (median) | sees (median) | REGRESSED | UNSURE | ok | improved`
+    /// as table cells, each count out of `runs`.
+    fn cells(&self, runs: usize) -> String {
+        let c = self.counts;
+        format!(
+            "{:+.1}% | ±{:.1}% | {}/{runs} | {}/{runs} | {}/{runs} | {}/{runs}",
+            100.0 * median(&self.changes),
+            100.0 * median(&self.sees),
+            c[0],
+            c[1],
+            c[2],
+            c[3]
+        )
+    }
+}
 
 fn objects(runs: usize) {
     let dir = env!("TEST_OBJECTS_DIR");
@@ -489,7 +510,7 @@ fn objects(runs: usize) {
         for condition in [Condition::Quiet, Condition::Hog] {
             let load = condition.start();
             let d = drift(10);
-            let mut rows: Vec<ProgramRow> = Vec::new();
+            let mut rows: Vec<(String, Seen)> = Vec::new();
             for n in 0..runs {
                 let keep = format!("obj-{b}-{condition:?}-{}", n + 1).to_lowercase();
                 let (doc, code, s) =
@@ -503,27 +524,20 @@ fn objects(runs: usize) {
                     let at = match rows.iter().position(|r| r.0 == c.name) {
                         Some(i) => i,
                         None => {
-                            rows.push((c.name.clone(), [0; 4], Vec::new(), Vec::new()));
+                            rows.push((c.name.clone(), Seen::default()));
                             rows.len() - 1
                         }
                     };
-                    tally(&mut rows[at].1, c.verdict);
-                    rows[at].2.push(c.change.unwrap_or(f64::NAN));
-                    rows[at].3.push(c.detectable.unwrap_or(f64::INFINITY));
+                    rows[at].1.add(c);
                 }
             }
             drop(load);
             lines.push(format!("- B {label}, {}: {d}", condition.label()));
-            for (name, counts, changes, sees) in rows {
+            for (name, seen) in rows {
                 println!(
-                    "| {label} | {} | {name} | {:+.1}% | ±{:.1}% | {}/{runs} | {}/{runs} | {}/{runs} | {}/{runs} |",
+                    "| {label} | {} | {name} | {} |",
                     condition.label(),
-                    100.0 * median(&changes),
-                    100.0 * median(&sees),
-                    counts[0],
-                    counts[1],
-                    counts[2],
-                    counts[3]
+                    seen.cells(runs)
                 );
             }
         }

@@ -268,7 +268,7 @@ impl fmt::Display for Missing {
 pub fn missing(mechanism: Mechanism) -> Option<Missing> {
     let mut needs = needs(mechanism.kind(), &Env::current());
     // A user's object program's hits are the BPF stats' run count.
-    if super::object::counted_by_stats(mechanism) {
+    if super::load::counts(mechanism) == super::load::Counts::Stats {
         needs.push(ENABLE_STATS);
     }
     lacking(&needs, Privileges::current())

@@ -65,6 +65,21 @@ enum Held<'obj> {
     },
 }
 
+/// Who counts the hits of `mechanism`'s runs (when anything is loaded for
+/// them). Stats means the BPF stats are on in all its runs.
+pub(crate) fn counts(mechanism: Mechanism) -> Counts {
+    match (mechanism.trigger(), mechanism.object()) {
+        (Trigger::TestRun(_), _) => Counts::TestRun,
+        (Trigger::TaskRename | Trigger::Call(_) | Trigger::Loop(_) | Trigger::Syscall(_), None) => {
+            Counts::Program
+        }
+        (
+            Trigger::TaskRename | Trigger::Call(_) | Trigger::Loop(_) | Trigger::Syscall(_),
+            Some(_),
+        ) => Counts::Stats,
+    }
+}
+
 /// The skeleton's own program, or `None` for a user's object's.
 fn builtin(program: Program) -> Option<Builtin> {
     match program {
@@ -134,10 +149,12 @@ fn load_object(mechanism: Mechanism, p: &'static ObjectProgram) -> Result<Loaded
     sys::clear_libbpf_log();
     let object =
         object::load(p).map_err(|e| mechanism.load_error(errno_of(&e), with_libbpf_reason(&e)))?;
-    let fd = || object::program_fd(&object, p).map_err(|e| e.of(mechanism));
+    let prog_fd = object::program_fd(&object, p).map_err(|e| e.of(mechanism))?;
     // A test run runs the program itself, as a loop runs its driver.
     let driver_fd = match mechanism.trigger() {
-        Trigger::TestRun(_) => Some(fd()?),
+        Trigger::TestRun(_) => Some(prog_fd.try_clone().map_err(|e| {
+            Error::failed(format!("dup of a program fd failed: {e}")).of(mechanism)
+        })?),
         Trigger::TaskRename | Trigger::Call(_) | Trigger::Loop(_) | Trigger::Syscall(_) => None,
     };
     let rings = object
@@ -153,7 +170,7 @@ fn load_object(mechanism: Mechanism, p: &'static ObjectProgram) -> Result<Loaded
     let consumer = Consumer::start(rings, here).map_err(|e| e.of(mechanism))?;
     Ok(Loaded {
         link: None,
-        prog_fd: Some(fd()?),
+        prog_fd: Some(prog_fd),
         driver_fd,
         held: Held::Object {
             _consumer: consumer,
@@ -283,15 +300,6 @@ impl Loaded<'_> {
                     .expect("the BPF object has a .bss with the counters"),
             ),
             Held::Object { .. } => None,
-        }
-    }
-
-    /// Who counts the hits of `mechanism`'s runs.
-    pub(crate) fn counts(&self, mechanism: Mechanism) -> Counts {
-        match (&self.held, mechanism.trigger()) {
-            (_, Trigger::TestRun(_)) => Counts::TestRun,
-            (Held::Skel { .. }, _) => Counts::Program,
-            (Held::Object { .. }, _) => Counts::Stats,
         }
     }
 

@@ -413,18 +413,6 @@ pub fn try_load(m: Mechanism) -> std::result::Result<(), String> {
     ))
 }
 
-/// Whether `m`'s hits are the BPF stats' run count, which are then on in
-/// all its runs: a user's object program on a hook (a test run's count is
-/// the kernel's).
-pub fn counted_by_stats(m: Mechanism) -> bool {
-    match m.trigger() {
-        Trigger::TestRun(_) => false,
-        Trigger::TaskRename | Trigger::Call(_) | Trigger::Loop(_) | Trigger::Syscall(_) => {
-            m.object().is_some()
-        }
-    }
-}
-
 /// A program is reached by its trigger at least once an event: fewer of
 /// its runs (`run_cnt`, counted over the whole system: other processes'
 /// events on the hook count too) than `events` fails, naming the hook

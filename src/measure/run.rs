@@ -280,7 +280,7 @@ impl Run<'_, '_> {
         // A program counts, and so does a loop's driver in a base run; a
         // user's object's program is counted by the BPF stats instead, and
         // a test run by the kernel.
-        let counts = self.loaded.as_ref().map(|l| l.counts(m));
+        let counts = self.loaded.as_ref().map(|_| load::counts(m));
         let counting = counts == Some(Counts::Program);
         let lead_in_ns_per_event = self.lead_in(events)?;
         let start = Arc::new(Barrier::new(1 + self.producers.len()));
@@ -455,7 +455,7 @@ pub fn with_run<R>(
 ) -> Result<R> {
     let mechanism = ready.mechanism();
     // A user's object's hits are its run count: stats on in all its runs.
-    let bpf_stats = opts.bpf_stats || object::counted_by_stats(mechanism);
+    let bpf_stats = opts.bpf_stats || load::counts(mechanism) == Counts::Stats;
     let stats = bpf_stats && !mechanism.is_base();
     if let Some(missing) = ready.stats_lacking().filter(|_| stats) {
         return Err(Error::unsupported(format!("no prog ns: needs {missing}")).of(mechanism));

@@ -85,6 +85,7 @@ impl TestRun {
         Armed {
             prog,
             packet: self.packet.to_vec(),
+            out: vec![0; self.packet.len() + 256],
         }
     }
 }
@@ -93,6 +94,9 @@ impl TestRun {
 pub struct Armed {
     prog: OwnedFd,
     packet: Vec<u8>,
+    /// Where the kernel writes the packet back: made once, outside the
+    /// timed runs.
+    out: Vec<u8>,
 }
 
 impl Armed {
@@ -110,13 +114,12 @@ impl Armed {
     }
 
     fn run(&mut self, repeat: u32) -> Result<()> {
-        let mut out = vec![0u8; self.packet.len() + 256];
         let mut opts = libbpf_rs::libbpf_sys::bpf_test_run_opts {
             sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_test_run_opts>() as _,
             data_in: self.packet.as_ptr().cast(),
             data_size_in: self.packet.len() as u32,
-            data_out: out.as_mut_ptr().cast(),
-            data_size_out: out.len() as u32,
+            data_out: self.out.as_mut_ptr().cast(),
+            data_size_out: self.out.len() as u32,
             repeat: repeat as _,
             ..Default::default()
         };
