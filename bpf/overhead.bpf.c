@@ -275,6 +275,18 @@ int prog_fmod_ret(void *ctx)
 	return 0;
 }
 
+/*
+ * The BPF LSM's own hook in that security_file_permission(): reached by
+ * the same write once, where the kernel boots with bpf among its LSMs
+ * (lsm=...,bpf). Returning 0 allows, as the hook would.
+ */
+SEC("?lsm/file_permission")
+int prog_lsm(void *ctx)
+{
+	count_hit();
+	return 0;
+}
+
 /* User-function trigger: attached by symbol to the uprobe targets. */
 
 SEC("?uprobe")

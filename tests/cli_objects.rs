@@ -7,79 +7,13 @@
 
 #[path = "common/cli.rs"]
 mod cli;
+#[path = "common/objects.rs"]
+mod objects;
 
 use cli::{is_root, mechanism, run, TempFile};
+use objects::{hits_are_events, loaded_now, object, ours_loaded, root, short};
 use serde_json::Value;
 use serial_test::serial;
-
-/// One of the suite's objects.
-fn object(name: &str) -> String {
-    format!("{}/{name}.bpf.o", env!("TEST_OBJECTS_DIR"))
-}
-
-/// The names, as the kernel keeps them (15 bytes), of every program of
-/// the suite's objects: none may stay loaded after a run ends.
-const OUR_PROGRAMS: &[&str] = &[
-    "enter_getpid",
-    "exit_getppid",
-    "enter_openat",
-    "enter_read",
-    "any_syscall",
-    "on_fork",
-    "parse_udp",
-    "ingress",
-    "out_of_bounds",
-    "ks_getpid",
-    "kp_getppid",
-    "fe_getppid",
-    "trace_openat",
-];
-
-/// The loaded programs of the system named as ours.
-fn loaded_now() -> Vec<String> {
-    libbpf_rs::query::ProgInfoIter::default()
-        .map(|p| p.name.to_string_lossy().into_owned())
-        .filter(|n| OUR_PROGRAMS.contains(&n.as_str()))
-        .collect()
-}
-
-/// [`loaded_now`] once the kernel has freed what the last run closed: it
-/// frees a program after an RCU grace period, not at the close.
-fn ours_loaded() -> Vec<String> {
-    for _ in 0..50 {
-        let now = loaded_now();
-        if now.is_empty() {
-            return now;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    loaded_now()
-}
-
-/// Root, as loading BPF programs needs; else says the test skips.
-fn root() -> bool {
-    let root = is_root();
-    if !root {
-        eprintln!("SKIP: needs root to load BPF programs");
-    }
-    root
-}
-
-/// Every run of `m` reached its program once an event.
-#[track_caller]
-fn hits_are_events(m: &Value) {
-    let events = m["events_per_run"].as_u64().unwrap();
-    let hits = m["hits"].as_array().unwrap();
-    assert!(
-        !hits.is_empty() && hits.iter().all(|h| h.as_u64() == Some(events)),
-        "{m:#}"
-    );
-}
-
-/// A short run: enough to check what the command does, not its figures.
-fn short<'a>(extra: &[&'a str]) -> Vec<&'a str> {
-    [&["--iterations", "2000", "--repeat", "2"], extra].concat()
-}
 
 #[test]
 #[serial]
@@ -410,42 +344,6 @@ fn programs_only_one_build_has_are_listed_not_compared() {
     let doc: Value = serde_json::from_str(&doc.stdout).unwrap();
     assert!(mechanism(&doc, "syscalls/enter_getpid")["against"].is_object());
     assert!(mechanism(&doc, "syscalls/exit_getppid")["against"].is_null());
-}
-
-/// The built-in mechanism whose kernel support an object program on a
-/// syscall function needs: strict mode judges the program as it judges
-/// that one (its declared absence, in ci/absent/, covers both).
-const KERNEL_HOOKS: &[(&str, &str)] = &[
-    ("ks_getpid", "kprobe"),
-    ("kp_getppid", "kprobe"),
-    ("fe_getppid", "fentry"),
-];
-
-#[test]
-#[serial]
-fn kprobes_and_fentries_on_syscall_functions_are_measured_where_the_kernel_has_them() {
-    if !root() {
-        return;
-    }
-    let expect = bpf_overhead::expect::Expectations::from_env().unwrap();
-    let file = object("kernel_hooks");
-    let out = run(&short(&["--object", &file, "--format", "json"]));
-    let doc: Value = serde_json::from_str(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}{}", out.stdout, out.stderr));
-    for (program, peer) in KERNEL_HOOKS {
-        let m = mechanism(&doc, &format!("kernel_hooks/{program}"));
-        let status: bpf_overhead::document::Status =
-            serde_json::from_value(m["status"].clone()).unwrap();
-        let reason = m["reason"].as_str();
-        match expect.judge(peer, status, reason) {
-            bpf_overhead::expect::Verdict::Pass => hits_are_events(m),
-            bpf_overhead::expect::Verdict::Skip(why) => {
-                eprintln!("SKIP: kernel_hooks/{program}: {why}")
-            }
-            bpf_overhead::expect::Verdict::Fail(why) => panic!("kernel_hooks/{program}: {why}"),
-        }
-    }
-    assert!(ours_loaded().is_empty(), "{:?}", ours_loaded());
 }
 
 #[test]

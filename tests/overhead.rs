@@ -39,6 +39,7 @@ overhead_tests! {
     fentry => "fentry",
     fexit => "fexit",
     fmod_ret => "fmod_ret",
+    lsm => "lsm",
     uprobe_base_nop => "base-nop",
     uprobe_base_push => "base-push",
     uprobe_base_ret => "base-ret",

@@ -325,6 +325,7 @@ mod tests {
                 Kind::Tracepoint,
                 Kind::BtfTracepoint,
                 Kind::Trampoline,
+                Kind::Lsm,
                 Kind::Uprobe { ret: false },
             ] {
                 assert_eq!(missing(kind, &env, root), None, "{kind:?}");

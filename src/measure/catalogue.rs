@@ -13,11 +13,9 @@ use std::hash::{Hash, Hasher};
 use std::str::FromStr;
 use std::sync::Mutex;
 
-use super::error::{errno_name, Error, Result, ENOTSUPP};
+use super::kind::every_kind;
 pub use super::kind::Kind;
-use super::kind::{every_kind, Probe, ProbeType};
 use super::program::{builtin, Program};
-use super::sys::{self, Tracefs};
 use super::trigger::{Driver, Target, Trigger, USDT_PROBE};
 
 /// The kernel function probed by kprobe, kretprobe, fentry and fexit
@@ -26,6 +24,8 @@ pub const KFUNC: &str = "__set_task_comm";
 /// fmod_ret's target; see prog_fmod_ret in bpf/overhead.bpf.c for why it
 /// cannot be KFUNC.
 pub const FMOD_RET_KFUNC: &str = "security_file_permission";
+/// lsm's hook: the BPF LSM's own for the same security_file_permission().
+pub const LSM_HOOK: &str = "file_permission";
 /// The tracepoint behind raw_tp, tp and tp_btf.
 pub const TRACEPOINT: &str = "task/task_rename";
 /// The tracepoint the kernel-loop kfunc fires.
@@ -253,6 +253,13 @@ pub static CATALOGUE: &[Entry] = &[
         FMOD_RET_KFUNC,
         "BTF, BPF trampolines, a modifiable target (security_* hook)",
     ),
+    kernel(
+        "lsm",
+        Lsm,
+        builtin!(prog_lsm),
+        LSM_HOOK,
+        "CONFIG_BPF_LSM, bpf among the active LSMs (lsm=...,bpf), BPF trampolines",
+    ),
     base("base-nop", Trigger::Call(Nop)),
     uprobe("uprobe-nop", Nop, false),
     uprobe("uretprobe-nop", Nop, true),
@@ -456,97 +463,6 @@ impl Mechanism {
     pub fn names() -> Vec<&'static str> {
         Self::all().map(Mechanism::name).collect()
     }
-
-    /// Checks what can be checked before loading anything. Returns a
-    /// tracefs guard that must outlive the attachment when the mechanism
-    /// goes through tracefs. Trampoline support only shows at load time.
-    pub fn check_support(self) -> Result<Option<Tracefs>> {
-        self.trigger().check_support().map_err(|e| e.of(self))?;
-        if let Some(attach_type) = self.kind().attach_type() {
-            sys::btf_has_attach_type(attach_type).map_err(|why| {
-                Error::unsupported(format!("kernel too old for {}: {why}", self.needs())).of(self)
-            })?;
-        }
-        match self.kind().spec().probe {
-            Probe::Nothing => Ok(None),
-            Probe::Events(probe) => sys::probe_support(probe, &kprobe_hooks()),
-            Probe::Tracefs => Tracefs::ensure().map(Some),
-            Probe::Btf => sys::btf_support().map(|()| None),
-        }
-        .map_err(|e| e.of(self))
-    }
-
-    /// Sorts a load failure: the kernel lacking the feature (a skip) or
-    /// anything else (a failure).
-    pub(crate) fn load_error(self, errno: Option<i32>, why: String) -> Error {
-        let err = match (self.kind(), errno) {
-            // Privileges were checked before loading, so EPERM here is the
-            // kernel refusing trampoline programs (seen under PVM), like
-            // ENOTSUPP/EOPNOTSUPP on arches without trampolines.
-            (Trampoline, Some(n @ (libc::EPERM | libc::EOPNOTSUPP | ENOTSUPP))) => {
-                Error::unsupported(format!(
-                    "kernel refused the tracing (BPF trampoline) program at load with {} \
-                     although we are privileged: this kernel cannot run fentry/fexit/fmod_ret",
-                    errno_name(n)
-                ))
-            }
-            // A user's hook this kernel lacks is a skip, as a missing feature
-            // is; a built-in's target is always there.
-            (Trampoline | BtfTracepoint, Some(libc::ESRCH)) if self.object().is_some() => {
-                Error::unsupported(format!("this kernel's BTF has no {}: {why}", self.hook()))
-            }
-            (Trampoline | BtfTracepoint, Some(libc::ESRCH)) => Error::failed(format!(
-                "target {} not found in the kernel's BTF: {why}",
-                self.hook()
-            )),
-            (every_kind!(), _) => Error::failed(format!("loading the BPF program failed: {why}")),
-        };
-        err.with_errno(errno).of(self)
-    }
-
-    /// Sorts an attach failure.
-    pub(crate) fn attach_error(self, errno: Option<i32>, why: String) -> Error {
-        let err = match (self.kind(), errno) {
-            // The attach type exists (checked before loading), but fprobe,
-            // which it runs on, does not.
-            (KprobeMulti | KprobeSession, Some(n @ (libc::EOPNOTSUPP | ENOTSUPP))) => {
-                Error::unsupported(format!(
-                    "kernel has no fprobe (CONFIG_FPROBE off): attaching returned {}",
-                    errno_name(n)
-                ))
-            }
-            (Kprobe | KprobeMulti | KprobeSession, Some(libc::ENOENT | libc::EINVAL)) => {
-                Error::failed(format!(
-                    "symbol {} not found or not probe-able in this kernel \
-                 (check /proc/kallsyms): {why}",
-                    self.hook()
-                ))
-            }
-            (Tracepoint | RawTracepoint | BtfTracepoint, Some(libc::ENOENT)) => Error::failed(
-                format!("tracepoint {} not found in this kernel: {why}", self.hook()),
-            ),
-            (
-                Uprobe { .. } | UprobeMulti { .. } | UprobeSession | Usdt,
-                Some(libc::ENOENT | libc::ESRCH),
-            ) => Error::failed(format!(
-                "symbol {} not found in this executable (was it stripped?): {why}",
-                self.hook()
-            )),
-            (every_kind!(), _) => Error::failed(format!("attach failed: {why}")),
-        };
-        err.with_errno(errno).of(self)
-    }
-}
-
-/// The kernel functions kprobes go on through `kprobe_events` when there
-/// is no kprobe PMU: what a stale legacy probe of ours can be on.
-fn kprobe_hooks() -> Vec<&'static str> {
-    Mechanism::all()
-        .filter(|m| m.kind().spec().probe == Probe::Events(ProbeType::Kprobe))
-        // A user's program's hook is its section: the function follows
-        // the kind (`kprobe/__x64_sys_getppid`).
-        .map(|m| m.hook().rsplit('/').next().unwrap_or(m.hook()))
-        .collect()
 }
 
 impl PartialEq for Mechanism {

@@ -19,6 +19,9 @@ pub enum Kind {
     BtfTracepoint,
     /// fentry, fexit, fmod_ret: BPF trampolines.
     Trampoline,
+    /// lsm: a BPF LSM hook, through a trampoline (CONFIG_BPF_LSM, and
+    /// `bpf` among the active LSMs).
+    Lsm,
     /// uprobe, uretprobe on the trigger's target symbol.
     Uprobe { ret: bool },
     /// kprobe.multi, kretprobe.multi: fprobe-based (5.18, CONFIG_FPROBE).
@@ -46,6 +49,7 @@ macro_rules! every_kind {
             | Tracepoint
             | BtfTracepoint
             | Trampoline
+            | Lsm
             | Uprobe { .. }
             | KprobeMulti
             | KprobeSession
@@ -89,6 +93,9 @@ pub enum Probe {
     Tracefs,
     /// The kernel's BTF.
     Btf,
+    /// The kernel's BTF, and `bpf` among the active LSMs: an LSM
+    /// program on an inactive BPF LSM attaches but never runs.
+    Lsm,
 }
 
 /// kprobe or uprobe: the two kinds of probe the perf PMU and tracefs make.
@@ -211,6 +218,14 @@ impl Kind {
                 access: Access::Load,
                 attach: Attach::Section(SectionHook::Whole),
                 sections: &["fentry", "fexit", "fmod_ret"],
+            },
+            Lsm => Spec {
+                link_type: Some("BPF_LSM_MAC"),
+                session: false,
+                probe: Probe::Lsm,
+                access: Access::Load,
+                attach: Attach::Section(SectionHook::Whole),
+                sections: &["lsm"],
             },
             Uprobe { ret } => Spec {
                 link_type: None,

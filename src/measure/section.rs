@@ -27,7 +27,8 @@ pub(crate) fn hook(
         "raw_tp" | "raw_tracepoint" => Kind::RawTracepoint,
         "tp_btf" => Kind::BtfTracepoint,
         "kprobe" | "kretprobe" | "ksyscall" | "kretsyscall" => Kind::Kprobe,
-        "fentry" | "fexit" | "fmod_ret" | "lsm" => Kind::Trampoline,
+        "fentry" | "fexit" | "fmod_ret" => Kind::Trampoline,
+        "lsm" => Kind::Lsm,
         _ => {
             return Err(format!(
                 "no trigger for {kind_name} programs: they run on {}, which this command \
@@ -102,7 +103,8 @@ pub(crate) fn needs(like: Kind) -> &'static str {
         Kind::RawTracepoint => "CONFIG_BPF_EVENTS",
         Kind::BtfTracepoint => "BTF (CONFIG_DEBUG_INFO_BTF)",
         Kind::Kprobe => "CONFIG_KPROBES",
-        Kind::Trampoline => "BTF, BPF trampolines (lsm: CONFIG_BPF_LSM, lsm=...,bpf)",
+        Kind::Trampoline => "BTF, BPF trampolines",
+        Kind::Lsm => "CONFIG_BPF_LSM, bpf among the active LSMs (lsm=...,bpf), BPF trampolines",
         Kind::Base
         | Kind::Uprobe { .. }
         | Kind::KprobeMulti
@@ -167,7 +169,7 @@ mod tests {
         );
         assert_eq!(
             t("lsm/file_open"),
-            Ok((Kind::Trampoline, Trigger::Syscall(Syscall::OpenClose)))
+            Ok((Kind::Lsm, Trigger::Syscall(Syscall::OpenClose)))
         );
         assert!(t("raw_tp/sys_enter")
             .unwrap_err()

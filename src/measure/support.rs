@@ -4,8 +4,10 @@
 
 use super::caps::{self, Missing};
 use super::catalogue::{Kind, Mechanism};
-use super::error::{Error, Result};
+use super::error::{errno_name, Error, Result, ENOTSUPP};
+use super::kind::{every_kind, Probe, ProbeType};
 use super::sys::{self, Tracefs};
+use Kind::*;
 
 /// Proof that this process may load tracing programs
 /// ([`sys::check_privileges`]), with what each of its mechanisms, and the
@@ -125,4 +127,102 @@ impl<'a> Ready<'a> {
     pub fn stats_lacking(self) -> Option<&'a Missing> {
         self.support.stats.as_ref()
     }
+}
+
+/// What this kernel supports of a mechanism: probed before loading, and
+/// read from the errors of its load and attach.
+impl Mechanism {
+    /// Checks what can be checked before loading anything. Returns a
+    /// tracefs guard that must outlive the attachment when the mechanism
+    /// goes through tracefs. Trampoline support only shows at load time.
+    pub fn check_support(self) -> Result<Option<Tracefs>> {
+        self.trigger().check_support().map_err(|e| e.of(self))?;
+        if let Some(attach_type) = self.kind().attach_type() {
+            sys::btf_has_attach_type(attach_type).map_err(|why| {
+                Error::unsupported(format!("kernel too old for {}: {why}", self.needs())).of(self)
+            })?;
+        }
+        match self.kind().spec().probe {
+            Probe::Nothing => Ok(None),
+            Probe::Events(probe) => sys::probe_support(probe, &kprobe_hooks()),
+            Probe::Tracefs => Tracefs::ensure().map(Some),
+            Probe::Btf => sys::btf_support().map(|()| None),
+            Probe::Lsm => sys::btf_support()
+                .and_then(|()| sys::bpf_lsm_support())
+                .map(|()| None),
+        }
+        .map_err(|e| e.of(self))
+    }
+
+    /// Sorts a load failure: the kernel lacking the feature (a skip) or
+    /// anything else (a failure).
+    pub(crate) fn load_error(self, errno: Option<i32>, why: String) -> Error {
+        let err = match (self.kind(), errno) {
+            // Privileges were checked before loading, so EPERM here is the
+            // kernel refusing trampoline programs (seen under PVM), like
+            // ENOTSUPP/EOPNOTSUPP on arches without trampolines.
+            (Trampoline | Lsm, Some(n @ (libc::EPERM | libc::EOPNOTSUPP | ENOTSUPP))) => {
+                Error::unsupported(format!(
+                    "kernel refused the tracing (BPF trampoline) program at load with {} \
+                     although we are privileged: this kernel cannot run fentry/fexit/fmod_ret/lsm",
+                    errno_name(n)
+                ))
+            }
+            // A user's hook this kernel lacks is a skip, as a missing feature
+            // is; a built-in's target is always there.
+            (Trampoline | Lsm | BtfTracepoint, Some(libc::ESRCH)) if self.object().is_some() => {
+                Error::unsupported(format!("this kernel's BTF has no {}: {why}", self.hook()))
+            }
+            (Trampoline | Lsm | BtfTracepoint, Some(libc::ESRCH)) => Error::failed(format!(
+                "target {} not found in the kernel's BTF: {why}",
+                self.hook()
+            )),
+            (every_kind!(), _) => Error::failed(format!("loading the BPF program failed: {why}")),
+        };
+        err.with_errno(errno).of(self)
+    }
+
+    /// Sorts an attach failure.
+    pub(crate) fn attach_error(self, errno: Option<i32>, why: String) -> Error {
+        let err = match (self.kind(), errno) {
+            // The attach type exists (checked before loading), but fprobe,
+            // which it runs on, does not.
+            (KprobeMulti | KprobeSession, Some(n @ (libc::EOPNOTSUPP | ENOTSUPP))) => {
+                Error::unsupported(format!(
+                    "kernel has no fprobe (CONFIG_FPROBE off): attaching returned {}",
+                    errno_name(n)
+                ))
+            }
+            (Kprobe | KprobeMulti | KprobeSession, Some(libc::ENOENT | libc::EINVAL)) => {
+                Error::failed(format!(
+                    "symbol {} not found or not probe-able in this kernel \
+                 (check /proc/kallsyms): {why}",
+                    self.hook()
+                ))
+            }
+            (Tracepoint | RawTracepoint | BtfTracepoint, Some(libc::ENOENT)) => Error::failed(
+                format!("tracepoint {} not found in this kernel: {why}", self.hook()),
+            ),
+            (
+                Uprobe { .. } | UprobeMulti { .. } | UprobeSession | Usdt,
+                Some(libc::ENOENT | libc::ESRCH),
+            ) => Error::failed(format!(
+                "symbol {} not found in this executable (was it stripped?): {why}",
+                self.hook()
+            )),
+            (every_kind!(), _) => Error::failed(format!("attach failed: {why}")),
+        };
+        err.with_errno(errno).of(self)
+    }
+}
+
+/// The kernel functions kprobes go on through `kprobe_events` when there
+/// is no kprobe PMU: what a stale legacy probe of ours can be on.
+fn kprobe_hooks() -> Vec<&'static str> {
+    Mechanism::all()
+        .filter(|m| m.kind().spec().probe == Probe::Events(ProbeType::Kprobe))
+        // A user's program's hook is its section: the function follows
+        // the kind (`kprobe/__x64_sys_getppid`).
+        .map(|m| m.hook().rsplit('/').next().unwrap_or(m.hook()))
+        .collect()
 }

@@ -285,6 +285,66 @@ pub fn btf_support() -> Result<()> {
     }
 }
 
+const SECURITYFS: &str = "/sys/kernel/security";
+
+/// Checks that the BPF LSM is active: an LSM program on a kernel built
+/// without it, or booted without `bpf` in `lsm=`, loads and attaches but
+/// never runs. Reads securityfs's list of the active LSMs, where it is
+/// not mounted from a thread of its own that mounts it in a mount
+/// namespace of its own and ends: the namespace goes with it, and the
+/// calling thread keeps its own (in a new one, /proc/self/exe does not
+/// resolve on 5.10, and the usdt attach through it failed). Worked out
+/// once per process.
+pub fn bpf_lsm_support() -> Result<()> {
+    static ACTIVE: OnceLock<std::result::Result<String, String>> = OnceLock::new();
+    let active = ACTIVE.get_or_init(active_lsms).as_ref().map_err(|why| {
+        Error::environment(format!("cannot tell whether the BPF LSM is active: {why}"))
+    })?;
+    if is_active(active, "bpf") {
+        Ok(())
+    } else {
+        Err(Error::unsupported(format!(
+            "the BPF LSM is not active (active LSMs: {active}): needs CONFIG_BPF_LSM and \
+             booting with lsm={active},bpf"
+        )))
+    }
+}
+
+/// Whether `lsm` is in securityfs's comma-separated list of active LSMs.
+fn is_active(list: &str, lsm: &str) -> bool {
+    list.trim().split(',').any(|l| l == lsm)
+}
+
+fn active_lsms() -> std::result::Result<String, String> {
+    let file = Path::new(SECURITYFS).join("lsm");
+    if let Ok(list) = fs::read_to_string(&file) {
+        return Ok(list.trim().to_string());
+    }
+    if !Path::new(SECURITYFS).is_dir() {
+        return Err(format!("no {SECURITYFS} (CONFIG_SECURITYFS off)"));
+    }
+    let read = move || {
+        private_mount_namespace()?;
+        mount(
+            Some("securityfs"),
+            SECURITYFS,
+            Some("securityfs"),
+            MsFlags::empty(),
+            None::<&str>,
+        )
+        .map_err(|e| format!("mounting securityfs on {SECURITYFS} failed: {e}"))?;
+        let list = fs::read_to_string(&file);
+        if let Err(e) = umount2(SECURITYFS, MntFlags::MNT_DETACH) {
+            log::warn!("could not unmount {SECURITYFS}: {e}");
+        }
+        list.map(|l| l.trim().to_string())
+            .map_err(|e| format!("cannot read {}: {e}", file.display()))
+    };
+    std::thread::spawn(read)
+        .join()
+        .unwrap_or_else(|_| Err("the thread reading securityfs panicked".into()))
+}
+
 /// Answers about the kernel's BTF, each worked out once per process:
 /// parsing the BTF takes tens of ms natively and about a second under
 /// emulation, and the kernel does not change under a running process.
@@ -499,6 +559,13 @@ fn reason_of<'a>(warnings: impl Iterator<Item = &'a str> + Clone) -> Option<Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_bpf_lsm_is_found_by_its_whole_name() {
+        assert!(is_active("lockdown,capability,yama,apparmor,bpf\n", "bpf"));
+        assert!(!is_active("lockdown,capability,yama,apparmor", "bpf"));
+        assert!(!is_active("capability,bpfx", "bpf"));
+    }
 
     #[test]
     fn stale_legacy_probes_are_those_of_dead_processes() {

@@ -2,9 +2,11 @@
 /*
  * A user's programs on syscall functions rather than tracepoints: a
  * ksyscall (a kprobe on the architecture's __<arch>_sys_getpid, found by
- * libbpf), a kprobe and an fentry on __<arch>_sys_getppid, named as the
- * architecture spells them. Each counts its hits. The host this suite is
- * developed on has neither kprobes nor trampolines; the VMs have both.
+ * libbpf), a kprobe on __<arch>_sys_getppid and an fentry on
+ * __<arch>_sys_read, named as the architecture spells them, and an LSM program on file_open, which openat
+ * reaches. Each counts its hits. The host this suite is developed on has
+ * neither kprobes nor trampolines; the VMs have both, and boot with bpf
+ * among the active LSMs.
  */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
@@ -35,8 +37,20 @@ int kp_getppid(void *ctx)
 	return 0;
 }
 
-SEC("fentry/" SYS(getppid))
-int fe_getppid(void *ctx)
+/*
+ * fentry needs the function in the kernel's BTF, where syscalls without
+ * arguments (SYSCALL_DEFINE0: getpid, getppid) have no wrapper's entry
+ * (Debian 6.12): read(2) has one.
+ */
+SEC("fentry/" SYS(read))
+int fe_read(void *ctx)
+{
+	__sync_fetch_and_add(&hits, 1);
+	return 0;
+}
+
+SEC("lsm/file_open")
+int lsm_file_open(void *ctx)
 {
 	__sync_fetch_and_add(&hits, 1);
 	return 0;

@@ -48,7 +48,7 @@ BPF_OVERHEAD_STRICT=1, BPF_OVERHEAD_EMULATED=tcg under TCG,
 BPF_OVERHEAD_ABSENT=<repo>/ci/absent/<series> (arm64: ci/absent/arm64/<series>) when that
 file exists, RUST_BACKTRACE=0,
 CARGO_MANIFEST_DIR, and any BPF_OVERHEAD_* from the host environment):
-  default              `cargo test --release --no-run --test overhead --test cleanup` on the
+  default              `cargo test --release --no-run --test overhead --test cleanup --test kernel_hooks` on the
                        host, then each test executable with TEST-ARGS (default:
                        --nocapture), in order, with BPF_OVERHEAD_KTAP=$VMTEST_OUT/suite.ktap;
                        then the bpf-overhead command it built saves $VMTEST_OUT/result.json
@@ -58,7 +58,8 @@ CARGO_MANIFEST_DIR, and any BPF_OVERHEAD_* from the host environment):
                        the first failing one's
                        What the kernel decides, and only that, runs in the guest:
                        overhead (every mechanism attaches, or skips as declared, and
-                       counts exactly) and cleanup (nothing is left in the kernel). The
+                       counts exactly), cleanup (nothing is left in the kernel) and
+                       kernel_hooks (users' kprobe, fentry and LSM programs). The
                        other binaries test the command line, signals and pure logic, which
                        no kernel changes: they run on the host (--all-tests runs them here
                        too). Release builds: under TCG a debug build spends twice as long

@@ -21,6 +21,11 @@ use crate::vm::{self, check_signal};
 /// pure logic, which no kernel changes, and run on the host.
 pub const GUEST_TESTS: &[&str] = &["overhead", "cleanup"];
 
+/// What the kernel decides of a user's object (kprobe, fentry and LSM
+/// programs on what a syscall reaches): run by a VM's guest too, but not
+/// part of the kselftest collection, which ships no objects.
+pub const GUEST_OBJECT_TESTS: &[&str] = &["kernel_hooks"];
+
 /// `cargo test --no-run`'s arguments: a release build of [`GUEST_TESTS`]
 /// (under TCG a debug build spends twice as long in user space), or with
 /// `all`, every test binary as `cargo test` builds them; then the user's.
@@ -32,7 +37,7 @@ pub fn test_build_args(all: bool, user: &[String]) -> Vec<String> {
             .iter()
             .any(|a| a == "--test" || a.starts_with("--test="))
         {
-            for t in GUEST_TESTS {
+            for t in GUEST_TESTS.iter().chain(GUEST_OBJECT_TESTS) {
                 args.extend(["--test".to_owned(), (*t).to_owned()]);
             }
         }
@@ -256,7 +261,15 @@ mod tests {
         let none: [String; 0] = [];
         assert_eq!(
             test_build_args(false, &none),
-            ["--release", "--test", "overhead", "--test", "cleanup"]
+            [
+                "--release",
+                "--test",
+                "overhead",
+                "--test",
+                "cleanup",
+                "--test",
+                "kernel_hooks"
+            ]
         );
         assert!(test_build_args(true, &none).is_empty());
         let user = ["--test".to_owned(), "producers".to_owned()];
@@ -304,7 +317,7 @@ mod tests {
         assert!(
             shown(&host).ends_with(
                 "test --no-run --message-format=json-render-diagnostics --release --test overhead \
-                 --test cleanup"
+                 --test cleanup --test kernel_hooks"
             ),
             "{}",
             shown(&host)
@@ -314,7 +327,7 @@ mod tests {
         assert_eq!(
             shown(&arm),
             "cross-build-arm64 --message-format=json-render-diagnostics --test overhead \
-             --test cleanup",
+             --test cleanup --test kernel_hooks",
             "the script builds release"
         );
         assert_eq!(arm.get_current_dir(), Some(repo));

@@ -155,7 +155,12 @@ fn qemu_value(p: &Path) -> String {
 /// the PL011 console, early output through `earlycon` (the device tree's
 /// stdout-path).
 /// `foreign`: the host root's programs cannot run in the guest, its init's
-/// busybox stands in (`vmtest.tools=busybox`).
+/// busybox stands in (`vmtest.tools=busybox`). `lsm=`: Debian builds the
+/// BPF LSM in but leaves it out of the active LSMs, where an lsm program
+/// attaches and never runs; the list is Debian's defaults with `bpf`
+/// (names a kernel lacks, as landlock before 5.13, are ignored).
+const LSM: &str = "lsm=landlock,lockdown,yama,integrity,apparmor,bpf";
+
 pub fn cmdline(arch: Arch, foreign: bool, rundir: &Path, out: bool, append: &str) -> String {
     let early = match arch {
         Arch::X86_64 => "earlyprintk=serial,ttyS0,115200",
@@ -166,7 +171,7 @@ pub fn cmdline(arch: Arch, foreign: bool, rundir: &Path, out: bool, append: &str
         Arch::Arm64 => "",
     };
     let mut c = format!(
-        "console={} {early} panic=-1 oops=panic{quirks} vmtest.rundir={}",
+        "console={} {early} panic=-1 oops=panic{quirks} {LSM} vmtest.rundir={}",
         arch.console(),
         rundir.display()
     );
@@ -661,7 +666,7 @@ mod tests {
         assert_eq!(
             vm.cmdline,
             "console=ttyS0 earlyprintk=serial,ttyS0,115200 panic=-1 oops=panic no_timer_check \
-             vmtest.rundir=/tmp/vmtest.x nokaslr"
+             lsm=landlock,lockdown,yama,integrity,apparmor,bpf vmtest.rundir=/tmp/vmtest.x nokaslr"
         );
         assert!(!a.contains("mount_tag=out"));
         let vm = Vm {
@@ -716,7 +721,8 @@ mod tests {
         }
         assert_eq!(
             vm.cmdline,
-            "console=ttyAMA0 earlycon panic=-1 oops=panic vmtest.rundir=/tmp/vmtest.x \
+            "console=ttyAMA0 earlycon panic=-1 oops=panic \
+             lsm=landlock,lockdown,yama,integrity,apparmor,bpf vmtest.rundir=/tmp/vmtest.x \
              vmtest.tools=busybox vmtest.out=/run/vmtest-out"
         );
         assert_eq!(

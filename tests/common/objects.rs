@@ -1,0 +1,76 @@
+//! Helpers of the tests that run the suite's own BPF objects
+//! (tests/objects/, built by build.rs) through `--object`.
+
+use serde_json::Value;
+
+use super::cli::is_root;
+
+/// One of the suite's objects.
+pub fn object(name: &str) -> String {
+    format!("{}/{name}.bpf.o", env!("TEST_OBJECTS_DIR"))
+}
+
+/// The names, as the kernel keeps them (15 bytes), of every program of
+/// the suite's objects: none may stay loaded after a run ends.
+const OUR_PROGRAMS: &[&str] = &[
+    "enter_getpid",
+    "exit_getppid",
+    "enter_openat",
+    "enter_read",
+    "any_syscall",
+    "on_fork",
+    "parse_udp",
+    "ingress",
+    "out_of_bounds",
+    "ks_getpid",
+    "kp_getppid",
+    "fe_read",
+    "trace_openat",
+    "lsm_file_open",
+];
+
+/// The loaded programs of the system named as ours.
+pub fn loaded_now() -> Vec<String> {
+    libbpf_rs::query::ProgInfoIter::default()
+        .map(|p| p.name.to_string_lossy().into_owned())
+        .filter(|n| OUR_PROGRAMS.contains(&n.as_str()))
+        .collect()
+}
+
+/// [`loaded_now`] once the kernel has freed what the last run closed: it
+/// frees a program after an RCU grace period, not at the close.
+pub fn ours_loaded() -> Vec<String> {
+    for _ in 0..50 {
+        let now = loaded_now();
+        if now.is_empty() {
+            return now;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    loaded_now()
+}
+
+/// Root, as loading BPF programs needs; else says the test skips.
+pub fn root() -> bool {
+    let root = is_root();
+    if !root {
+        eprintln!("SKIP: needs root to load BPF programs");
+    }
+    root
+}
+
+/// Every run of `m` reached its program once an event.
+#[track_caller]
+pub fn hits_are_events(m: &Value) {
+    let events = m["events_per_run"].as_u64().unwrap();
+    let hits = m["hits"].as_array().unwrap();
+    assert!(
+        !hits.is_empty() && hits.iter().all(|h| h.as_u64() == Some(events)),
+        "{m:#}"
+    );
+}
+
+/// A short run: enough to check what the command does, not its figures.
+pub fn short<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    [&["--iterations", "2000", "--repeat", "2"], extra].concat()
+}
