@@ -156,9 +156,9 @@ fn qemu_value(p: &Path) -> String {
 /// stdout-path).
 /// `foreign`: the host root's programs cannot run in the guest, its init's
 /// busybox stands in (`vmtest.tools=busybox`). `lsm=`: Debian builds the
-/// BPF LSM in but leaves it out of the active LSMs, where an lsm program
-/// attaches and never runs; the list is Debian's defaults with `bpf`
-/// (names a kernel lacks, as landlock before 5.13, are ignored).
+/// BPF LSM in, but 5.10's CONFIG_LSM leaves it out of the active LSMs,
+/// where an lsm program attaches and never runs; the list is Debian's
+/// with `bpf` (names a kernel lacks, as landlock before 5.13, are ignored).
 const LSM: &str = "lsm=landlock,lockdown,yama,integrity,apparmor,bpf";
 
 pub fn cmdline(arch: Arch, foreign: bool, rundir: &Path, out: bool, append: &str) -> String {
