@@ -48,24 +48,23 @@ BPF_OVERHEAD_STRICT=1, BPF_OVERHEAD_EMULATED=tcg under TCG,
 BPF_OVERHEAD_ABSENT=<repo>/ci/absent/<series> (arm64: ci/absent/arm64/<series>) when that
 file exists, RUST_BACKTRACE=0,
 CARGO_MANIFEST_DIR, and any BPF_OVERHEAD_* from the host environment):
-  default              `cargo test --release --no-run --test overhead --test cleanup --test kernel_hooks` on the
-                       host, then each test executable with TEST-ARGS (default:
-                       --nocapture), in order, with BPF_OVERHEAD_KTAP=$VMTEST_OUT/suite.ktap;
+  default              `cargo test --release --no-run --test overhead --test cleanup
+                       --test kernel_hooks` on the host, then each test executable with
+                       TEST-ARGS (default: --nocapture), in order, with
+                       BPF_OVERHEAD_KTAP=$VMTEST_OUT/suite.ktap;
                        then the bpf-overhead command it built saves $VMTEST_OUT/result.json
                        (under TCG: --iterations 1000 --repeat 1 --no-prog-stats; the result
                        says it is emulated; --bench-arg adds arguments, e.g. a --baseline
                        to gate on) and its output in $VMTEST_OUT/command.log; exit status =
                        the first failing one's
-                       What the kernel decides, and only that, runs in the guest:
-                       overhead (every mechanism attaches, or skips as declared, and
-                       counts exactly), cleanup (nothing is left in the kernel) and
-                       kernel_hooks (users' kprobe, fentry and LSM programs). The
-                       other binaries test the command line, signals and pure logic, which
-                       no kernel changes: they run on the host (--all-tests runs them here
-                       too). Release builds: under TCG a debug build spends twice as long
-                       in user space. Under TCG (BPF_OVERHEAD_EMULATED=tcg) the suite
-                       fires 10000 events a mechanism with no warm-up run: counting is as
-                       exact, and no rate measured there is a performance figure
+                       Only what the kernel decides runs in the guest: overhead (all
+                       attach, or skip as declared, and count exactly), cleanup (nothing
+                       left in the kernel), kernel_hooks (users' kprobe, fentry and LSM
+                       programs). The others (command line, signals, pure logic) run on
+                       the host (--all-tests: here too).
+                       Release builds (under TCG a debug build is twice as slow). Under
+                       TCG (BPF_OVERHEAD_EMULATED=tcg) the suite fires 10000 events a
+                       mechanism, no warm-up: counting is as exact, no rate a figure
   --cmd 'SHELL CODE'   run this bash code instead (no cargo build; arm64: busybox sh)
   --exec PROG ARGS...  run PROG with ARGS (everything after --exec)
 
