@@ -138,7 +138,8 @@ pub struct Cli {
 
     /// Compare inside this run: measure each mechanism as A (this run's
     /// settings) and as B (VARIANT) in the same rounds, alternating, each
-    /// run bracketed by its base, and judge B against A from the rounds'
+    /// run bracketed by its base and sized to about 10 ms (not 50: closer
+    /// pairs, more of them), and judge B against A from the rounds'
     /// pairs (signed-rank test): exit 1 if B regressed, 3 if the pairs
     /// could not tell. VARIANT: prog-work=N (B's programs do N steps of
     /// extra work per hit; prog-work=0 against the default is A/A) or

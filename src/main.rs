@@ -16,7 +16,7 @@ use bpf_overhead::document::{self, Document, Status};
 use bpf_overhead::gate::{self, against, Threshold};
 use bpf_overhead::measure::host::{self, Host};
 use bpf_overhead::measure::{cpulock, object, CpuPin, Options, Privileged, Variant};
-use bpf_overhead::pipeline::{self, Plan};
+use bpf_overhead::pipeline::{self, Plan, AGAINST_RUN_TIME};
 use bpf_overhead::side_by_side::{self, Matrix};
 use bpf_overhead::{render, Error, Mechanism};
 
@@ -181,7 +181,16 @@ fn plan(cli: &Cli, selection: &[Mechanism], against: Option<Variant>) -> Plan {
             producers: cli.producers,
         },
         // A count asked for is a count: no sizing to a run time.
-        run_time: defaults.run_time.filter(|_| cli.iterations.is_none()),
+        run_time: defaults
+            .run_time
+            .filter(|_| cli.iterations.is_none())
+            .map(|t| {
+                if against.is_some() {
+                    AGAINST_RUN_TIME
+                } else {
+                    t
+                }
+            }),
         repeats: cli.repeat,
         stats_run: !cli.no_prog_stats,
         budget: cli.budget.unwrap_or(defaults.budget),

@@ -50,6 +50,7 @@ pub enum Setting {
     Emulated,
     ProgWork,
     Batch,
+    RunLength,
 }
 
 /// How a setting is read from a document, as text.
@@ -67,6 +68,10 @@ pub const SETTINGS: &[(Setting, Read)] = &[
     }),
     (Setting::ProgWork, |d| d.prog_work.to_string()),
     (Setting::Batch, |d| d.batch.to_string()),
+    (Setting::RunLength, |d| {
+        d.run_secs
+            .map_or_else(|| "fixed counts".into(), |s| format!("{:.0} ms", s * 1e3))
+    }),
 ];
 
 /// What the measuring CPU did besides the run, as recorded in its context.

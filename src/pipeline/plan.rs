@@ -12,6 +12,16 @@ use crate::measure::{
 /// Default length of a timed run (see [`Plan::run_time`]).
 pub const DEFAULT_RUN_TIME: Duration = Duration::from_millis(50);
 
+/// The length of a timed run with `--against`: shorter than
+/// [`DEFAULT_RUN_TIME`], so that A and B are closer together in time and a
+/// run has more pairs. Attaching and detaching cost a run about 45 ms on
+/// the uprobes whatever its length, so at 50 ms an `--against` run of the
+/// default mechanisms had 7 rounds and 82-85 s; at 10 ms it had 12-53
+/// rounds in 56-57 s and left fewer comparisons UNSURE (A/A, 3 runs each,
+/// 2-vCPU EPYC, docs/gate-power.md). Its overheads come out 2-3% above
+/// 50 ms runs', the same on both sides.
+pub const AGAINST_RUN_TIME: Duration = Duration::from_millis(10);
+
 /// Default time budget of the timed rounds (see [`Plan::budget`]).
 pub const DEFAULT_BUDGET: Duration = Duration::from_secs(45);
 /// [`DEFAULT_BUDGET`], or none under emulation, where nothing timed is

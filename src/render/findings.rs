@@ -36,6 +36,11 @@ pub fn warning(w: &Warning) -> String {
             Setting::Batch => {
                 format!("the kernel loop ran batches of {then} in the baseline, {now} now")
             }
+            Setting::RunLength => format!(
+                "the baseline's timed runs were sized to {then}, this run's to {now}: \
+                 shorter runs measure a few % more overhead (an --against run's 10 ms runs \
+                 2-3% more than the default 50 ms, docs/gate-power.md)"
+            ),
         },
         Warning::OneRepeat => {
             "a run with 1 repeat has no measurable noise: only the threshold applies".into()
