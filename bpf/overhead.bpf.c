@@ -512,3 +512,17 @@ int prog_xdp_pass(struct xdp_md *ctx)
 {
 	return XDP_PASS;
 }
+
+/* The same for tc classifiers: TC_ACT_OK. */
+SEC("?tc")
+int prog_tc_ok(struct __sk_buff *skb)
+{
+	return 0;
+}
+
+/* And for socket filters: keep the whole packet. */
+SEC("?socket")
+int prog_socket_all(struct __sk_buff *skb)
+{
+	return -1;
+}

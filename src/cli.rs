@@ -225,7 +225,8 @@ pub struct Cli {
     #[arg(long, value_name = "NAME", value_parser = Syscall::parse, requires = "objects")]
     pub trigger: Option<Syscall>,
 
-    /// The packet --object's XDP programs run on: the first of a pcap file
+    /// The packet --object's XDP, tc and socket filter programs run on
+    /// (BPF_PROG_TEST_RUN): the first of a pcap file
     /// (Ethernet). Default: 64 bytes of UDP over IPv4 over Ethernet.
     #[arg(long, value_name = "FILE", requires = "objects")]
     pub packet: Option<std::path::PathBuf>,

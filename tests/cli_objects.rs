@@ -201,6 +201,31 @@ fn an_xdp_program_is_run_by_the_kernels_test_run_against_its_base() {
     }
 }
 
+/// tc classifiers and socket filters run as XDP programs do, each against
+/// the least program of its type.
+#[test]
+#[serial]
+fn tc_and_socket_filter_programs_are_run_by_the_kernels_test_run() {
+    if !root() {
+        return;
+    }
+    let file = object("skb");
+    let out = run(&short(&["--object", &file, "--format", "json"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap();
+    for (program, base, trigger) in [
+        ("skb/classify", "base-tc", "test_run_tc"),
+        ("skb/keep_udp", "base-socket", "test_run_socket"),
+    ] {
+        let m = mechanism(&doc, program);
+        assert_eq!(m["status"], "ok", "{m:#}");
+        assert_eq!((&m["base"], &m["trigger"]), (&base.into(), &trigger.into()));
+        hits_are_events(m);
+        assert_eq!(mechanism(&doc, base)["status"], "ok");
+    }
+    assert!(ours_loaded().is_empty(), "{:?}", ours_loaded());
+}
+
 #[test]
 #[serial]
 fn every_bad_object_input_is_one_line_and_exit_2() {

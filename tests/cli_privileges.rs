@@ -92,6 +92,20 @@ fn missing_capabilities_are_named_up_front() {
         );
     }
     assert!(!out.stderr.contains("raw_tp"), "{}", out.stderr);
+    // An XDP program, as a user's object: its type needs CAP_NET_ADMIN.
+    let xdp = format!("{}/xdp_pass.bpf.o", env!("TEST_OBJECTS_DIR"));
+    let out = as_nobody_with("bpf,perfmon", &["--object", &xdp, "--repeat", "1"]).unwrap();
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    for needed in [
+        "xdp_pass/parse_udp need",
+        "CAP_NET_ADMIN or CAP_SYS_ADMIN to load XDP and tc programs",
+    ] {
+        assert!(
+            out.stderr.contains(needed),
+            "{needed:?} not in {}",
+            out.stderr
+        );
+    }
     // What the check lets through does run: raw_tp with these two...
     let raw_tp = [
         "-m",

@@ -13,6 +13,7 @@
 //! | kprobes through the perf PMU | CAP_PERFMON |
 //! | kprobes/uprobes through tracefs's `*_events` (no PMU) | writing root's files: uid 0 or CAP_DAC_OVERRIDE |
 //! | the BPF run-time stats (`prog ns`) | CAP_SYS_ADMIN (BPF_ENABLE_STATS) |
+//! | loading XDP and tc programs (a user's, `--object`, and their bases) | CAP_NET_ADMIN (or CAP_SYS_ADMIN), with CAP_BPF |
 
 use std::ffi::CString;
 use std::fmt;
@@ -22,11 +23,13 @@ use std::path::{Path, PathBuf};
 use super::catalogue::{Kind, Mechanism};
 use super::kind::{Access, ProbeType};
 use super::sys;
+use super::trigger::Trigger;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Cap {
     DacOverride,
     DacReadSearch,
+    NetAdmin,
     SysAdmin,
     Perfmon,
     Bpf,
@@ -37,6 +40,7 @@ impl Cap {
         match self {
             Cap::DacOverride => 1,
             Cap::DacReadSearch => 2,
+            Cap::NetAdmin => 12,
             Cap::SysAdmin => 21,
             Cap::Perfmon => 38,
             Cap::Bpf => 39,
@@ -47,6 +51,7 @@ impl Cap {
         match self {
             Cap::DacOverride => "CAP_DAC_OVERRIDE",
             Cap::DacReadSearch => "CAP_DAC_READ_SEARCH",
+            Cap::NetAdmin => "CAP_NET_ADMIN",
             Cap::SysAdmin => "CAP_SYS_ADMIN",
             Cap::Perfmon => "CAP_PERFMON",
             Cap::Bpf => "CAP_BPF",
@@ -113,6 +118,11 @@ const LOAD_TRACING: Need = Need {
     any_of: &[Cap::Perfmon, Cap::SysAdmin],
     uid0_will_do: false,
     what: "to load tracing programs",
+};
+const LOAD_NET: Need = Need {
+    any_of: &[Cap::NetAdmin, Cap::SysAdmin],
+    uid0_will_do: false,
+    what: "to load XDP and tc programs",
 };
 const MOUNT_TRACEFS: Need = Need {
     any_of: &[Cap::SysAdmin],
@@ -266,7 +276,14 @@ impl fmt::Display for Missing {
 
 /// What the calling thread lacks to run `mechanism` on this machine.
 pub fn missing(mechanism: Mechanism) -> Option<Missing> {
-    let mut needs = needs(mechanism.kind(), &Env::current());
+    let mut needs = match mechanism.trigger() {
+        // Its program (a base's too) is loaded, and run by the kernel.
+        Trigger::TestRun(t) if t.prog_type.needs_net_admin() => vec![LOAD_BPF, LOAD_NET],
+        Trigger::TestRun(_) => vec![LOAD_BPF],
+        Trigger::TaskRename | Trigger::Call(_) | Trigger::Loop(_) | Trigger::Syscall(_) => {
+            needs(mechanism.kind(), &Env::current())
+        }
+    };
     // A user's object program's hits are the BPF stats' run count.
     if super::load::counts(mechanism) == super::load::Counts::Stats {
         needs.push(ENABLE_STATS);
@@ -286,6 +303,7 @@ mod tests {
     const ALL: &[Cap] = &[
         Cap::DacOverride,
         Cap::DacReadSearch,
+        Cap::NetAdmin,
         Cap::SysAdmin,
         Cap::Perfmon,
         Cap::Bpf,
@@ -367,6 +385,21 @@ mod tests {
             "{tp}"
         );
         assert!(lacking(&[ENABLE_STATS], p).is_some());
+    }
+
+    /// The kernel's is_net_admin_prog_type: XDP and tc programs need
+    /// CAP_NET_ADMIN (or CAP_SYS_ADMIN) besides CAP_BPF to load.
+    #[test]
+    fn xdp_and_tc_programs_need_cap_net_admin() {
+        let bpf = Privileges::of(65534, &[Cap::Bpf, Cap::Perfmon]);
+        assert_eq!(
+            lacking(&[LOAD_BPF, LOAD_NET], bpf)
+                .map(|m| m.to_string())
+                .as_deref(),
+            Some("CAP_NET_ADMIN or CAP_SYS_ADMIN to load XDP and tc programs")
+        );
+        let net = Privileges::of(65534, &[Cap::Bpf, Cap::NetAdmin]);
+        assert_eq!(lacking(&[LOAD_BPF, LOAD_NET], net), None);
     }
 
     #[test]

@@ -15,11 +15,16 @@ pub(crate) fn hook(
 ) -> std::result::Result<(Kind, Trigger), String> {
     let (kind_name, target) = section.split_once('/').unwrap_or((section, ""));
     // Run by the kernel itself on a packet, attached nowhere.
-    if section == "xdp" || section == "xdp.frags" {
-        let t = TestRun {
-            prog_type: ProgType::Xdp,
-            packet,
-        };
+    let test_run = match section {
+        "xdp" | "xdp.frags" => Some(ProgType::Xdp),
+        "tc" | "classifier" | "tc/ingress" | "tc/egress" | "tcx/ingress" | "tcx/egress" => {
+            Some(ProgType::Tc)
+        }
+        "socket" => Some(ProgType::Socket),
+        _ => None,
+    };
+    if let Some(prog_type) = test_run {
+        let t = TestRun { prog_type, packet };
         return Ok((Kind::TestRun, Trigger::TestRun(t)));
     }
     let like = match kind_name {
@@ -33,7 +38,8 @@ pub(crate) fn hook(
             return Err(format!(
                 "no trigger for {kind_name} programs: they run on {}, which this command \
                  cannot make yet (it measures tp, raw_tp, tp_btf, kprobe, ksyscall, fentry, \
-                 fexit and lsm programs on syscalls, and xdp programs by BPF_PROG_TEST_RUN)",
+                 fexit and lsm programs on syscalls, and xdp, tc and socket filter programs by \
+                 BPF_PROG_TEST_RUN)",
                 runs_on(kind_name)
             ))
         }
@@ -85,7 +91,6 @@ fn runs_on(kind_name: &str) -> &'static str {
     match kind_name {
         "xdp" => "packets arriving at a device (xdp/devmap and xdp/cpumap: a map's redirects)",
         "tc" | "classifier" | "tcx" | "action" => "packets through a tc hook",
-        "socket" => "packets on a socket",
         "flow_dissector" => "packets being dissected",
         n if n.starts_with("cgroup") => "a cgroup's sockets, devices or sysctls",
         "uprobe" | "uretprobe" | "usdt" => "a user-space function",
@@ -145,6 +150,10 @@ pub fn list_triggers() -> String {
     out.push_str(
         "xdp       one BPF_PROG_TEST_RUN repeat on a packet (--packet FILE)  xdp, xdp.frags\n",
     );
+    out.push_str(
+        "tc        one BPF_PROG_TEST_RUN repeat on a packet (--packet FILE)  tc, tc/ingress, tc/egress, tcx/ingress, tcx/egress, classifier\n",
+    );
+    out.push_str("socket    one BPF_PROG_TEST_RUN repeat on a packet (--packet FILE)  socket\n");
     out
 }
 
@@ -179,6 +188,27 @@ mod tests {
             Ok((Kind::RawTracepoint, Trigger::Syscall(Syscall::ReadZero)))
         );
         assert!(t("cgroup_skb/ingress").unwrap_err().contains("cgroup"));
+        assert!(matches!(
+            t("tcx/ingress"),
+            Ok((
+                Kind::TestRun,
+                Trigger::TestRun(TestRun {
+                    prog_type: ProgType::Tc,
+                    ..
+                })
+            ))
+        ));
+        assert!(matches!(
+            t("socket"),
+            Ok((
+                Kind::TestRun,
+                Trigger::TestRun(TestRun {
+                    prog_type: ProgType::Socket,
+                    ..
+                })
+            ))
+        ));
+        assert!(t("tc/egress/extra").unwrap_err().contains("tc hook"));
         assert!(t("tp/syscalls/sys_enter_fork")
             .unwrap_err()
             .contains("fork"));

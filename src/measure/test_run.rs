@@ -3,8 +3,9 @@
 //! one pass of the kernel's own repeat loop over the program, on a
 //! built-in packet or `--packet FILE`'s. Nothing is attached. The base is
 //! a built-in program of the same type that returns the default verdict
-//! (bpf/overhead.bpf.c's `prog_xdp_pass`), run the same way, so that the
-//! overhead is what the user's program costs beyond the least one.
+//! (bpf/overhead.bpf.c's `prog_xdp_pass`, `prog_tc_ok`, `prog_socket_all`),
+//! run the same way, so that the overhead is what the user's program
+//! costs beyond the least one.
 
 use std::os::fd::{AsRawFd, OwnedFd};
 
@@ -19,15 +20,29 @@ pub struct TestRun {
     pub packet: &'static [u8],
 }
 
-/// The program types it runs.
+/// The program types it runs, each on one packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ProgType {
-    /// XDP, on one packet.
+    /// XDP (`SEC("xdp")`).
     Xdp,
+    /// A tc classifier (`SEC("tc")`, `tc/ingress`, `tcx/egress`...):
+    /// BPF_PROG_TYPE_SCHED_CLS, run on an skb made of the packet.
+    Tc,
+    /// A socket filter (`SEC("socket")`), on an skb likewise.
+    Socket,
 }
 
 impl ProgType {
-    pub const ALL: [ProgType; 1] = [ProgType::Xdp];
+    pub const ALL: [ProgType; 3] = [ProgType::Xdp, ProgType::Tc, ProgType::Socket];
+
+    /// Loading it needs CAP_NET_ADMIN (the kernel's
+    /// is_net_admin_prog_type); a socket filter does not.
+    pub const fn needs_net_admin(self) -> bool {
+        match self {
+            ProgType::Xdp | ProgType::Tc => true,
+            ProgType::Socket => false,
+        }
+    }
 }
 
 /// 64 bytes of UDP over IPv4 over Ethernet, from 10.0.0.1:4242 to
@@ -57,6 +72,8 @@ impl TestRun {
     pub const fn name(self) -> &'static str {
         match self.prog_type {
             ProgType::Xdp => "xdp",
+            ProgType::Tc => "tc",
+            ProgType::Socket => "socket",
         }
     }
 
@@ -64,12 +81,16 @@ impl TestRun {
     pub const fn label(self) -> &'static str {
         match self.prog_type {
             ProgType::Xdp => "test_run_xdp",
+            ProgType::Tc => "test_run_tc",
+            ProgType::Socket => "test_run_socket",
         }
     }
 
     pub const fn describe(self) -> &'static str {
         match self.prog_type {
             ProgType::Xdp => "one BPF_PROG_TEST_RUN repeat of an XDP program on a packet",
+            ProgType::Tc => "one BPF_PROG_TEST_RUN repeat of a tc classifier on a packet",
+            ProgType::Socket => "one BPF_PROG_TEST_RUN repeat of a socket filter on a packet",
         }
     }
 
@@ -77,6 +98,8 @@ impl TestRun {
     pub const fn base_program(self) -> Program {
         match self.prog_type {
             ProgType::Xdp => builtin!(prog_xdp_pass),
+            ProgType::Tc => builtin!(prog_tc_ok),
+            ProgType::Socket => builtin!(prog_socket_all),
         }
     }
 
@@ -163,11 +186,11 @@ pub fn first_packet(bytes: &[u8]) -> std::result::Result<Vec<u8>, String> {
             u32::from_be_bytes(b)
         })
     };
-    // LINKTYPE_ETHERNET: what an XDP program sees.
+    // LINKTYPE_ETHERNET: what XDP, tc and socket filter test runs take.
     let link = u32_at(20)?;
     if link != 1 {
         return Err(format!(
-            "its link type is {link}, not Ethernet (1): XDP programs see Ethernet frames"
+            "its link type is {link}, not Ethernet (1): the test runs take Ethernet frames"
         ));
     }
     let captured = u32_at(24 + 8)? as usize;

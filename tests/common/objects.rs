@@ -27,6 +27,18 @@ const OUR_PROGRAMS: &[&str] = &[
     "fe_read",
     "trace_openat",
     "lsm_file_open",
+    "classify",
+    "keep_udp",
+    "in_getpid",
+    "out_getpid",
+    "in_getppid",
+    "out_getppid",
+    "in_openat",
+    "out_openat",
+    "in_read",
+    "out_read",
+    "in_close",
+    "out_close",
 ];
 
 /// The loaded programs of the system named as ours.
