@@ -377,26 +377,31 @@ pub struct Mechanism(&'static Entry);
 
 /// The entries added at run time (`--object`: each program of a user's
 /// object, and a base for each of their triggers), in groups: a base,
-/// then its programs.
-static REGISTERED: Mutex<Vec<&'static Entry>> = Mutex::new(Vec::new());
+/// then its programs. A slice that is replaced, not grown, so that
+/// [`Mechanism::all`] (called for every name looked up) copies a pointer,
+/// not a list.
+static REGISTERED: Mutex<&'static [&'static Entry]> = Mutex::new(&[]);
 
-fn registered() -> Vec<&'static Entry> {
-    REGISTERED.lock().unwrap_or_else(|e| e.into_inner()).clone()
+fn registered() -> &'static [&'static Entry] {
+    *REGISTERED.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Adds `entries` after the catalogue, for [`Mechanism::all`].
+/// Adds `entries` after the catalogue, for [`Mechanism::all`]. Once a
+/// process, as the command does it: each call leaks the list anew.
 pub(crate) fn register(entries: Vec<&'static Entry>) {
-    REGISTERED
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .extend(entries);
+    let mut registered = REGISTERED.lock().unwrap_or_else(|e| e.into_inner());
+    let all = [*registered, &entries[..]].concat();
+    *registered = Vec::leak(all);
 }
 
 impl Mechanism {
     /// Every mechanism, in catalogue order, then those of users' objects
     /// (`--object`), added at run time.
     pub fn all() -> impl Iterator<Item = Mechanism> + Clone {
-        CATALOGUE.iter().chain(registered()).map(Mechanism)
+        CATALOGUE
+            .iter()
+            .chain(registered().iter().copied())
+            .map(Mechanism)
     }
 
     pub(crate) fn from_entry(entry: &'static Entry) -> Mechanism {
