@@ -28,6 +28,9 @@
 //!   syscalls.bpf.o --against object=B` (the suite's objects): B a slower
 //!   build (a loop of 64 rounds in each program) and B the same build,
 //!   `--ab-runs` runs each, quiet and beside the hog.
+//! - `time`: how long runs take, 3 of each, interleaved: a default full
+//!   run, one of `--against prog-work=0`, one of an object of ten programs
+//!   (`ten.bpf.o`) and one of it `--against object=` itself.
 //!
 //! Prints markdown; docs/gate-power.md's comparison part comes from here.
 //! Each run's document is kept in target/compare-power/runs/, and
@@ -46,7 +49,7 @@ use bpf_overhead::stats::median;
 mod common;
 use common::{tally, Spinner};
 
-const SECTIONS: [&str; 5] = ["baseline", "aa", "ab", "stats", "objects"];
+const SECTIONS: [&str; 6] = ["baseline", "aa", "ab", "stats", "objects", "time"];
 const AB: [&str; 4] = ["raw_tp-loop", "tp-loop", "uprobe-nop", "raw_tp"];
 const SET_DIR: &str = "target/compare-power/set";
 const ONE: &str = "target/compare-power/one.json";
@@ -244,6 +247,8 @@ fn aa(runs: usize, mechanisms: Option<&str>) {
     let mut cross_one: Vec<(String, Vec<[usize; 4]>)> = Vec::new();
     let mut cross_set: Vec<(String, Vec<[usize; 4]>)> = Vec::new();
     let mut lines = Vec::new();
+    // Each mechanism's B - A change in every run, for the spread between runs.
+    let mut changes: Vec<(String, Vec<f64>)> = Vec::new();
     for (ci, condition) in CONDITIONS.iter().enumerate() {
         let load = condition.start();
         let d = drift(20);
@@ -259,6 +264,14 @@ fn aa(runs: usize, mechanisms: Option<&str>) {
             secs.push(s);
             let report = against::compare(&doc, against::IN_RUN_THRESHOLD);
             add(&mut rows, &report, ci);
+            for c in &report.comparisons {
+                if let Some(change) = c.change {
+                    match changes.iter_mut().find(|(n, _)| *n == c.name) {
+                        Some((_, v)) => v.push(change),
+                        None => changes.push((c.name.clone(), vec![change])),
+                    }
+                }
+            }
             conclusive += usize::from(all_ok_on(&doc, &report, &CONCLUSIVE_TRIGGERS));
             eprintln!(
                 "compare_power: A/A {} exit {code} in {s:.0} s",
@@ -302,6 +315,24 @@ fn aa(runs: usize, mechanisms: Option<&str>) {
         ),
         &cross_set,
     );
+    println!("\n### In-run A/A: how far B - A moved between runs\n");
+    println!("Each run's change (its pairs' Hodges-Lehmann estimate over A's own cost), over all the runs: its spread between runs against the `sees` of one run says whether something fixed for a run moves it.\n");
+    println!("| mechanism | runs | median | SD between runs | min | max |");
+    println!("|---|---|---|---|---|---|");
+    for (name, v) in &changes {
+        let mean = v.iter().sum::<f64>() / v.len() as f64;
+        let sd = (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>()
+            / (v.len() as f64 - 1.0).max(1.0))
+        .sqrt();
+        println!(
+            "| {name} | {} | {:+.1}% | {:.1}% | {:+.1}% | {:+.1}% |",
+            v.len(),
+            100.0 * median(v),
+            100.0 * sd,
+            100.0 * v.iter().copied().fold(f64::INFINITY, f64::min),
+            100.0 * v.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+        );
+    }
 }
 
 /// Whether every comparison of a mechanism on one of `triggers` is ok
@@ -574,6 +605,38 @@ fn stats() {
     }
 }
 
+/// How long the runs the issue bounds take, 3 of each, interleaved so
+/// that the machine's drift spreads over all of them.
+fn time() {
+    println!("\n## How long a run takes\n");
+    println!("{}\n", drift(10));
+    let ten = format!("{}/ten.bpf.o", env!("TEST_OBJECTS_DIR"));
+    let against = format!("object={ten}");
+    let kinds: [(&str, Vec<&str>); 4] = [
+        ("default full run", vec![]),
+        ("`--against prog-work=0`", vec!["--against", "prog-work=0"]),
+        ("`--object ten.bpf.o` (10 programs)", vec!["--object", &ten]),
+        (
+            "`--object ten.bpf.o --against object=ten.bpf.o`",
+            vec!["--object", &ten, "--against", &against],
+        ),
+    ];
+    let mut secs: Vec<Vec<f64>> = vec![Vec::new(); kinds.len()];
+    for _ in 0..3 {
+        for (i, (_, args)) in kinds.iter().enumerate() {
+            let (_, code, s) = run(args);
+            eprintln!("time: {} took {s:.1} s, exit {code}", kinds[i].0);
+            secs[i].push(s);
+        }
+    }
+    println!("| run | seconds (3 runs) | median |");
+    println!("|---|---|---|");
+    for ((what, _), s) in kinds.iter().zip(&secs) {
+        let each: Vec<String> = s.iter().map(|s| format!("{s:.1}")).collect();
+        println!("| {what} | {} | {:.1} |", each.join(", "), median(s));
+    }
+}
+
 fn main() {
     let mut runs = 5;
     let mut mechanisms: Option<String> = None;
@@ -596,7 +659,7 @@ fn main() {
             ("-m", Some(list)) => mechanisms = Some(list),
             _ => {
                 eprintln!(
-                    "usage: compare_power [--runs N] [--ab-runs N] [-m LIST] [--only baseline|aa|ab|stats] [--rejudge]  (N >= 1)"
+                    "usage: compare_power [--runs N] [--ab-runs N] [-m LIST] [--only baseline|aa|ab|stats|objects|time] [--rejudge]  (N >= 1)"
                 );
                 std::process::exit(2);
             }
@@ -625,6 +688,9 @@ fn main() {
     }
     if want("stats") {
         stats();
+    }
+    if want("time") && !rejudging() {
+        time();
     }
     println!(
         "\n(compare_power took {:.0} s)",
