@@ -110,16 +110,24 @@ impl Condition {
                 unsafe { libc::sync() };
                 let _ = std::fs::remove_file(&path);
             })),
-            Condition::Apt => Load::Process(
-                Command::new("sh")
-                    .args([
-                        "-c",
-                        "while :; do DEBIAN_FRONTEND=noninteractive apt-get install --reinstall -y -qq \
-                         hostname less bc >/dev/null 2>&1; done",
-                    ])
+            Condition::Apt => {
+                // Stopped by a file, between two apt-gets: killing one
+                // mid-install leaves dpkg "interrupted" (it did), and the
+                // next apt-get on the machine refuses to run.
+                let stop = std::env::temp_dir()
+                    .join(format!("compare-power-apt-stop-{}", std::process::id()));
+                let _ = std::fs::remove_file(&stop);
+                let script = format!(
+                    "while [ ! -e '{}' ]; do DEBIAN_FRONTEND=noninteractive apt-get install --reinstall -y -qq \
+                     hostname less bc >/dev/null 2>&1; done",
+                    stop.display()
+                );
+                let child = Command::new("sh")
+                    .args(["-c", &script])
                     .spawn()
-                    .expect("start the apt-get loop"),
-            ),
+                    .expect("start the apt-get loop");
+                Load::Process(child, stop)
+            }
         }
     }
 }
@@ -127,18 +135,17 @@ impl Condition {
 enum Load {
     None,
     Thread(#[allow(dead_code)] Spinner),
-    Process(Child),
+    /// A shell loop, and the file that stops it.
+    Process(Child, std::path::PathBuf),
 }
 
 impl Drop for Load {
     fn drop(&mut self) {
-        if let Load::Process(child) = self {
-            // The shell's loop and its apt-get: the whole process group.
-            let _ = Command::new("pkill")
-                .args(["-P", &child.id().to_string()])
-                .status();
-            let _ = child.kill();
+        if let Load::Process(child, stop) = self {
+            // The loop ends once its apt-get in progress has finished.
+            let _ = std::fs::write(&stop, b"");
             let _ = child.wait();
+            let _ = std::fs::remove_file(&stop);
         }
     }
 }
