@@ -343,6 +343,32 @@ impl Loaded<'_> {
 
     /// The kernel's `run_time_ns` and `run_cnt` for the program (non-zero
     /// only while BPF run-time stats are enabled).
+    /// Where the kernel put the JITed code of the program and of the
+    /// loop's driver (their first kernel symbols), for the debug log: two
+    /// loads of one program land in different places, which may time
+    /// differently.
+    pub(crate) fn jited_at(&self) -> (Option<u64>, Option<u64>) {
+        fn at(fd: &OwnedFd) -> Option<u64> {
+            let mut ksym = 0u64;
+            let mut info = libbpf_rs::libbpf_sys::bpf_prog_info {
+                nr_jited_ksyms: 1,
+                jited_ksyms: std::ptr::addr_of_mut!(ksym) as u64,
+                ..Default::default()
+            };
+            let mut len = std::mem::size_of_val(&info) as u32;
+            // SAFETY: info is a valid bpf_prog_info of len bytes, and its
+            // jited_ksyms points at room for the one symbol it asks for.
+            let ret = unsafe {
+                libbpf_rs::libbpf_sys::bpf_prog_get_info_by_fd(fd.as_raw_fd(), &mut info, &mut len)
+            };
+            (ret == 0 && info.nr_jited_ksyms > 0).then_some(ksym)
+        }
+        (
+            self.prog_fd.as_ref().and_then(at),
+            self.driver_fd.as_ref().and_then(at),
+        )
+    }
+
     pub(crate) fn prog_stats(&self) -> Option<(u64, u64)> {
         let fd = self.prog_fd.as_ref()?;
         let mut info = libbpf_rs::libbpf_sys::bpf_prog_info::default();

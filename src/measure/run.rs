@@ -471,6 +471,9 @@ pub fn with_run<R>(
     // Load, arm, attach: a loop trigger runs a loaded driver, and a call
     // target's first byte must be checked before a uprobe overwrites it.
     let mut loaded = load::load(mechanism, &mut storage, opts)?;
+    if let Some((prog, driver)) = loaded.as_ref().map(|l| l.jited_at()) {
+        log::debug!("{mechanism}: program JITed at {prog:x?}, driver at {driver:x?}");
+    }
     let trigger = mechanism.trigger();
     let driver = loaded.as_ref().and_then(|l| l.driver_fd());
     let mut armed = trigger
