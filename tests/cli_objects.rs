@@ -328,7 +328,13 @@ fn a_slower_build_is_regressed_and_the_same_build_is_not() {
         return;
     }
     let a = format!("{}:enter_getpid", object("syscalls"));
-    let slow = against(&a, &object("syscalls_slow"), &[]);
+    // 15%, not the in-run default 5%: the slower build costs some +70%,
+    // and the two sides of one run can differ by up to ~6% in a way fixed
+    // for the run (docs/gate-power.md, the A/A spread between runs; it made
+    // this test fail once at 5%: +5.8%, p = 0.008). This test is about
+    // telling a slower build from the same one, not about that offset.
+    let threshold = ["--threshold", "15"];
+    let slow = against(&a, &object("syscalls_slow"), &threshold);
     assert_eq!(slow.code, 1, "{}{}", slow.stdout, slow.stderr);
     assert!(
         slow.stdout
@@ -337,7 +343,7 @@ fn a_slower_build_is_regressed_and_the_same_build_is_not() {
         "{}",
         slow.stdout
     );
-    let same = against(&a, &object("syscalls"), &[]);
+    let same = against(&a, &object("syscalls"), &threshold);
     assert_ne!(same.code, 1, "{}{}", same.stdout, same.stderr);
     assert!(!same.stdout.contains("REGRESSED"), "{}", same.stdout);
     assert!(ours_loaded().is_empty(), "{:?}", ours_loaded());
