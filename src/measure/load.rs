@@ -341,8 +341,6 @@ impl Loaded<'_> {
         })
     }
 
-    /// The kernel's `run_time_ns` and `run_cnt` for the program (non-zero
-    /// only while BPF run-time stats are enabled).
     /// Where the kernel put the JITed code of the program and of the
     /// loop's driver (their first kernel symbols), for the debug log: two
     /// loads of one program land in different places, which may time
@@ -355,13 +353,10 @@ impl Loaded<'_> {
                 jited_ksyms: std::ptr::addr_of_mut!(ksym) as u64,
                 ..Default::default()
             };
-            let mut len = std::mem::size_of_val(&info) as u32;
-            // SAFETY: info is a valid bpf_prog_info of len bytes, and its
-            // jited_ksyms points at room for the one symbol it asks for.
-            let ret = unsafe {
-                libbpf_rs::libbpf_sys::bpf_prog_get_info_by_fd(fd.as_raw_fd(), &mut info, &mut len)
-            };
-            (ret == 0 && info.nr_jited_ksyms > 0).then_some(ksym)
+            // The kernel wrote `ksym` through the pointer `info` carries.
+            prog_info(fd, &mut info)
+                .filter(|i| i.nr_jited_ksyms > 0)
+                .map(|_| ksym)
         }
         (
             self.prog_fd.as_ref().and_then(at),
@@ -369,16 +364,29 @@ impl Loaded<'_> {
         )
     }
 
+    /// The kernel's `run_time_ns` and `run_cnt` for the program (non-zero
+    /// only while BPF run-time stats are enabled).
     pub(crate) fn prog_stats(&self) -> Option<(u64, u64)> {
         let fd = self.prog_fd.as_ref()?;
         let mut info = libbpf_rs::libbpf_sys::bpf_prog_info::default();
-        let mut len = std::mem::size_of_val(&info) as u32;
-        // SAFETY: info is a valid bpf_prog_info of len bytes.
-        let ret = unsafe {
-            libbpf_rs::libbpf_sys::bpf_prog_get_info_by_fd(fd.as_raw_fd(), &mut info, &mut len)
-        };
-        (ret == 0).then_some((info.run_time_ns, info.run_cnt))
+        prog_info(fd, &mut info).map(|i| (i.run_time_ns, i.run_cnt))
     }
+}
+
+/// `BPF_OBJ_GET_INFO_BY_FD` of the program `fd` into `info` (whose
+/// pointers, if any, say where the kernel may write more), or `None` when
+/// the kernel refuses.
+fn prog_info<'a>(
+    fd: &OwnedFd,
+    info: &'a mut libbpf_rs::libbpf_sys::bpf_prog_info,
+) -> Option<&'a libbpf_rs::libbpf_sys::bpf_prog_info> {
+    let mut len = std::mem::size_of_val(info) as u32;
+    // SAFETY: info is a valid bpf_prog_info of len bytes; the caller made
+    // any buffer it points at large enough for what it asks.
+    let ret = unsafe {
+        libbpf_rs::libbpf_sys::bpf_prog_get_info_by_fd(fd.as_raw_fd(), &mut *info, &mut len)
+    };
+    (ret == 0).then_some(info)
 }
 
 #[cfg(test)]

@@ -471,7 +471,12 @@ pub fn with_run<R>(
     // Load, arm, attach: a loop trigger runs a loaded driver, and a call
     // target's first byte must be checked before a uprobe overwrites it.
     let mut loaded = load::load(mechanism, &mut storage, opts)?;
-    if let Some((prog, driver)) = loaded.as_ref().map(|l| l.jited_at()) {
+    // Two syscalls each run: only when someone reads them.
+    if let Some(l) = loaded
+        .as_ref()
+        .filter(|_| log::log_enabled!(log::Level::Debug))
+    {
+        let (prog, driver) = l.jited_at();
         log::debug!("{mechanism}: program JITed at {prog:x?}, driver at {driver:x?}");
     }
     let trigger = mechanism.trigger();
