@@ -15,15 +15,7 @@ pub(crate) fn hook(
 ) -> std::result::Result<(Kind, Trigger), String> {
     let (kind_name, target) = section.split_once('/').unwrap_or((section, ""));
     // Run by the kernel itself on a packet, attached nowhere.
-    let test_run = match section {
-        "xdp" | "xdp.frags" => Some(ProgType::Xdp),
-        "tc" | "classifier" | "tc/ingress" | "tc/egress" | "tcx/ingress" | "tcx/egress" => {
-            Some(ProgType::Tc)
-        }
-        "socket" => Some(ProgType::Socket),
-        _ => None,
-    };
-    if let Some(prog_type) = test_run {
+    if let Some(prog_type) = ProgType::of_section(section) {
         let t = TestRun { prog_type, packet };
         return Ok((Kind::TestRun, Trigger::TestRun(t)));
     }
@@ -147,13 +139,17 @@ pub fn list_triggers() -> String {
     out.push_str(
         "raw_tp/sys_enter, tp_btf/sys_enter and other hooks every syscall passes: --trigger NAME\n",
     );
-    out.push_str(
-        "xdp       one BPF_PROG_TEST_RUN repeat on a packet (--packet FILE)  xdp, xdp.frags\n",
-    );
-    out.push_str(
-        "tc        one BPF_PROG_TEST_RUN repeat on a packet (--packet FILE)  tc, tc/ingress, tc/egress, tcx/ingress, tcx/egress, classifier\n",
-    );
-    out.push_str("socket    one BPF_PROG_TEST_RUN repeat on a packet (--packet FILE)  socket\n");
+    for t in ProgType::ALL {
+        let run = TestRun {
+            prog_type: t,
+            packet: &[],
+        };
+        out.push_str(&format!(
+            "{:<9} one BPF_PROG_TEST_RUN repeat on a packet (--packet FILE)  {}\n",
+            run.name(),
+            t.sections().join(", ")
+        ));
+    }
     out
 }
 

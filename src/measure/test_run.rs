@@ -35,6 +35,30 @@ pub enum ProgType {
 impl ProgType {
     pub const ALL: [ProgType; 3] = [ProgType::Xdp, ProgType::Tc, ProgType::Socket];
 
+    /// The `SEC()` names of its programs, whole: what `--object` runs as
+    /// this type, and what `--list-triggers` says it fires.
+    pub const fn sections(self) -> &'static [&'static str] {
+        match self {
+            ProgType::Xdp => &["xdp", "xdp.frags"],
+            ProgType::Tc => &[
+                "tc",
+                "tc/ingress",
+                "tc/egress",
+                "tcx/ingress",
+                "tcx/egress",
+                "classifier",
+            ],
+            ProgType::Socket => &["socket"],
+        }
+    }
+
+    /// The type whose programs have `section`.
+    pub fn of_section(section: &str) -> Option<ProgType> {
+        Self::ALL
+            .into_iter()
+            .find(|t| t.sections().contains(&section))
+    }
+
     /// Loading it needs CAP_NET_ADMIN (the kernel's
     /// is_net_admin_prog_type); a socket filter does not.
     pub const fn needs_net_admin(self) -> bool {
