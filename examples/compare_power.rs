@@ -44,7 +44,7 @@ use std::time::Instant;
 
 use bpf_overhead::document::Document;
 use bpf_overhead::gate::{self, against, Comparison, Findings as GateReport, Threshold, Verdict};
-use bpf_overhead::stats::median;
+use bpf_overhead::stats::{median, stddev};
 
 mod common;
 use common::{tally, Spinner};
@@ -327,15 +327,11 @@ fn aa(runs: usize, mechanisms: Option<&str>) {
     println!("| mechanism | runs | median | SD between runs | min | max |");
     println!("|---|---|---|---|---|---|");
     for (name, v) in &changes {
-        let mean = v.iter().sum::<f64>() / v.len() as f64;
-        let sd = (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>()
-            / (v.len() as f64 - 1.0).max(1.0))
-        .sqrt();
         println!(
             "| {name} | {} | {:+.1}% | {:.1}% | {:+.1}% | {:+.1}% |",
             v.len(),
             100.0 * median(v),
-            100.0 * sd,
+            100.0 * stddev(v),
             100.0 * v.iter().copied().fold(f64::INFINITY, f64::min),
             100.0 * v.iter().copied().fold(f64::NEG_INFINITY, f64::max)
         );
