@@ -59,6 +59,50 @@ pub fn paired(diffs: &[f64]) -> Option<Paired> {
     })
 }
 
+/// A speed difference between a pair's two runs that only a change of
+/// the machine's speed state makes: within one state, the two runs' speed
+/// references differ by 1-3%.
+pub const SPEED_STATE_CHANGE: f64 = 0.05;
+
+/// `diffs` (B - A per round) with what the machine's speed explains taken
+/// out, given each round's speed reference around A's run and around
+/// B's ([`crate::measure::Sample::speed_ns`]).
+///
+/// A shared VM flips between speed states every few tens of ms, and the
+/// slow state stretches a BPF program's cost more than the base's: on a
+/// 2-vCPU EPYC VM, raw_tp-loop's overhead went from 22 to 36 ns where the
+/// reference went from 1.57 to 2.0 ns per step. A pair whose two runs
+/// landed in different states differs by that, not by what B changes, and
+/// a few such pairs in a run moved its A/A estimate by up to +5.6%. So
+/// when some pair's runs differ in speed by more than
+/// [`SPEED_STATE_CHANGE`], each difference loses the part its speed
+/// difference explains: Theil–Sen's slope of the differences on the
+/// relative speed differences, times that pair's. The reference is
+/// user-space work between the events, which the variant does not touch,
+/// so a change B makes stays in the pairs. Unchanged otherwise (the
+/// slope would then be noise), or without a speed for every run.
+pub fn speed_adjusted(diffs: &[f64], a_speed: &[f64], b_speed: &[f64]) -> Vec<f64> {
+    if a_speed.len() != diffs.len() || b_speed.len() != diffs.len() {
+        return diffs.to_vec();
+    }
+    let apart: Vec<f64> = a_speed
+        .iter()
+        .zip(b_speed)
+        .map(|(a, b)| (b - a) / ((a + b) / 2.0))
+        .collect();
+    if !apart.iter().all(|d| d.is_finite()) || apart.iter().all(|d| d.abs() <= SPEED_STATE_CHANGE) {
+        return diffs.to_vec();
+    }
+    let Some(slope) = crate::stats::theil_sen_slope(&apart, diffs) else {
+        return diffs.to_vec();
+    };
+    diffs
+        .iter()
+        .zip(&apart)
+        .map(|(d, apart)| d - slope * apart)
+        .collect()
+}
+
 /// Every (d_i + d_j) / 2 for i ≤ j, sorted.
 fn walsh_averages(diffs: &[f64]) -> Vec<f64> {
     let mut w = Vec::with_capacity(diffs.len() * (diffs.len() + 1) / 2);
@@ -182,6 +226,26 @@ mod tests {
         let d = [0.3, -0.2, 0.1, -0.4, 0.2, -0.1, 0.05];
         let p = paired(&d).unwrap();
         assert!(p.p_value > 0.05 && p.low < 0.0 && p.high > 0.0, "{p:?}");
+    }
+
+    #[test]
+    fn a_pair_across_speed_states_loses_what_the_speed_explains() {
+        // B costs 1 ns more; rounds 3 and 6 caught one side in the slow
+        // state (speed 2.0 against 1.6), which adds 14 ns to it.
+        let a_speed = [1.6, 1.6, 2.0, 1.6, 1.6, 1.6, 1.6];
+        let b_speed = [1.6, 1.6, 1.6, 1.6, 1.6, 2.0, 1.6];
+        let diffs = [1.1, 0.9, 1.0 - 14.0, 1.2, 0.8, 1.0 + 14.0, 1.0];
+        let adjusted = speed_adjusted(&diffs, &a_speed, &b_speed);
+        for d in &adjusted {
+            assert!((d - 1.0).abs() < 0.3, "{adjusted:?}");
+        }
+        // Within one state, the pairs are left as they are.
+        let steady = [1.6, 1.62, 1.58, 1.6, 1.61, 1.6, 1.59];
+        assert_eq!(
+            speed_adjusted(&diffs, &steady, &a_speed[..1].repeat(7)),
+            diffs
+        );
+        assert_eq!(speed_adjusted(&diffs, &a_speed[..3], &b_speed), diffs);
     }
 
     #[test]

@@ -254,6 +254,23 @@ pub fn robust_sd(values: &[f64]) -> f64 {
     }
 }
 
+/// Theil–Sen's slope of `y` on `x`: the median of the slopes between
+/// every two points whose `x` differ. One wild point moves it little,
+/// where it would set a least-squares slope. `None` with no two such
+/// points.
+pub fn theil_sen_slope(x: &[f64], y: &[f64]) -> Option<f64> {
+    let points: Vec<(f64, f64)> = x.iter().copied().zip(y.iter().copied()).collect();
+    let mut slopes = Vec::with_capacity(points.len() * points.len() / 2);
+    for (i, &(x0, y0)) in points.iter().enumerate() {
+        for &(x1, y1) in &points[i + 1..] {
+            if x1 != x0 {
+                slopes.push((y1 - y0) / (x1 - x0));
+            }
+        }
+    }
+    (!slopes.is_empty()).then(|| median(&slopes))
+}
+
 /// z of a one-sided test at p = 0.05 plus z of 80% power.
 pub const DETECT_Z: f64 = 1.645 + 0.842;
 /// z of a one-sided 95% bound (a two-sided 90% interval).
@@ -276,6 +293,17 @@ pub fn detectable_ns(a: &[f64], b: &[f64]) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn theil_sen_ignores_one_wild_point() {
+        let x = [0.0, 1.0, 2.0, 3.0, 4.0, 5.0];
+        let mut y: Vec<f64> = x.iter().map(|x| 2.0 * x + 1.0).collect();
+        assert!(close(theil_sen_slope(&x, &y).unwrap(), 2.0));
+        y[4] = 100.0;
+        let slope = theil_sen_slope(&x, &y).unwrap();
+        assert!((slope - 2.0).abs() < 0.5, "{slope}");
+        assert_eq!(theil_sen_slope(&[1.0, 1.0], &[0.0, 5.0]), None);
+    }
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() < 1e-9

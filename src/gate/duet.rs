@@ -14,7 +14,7 @@
 //! cry wolf once in 20.
 
 use crate::document::{Document, MechanismResult, Status};
-use crate::gate::against::{compare_with, holm, Correction};
+use crate::gate::against::{compare_with, holm, Correction, Speed};
 use crate::gate::{warnings, Comparison, Findings, Threshold, Verdict, ALPHA};
 use crate::stats::{student_upper_tail, Summary};
 
@@ -119,7 +119,7 @@ fn pairs(a: &[Option<&MechanismResult>], b: &[Option<&MechanismResult>]) -> Opti
 /// between the two sides' machines and plans as warnings (a kernel's
 /// release aside: that is what is compared).
 pub fn compare(a: &[Document], b: &[Document], doc: &Document, threshold: Threshold) -> Findings {
-    let mut findings = compare_with(doc, threshold, Correction::Holm);
+    let mut findings = compare_with(doc, threshold, Correction::Holm, Speed::AsMeasured);
     across_sessions(a, b, &mut findings);
     // What B measures and A does not (a mechanism newer than A's kernel).
     for m in doc.mechanisms.iter().filter(|m| !m.is_base() && !m.is_ok()) {

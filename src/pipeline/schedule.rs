@@ -140,7 +140,7 @@ impl MechanismRuns {
     /// [`SURE_SHARE`] of it.
     fn is_sure(&self, plan: &Plan) -> bool {
         let target = SURE_SHARE * plan.precision.of(self.mechanism.trigger());
-        match self.pairs_ns() {
+        match self.judged_pairs_ns() {
             // In-run: what the pairs see of B against A.
             Some(pairs) if self.b_ok() => crate::paired::paired(&pairs)
                 .is_some_and(|p| p.detectable / self.reference_ns() <= target),

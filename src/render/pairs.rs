@@ -14,9 +14,10 @@ use crate::gate::{Findings, Warning};
 pub fn against_report(doc: &Document, report: &Findings, variant: &str) -> String {
     let head = format!(
         "against: B ({variant}) against A (this run's settings), in the same rounds: a \
-         regression is B's overhead over base higher than A's by more than {} and beyond the \
-         noise of the rounds' pairs (signed-rank p <= 0.05, and more than the pairs' `sees`); \
-         unchanged, when the difference's 90% interval lies within the threshold; else UNSURE",
+         regression is B's overhead over base higher than A's by more than {}, sure from the \
+         rounds' pairs (their 90% interval above it, signed-rank p <= 0.05; what the machine's \
+         speed explains taken out); unchanged, when the interval lies within the threshold; \
+         else UNSURE",
         report.threshold.describe()
     );
     paired_report(
@@ -36,10 +37,10 @@ pub fn against_report(doc: &Document, report: &Findings, variant: &str) -> Strin
 pub fn duet_report(doc: &Document, report: &Findings, a: &str, b: &str) -> String {
     let mut head = format!(
         "compare: B ({b}) against A ({a}), measured at the same time, round by round: a \
-         regression is B's overhead over base higher than A's by more than {} and beyond the \
-         noise of the rounds' pairs (signed-rank p <= 0.05, Holm-corrected over the {} \
-         mechanisms, and more than the pairs' `sees`); unchanged, when the difference's 90% \
-         interval lies within the threshold; else UNSURE",
+         regression is B's overhead over base higher than A's by more than {}, sure from the \
+         rounds' pairs (their 90% interval above it, signed-rank p <= 0.05 Holm-corrected over \
+         the {} mechanisms); unchanged, when the interval lies within the threshold; else \
+         UNSURE",
         report.threshold.describe(),
         report.comparisons.len()
     );

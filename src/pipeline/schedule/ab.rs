@@ -29,6 +29,18 @@ impl MechanismRuns {
         )
     }
 
+    /// [`Self::pairs_ns`] as the in-run gate judges them: less what the
+    /// machine's speed explains ([`crate::paired::speed_adjusted`]).
+    pub(super) fn judged_pairs_ns(&self) -> Option<Vec<f64>> {
+        let b = self.against.as_ref()?;
+        let speeds = |o: &MechanismRuns| o.samples.iter().map(|s| s.speed_ns).collect::<Vec<_>>();
+        Some(crate::paired::speed_adjusted(
+            &self.pairs_ns()?,
+            &speeds(self),
+            &speeds(b),
+        ))
+    }
+
     /// B's outcome, when it is to be measured with A in this round.
     pub(super) fn b_ok(&self) -> bool {
         self.against.as_ref().is_some_and(|b| b.is_ok())
