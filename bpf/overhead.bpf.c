@@ -526,3 +526,10 @@ int prog_socket_all(struct __sk_buff *skb)
 {
 	return -1;
 }
+
+/* And for flow dissectors: the dissection done, no flow keys filled. */
+SEC("?flow_dissector")
+int prog_flow_dissector_ok(struct __sk_buff *skb)
+{
+	return BPF_OK;
+}

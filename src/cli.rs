@@ -209,7 +209,9 @@ pub struct Cli {
     /// becomes a mechanism named <file stem>/<program>, attached by its
     /// section as libbpf's auto-attach does, fired by the syscall its
     /// section names (--list-triggers) and checked to be reached by it
-    /// (its run count, from the BPF stats, which are on in all its runs).
+    /// (its run count, from the BPF stats, which are on in all its runs);
+    /// XDP, tc, socket and flow_dissector programs are run by
+    /// BPF_PROG_TEST_RUN instead.
     /// Repeatable. Without -m, only the objects' programs run.
     #[arg(long = "object", value_name = "FILE[:PROGRAM]", value_parser = Request::parse)]
     pub objects: Vec<Request>,
@@ -225,8 +227,8 @@ pub struct Cli {
     #[arg(long, value_name = "NAME", value_parser = Syscall::parse, requires = "objects")]
     pub trigger: Option<Syscall>,
 
-    /// The packet --object's XDP, tc and socket filter programs run on
-    /// (BPF_PROG_TEST_RUN): the first of a pcap file
+    /// The packet --object's XDP, tc, socket filter and flow dissector
+    /// programs run on (BPF_PROG_TEST_RUN): the first of a pcap file
     /// (Ethernet). Default: 64 bytes of UDP over IPv4 over Ethernet.
     #[arg(long, value_name = "FILE", requires = "objects")]
     pub packet: Option<std::path::PathBuf>,

@@ -201,11 +201,11 @@ fn an_xdp_program_is_run_by_the_kernels_test_run_against_its_base() {
     }
 }
 
-/// tc classifiers and socket filters run as XDP programs do, each against
-/// the least program of its type.
+/// tc classifiers, socket filters and flow dissectors run as XDP programs
+/// do, each against the least program of its type.
 #[test]
 #[serial]
-fn tc_and_socket_filter_programs_are_run_by_the_kernels_test_run() {
+fn tc_socket_filter_and_flow_dissector_programs_are_run_by_the_kernels_test_run() {
     if !root() {
         return;
     }
@@ -216,6 +216,11 @@ fn tc_and_socket_filter_programs_are_run_by_the_kernels_test_run() {
     for (program, base, trigger) in [
         ("skb/classify", "base-tc", "test_run_tc"),
         ("skb/keep_udp", "base-socket", "test_run_socket"),
+        (
+            "skb/dissect",
+            "base-flow_dissector",
+            "test_run_flow_dissector",
+        ),
     ] {
         let m = mechanism(&doc, program);
         assert_eq!(m["status"], "ok", "{m:#}");
@@ -293,7 +298,17 @@ fn every_bad_object_input_is_one_line_and_exit_2() {
 fn the_triggers_are_listed() {
     let out = run(&["--list-triggers"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
-    for name in ["getpid", "getppid", "openat", "read", "comm"] {
+    for name in [
+        "getpid",
+        "getppid",
+        "openat",
+        "read",
+        "comm",
+        "xdp",
+        "tc",
+        "socket",
+        "flow_dissector",
+    ] {
         assert!(
             out.stdout.lines().any(|l| l.starts_with(name)),
             "{name}: {}",

@@ -98,7 +98,7 @@ fn missing_capabilities_are_named_up_front() {
     assert_eq!(out.code, 1, "{}", out.stderr);
     for needed in [
         "xdp_pass/parse_udp need",
-        "CAP_NET_ADMIN or CAP_SYS_ADMIN to load XDP and tc programs",
+        "CAP_NET_ADMIN or CAP_SYS_ADMIN to load XDP, tc and flow dissector programs",
     ] {
         assert!(
             out.stderr.contains(needed),
@@ -106,6 +106,12 @@ fn missing_capabilities_are_named_up_front() {
             out.stderr
         );
     }
+    // A flow dissector likewise (the kernel's is_net_admin_prog_type).
+    let skb = format!("{}/skb.bpf.o", env!("TEST_OBJECTS_DIR"));
+    let out = as_nobody_with("bpf,perfmon", &["--object", &skb, "--repeat", "1"]).unwrap();
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(out.stderr.contains("skb/dissect"), "{}", out.stderr);
+    assert!(!out.stderr.contains("skb/keep_udp"), "{}", out.stderr);
     // What the check lets through does run: raw_tp with these two...
     let raw_tp = [
         "-m",

@@ -13,7 +13,7 @@
 //! | kprobes through the perf PMU | CAP_PERFMON |
 //! | kprobes/uprobes through tracefs's `*_events` (no PMU) | writing root's files: uid 0 or CAP_DAC_OVERRIDE |
 //! | the BPF run-time stats (`prog ns`) | CAP_SYS_ADMIN (BPF_ENABLE_STATS) |
-//! | loading XDP and tc programs (a user's, `--object`, and their bases) | CAP_NET_ADMIN (or CAP_SYS_ADMIN), with CAP_BPF |
+//! | loading XDP, tc and flow dissector programs (a user's, `--object`, and their bases) | CAP_NET_ADMIN (or CAP_SYS_ADMIN), with CAP_BPF |
 
 use std::ffi::CString;
 use std::fmt;
@@ -122,7 +122,7 @@ const LOAD_TRACING: Need = Need {
 const LOAD_NET: Need = Need {
     any_of: &[Cap::NetAdmin, Cap::SysAdmin],
     uid0_will_do: false,
-    what: "to load XDP and tc programs",
+    what: "to load XDP, tc and flow dissector programs",
 };
 const MOUNT_TRACEFS: Need = Need {
     any_of: &[Cap::SysAdmin],
@@ -387,8 +387,9 @@ mod tests {
         assert!(lacking(&[ENABLE_STATS], p).is_some());
     }
 
-    /// The kernel's is_net_admin_prog_type: XDP and tc programs need
-    /// CAP_NET_ADMIN (or CAP_SYS_ADMIN) besides CAP_BPF to load.
+    /// The kernel's is_net_admin_prog_type: XDP, tc and flow dissector
+    /// programs need CAP_NET_ADMIN (or CAP_SYS_ADMIN) besides CAP_BPF to
+    /// load; socket filters and syscall programs CAP_BPF alone.
     #[test]
     fn xdp_and_tc_programs_need_cap_net_admin() {
         let bpf = Privileges::of(65534, &[Cap::Bpf, Cap::Perfmon]);
@@ -396,7 +397,7 @@ mod tests {
             lacking(&[LOAD_BPF, LOAD_NET], bpf)
                 .map(|m| m.to_string())
                 .as_deref(),
-            Some("CAP_NET_ADMIN or CAP_SYS_ADMIN to load XDP and tc programs")
+            Some("CAP_NET_ADMIN or CAP_SYS_ADMIN to load XDP, tc and flow dissector programs")
         );
         let net = Privileges::of(65534, &[Cap::Bpf, Cap::NetAdmin]);
         assert_eq!(lacking(&[LOAD_BPF, LOAD_NET], net), None);

@@ -34,8 +34,8 @@ pub enum Kind {
     UprobeSession,
     /// A USDT probe, through libbpf's USDT support.
     Usdt,
-    /// Attached nowhere: run by BPF_PROG_TEST_RUN (a user's XDP, tc or
-    /// socket filter program, `--object`).
+    /// Attached nowhere: run by BPF_PROG_TEST_RUN (a user's XDP, tc,
+    /// socket filter or flow dissector program, `--object`).
     TestRun,
 }
 
@@ -291,7 +291,7 @@ impl Kind {
                 probe: Probe::Nothing,
                 access: Access::Load,
                 attach: Attach::Nothing,
-                sections: &["xdp", "tc", "socket"],
+                sections: &["xdp", "tc", "socket", "flow_dissector"],
             },
         }
     }

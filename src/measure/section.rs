@@ -30,8 +30,8 @@ pub(crate) fn hook(
             return Err(format!(
                 "no trigger for {kind_name} programs: they run on {}, which this command \
                  cannot make yet (it measures tp, raw_tp, tp_btf, kprobe, ksyscall, fentry, \
-                 fexit and lsm programs on syscalls, and xdp, tc and socket filter programs by \
-                 BPF_PROG_TEST_RUN)",
+                 fexit and lsm programs on syscalls, and xdp, tc, socket filter and flow \
+                 dissector programs by BPF_PROG_TEST_RUN)",
                 runs_on(kind_name)
             ))
         }
@@ -83,7 +83,6 @@ fn runs_on(kind_name: &str) -> &'static str {
     match kind_name {
         "xdp" => "packets arriving at a device (xdp/devmap and xdp/cpumap: a map's redirects)",
         "tc" | "classifier" | "tcx" | "action" => "packets through a tc hook",
-        "flow_dissector" => "packets being dissected",
         n if n.starts_with("cgroup") => "a cgroup's sockets, devices or sysctls",
         "uprobe" | "uretprobe" | "usdt" => "a user-space function",
         "perf_event" => "perf events",
@@ -113,11 +112,28 @@ pub(crate) fn needs(like: Kind) -> &'static str {
     }
 }
 
+/// What one event of a test run is, for `--list-triggers`.
+const ON_A_PACKET: &str = "one BPF_PROG_TEST_RUN repeat on a packet (--packet FILE)";
+
 /// `--list-triggers`: each trigger, what one event is, and the sections
 /// it fires.
 pub fn list_triggers() -> String {
-    let mut out =
-        String::from("trigger   one event is                                          fires\n");
+    let test_runs = ProgType::ALL.map(|prog_type| TestRun {
+        prog_type,
+        packet: &[],
+    });
+    // Each column as wide as its longest entry (flow_dissector; a test
+    // run's packet).
+    let w = test_runs
+        .iter()
+        .map(|t| t.name().len())
+        .chain(Syscall::ALL.iter().map(|s| s.name().len()))
+        .fold("trigger".len(), usize::max);
+    let d = Syscall::ALL
+        .iter()
+        .map(|s| s.describe().len())
+        .fold(ON_A_PACKET.len(), usize::max);
+    let mut out = format!("{:<w$} {:<d$} fires\n", "trigger", "one event is");
     for s in Syscall::ALL {
         let fires: Vec<String> = s
             .syscalls()
@@ -130,7 +146,7 @@ pub fn list_triggers() -> String {
             _ => "",
         };
         out.push_str(&format!(
-            "{:<9} {:<53} {}{extra}\n",
+            "{:<w$} {:<d$} {}{extra}\n",
             s.name(),
             s.describe(),
             fires.join(", ")
@@ -139,15 +155,12 @@ pub fn list_triggers() -> String {
     out.push_str(
         "raw_tp/sys_enter, tp_btf/sys_enter and other hooks every syscall passes: --trigger NAME\n",
     );
-    for t in ProgType::ALL {
-        let run = TestRun {
-            prog_type: t,
-            packet: &[],
-        };
+    for run in test_runs {
         out.push_str(&format!(
-            "{:<9} one BPF_PROG_TEST_RUN repeat on a packet (--packet FILE)  {}\n",
+            "{:<w$} {:<d$} {}\n",
             run.name(),
-            t.sections().join(", ")
+            ON_A_PACKET,
+            run.prog_type.sections().join(", ")
         ));
     }
     out
@@ -205,6 +218,16 @@ mod tests {
             ))
         ));
         assert!(t("tc/egress/extra").unwrap_err().contains("tc hook"));
+        assert_eq!(
+            t("flow_dissector"),
+            Ok((
+                Kind::TestRun,
+                Trigger::TestRun(TestRun {
+                    prog_type: ProgType::FlowDissector,
+                    packet: &[]
+                })
+            ))
+        );
         assert!(t("tp/syscalls/sys_enter_fork")
             .unwrap_err()
             .contains("fork"));

@@ -3,9 +3,9 @@
 //! one pass of the kernel's own repeat loop over the program, on a
 //! built-in packet or `--packet FILE`'s. Nothing is attached. The base is
 //! a built-in program of the same type that returns the default verdict
-//! (bpf/overhead.bpf.c's `prog_xdp_pass`, `prog_tc_ok`, `prog_socket_all`),
-//! run the same way, so that the overhead is what the user's program
-//! costs beyond the least one.
+//! (bpf/overhead.bpf.c's `prog_xdp_pass`, `prog_tc_ok`, `prog_socket_all`,
+//! `prog_flow_dissector_ok`), run the same way, so that the overhead is
+//! what the user's program costs beyond the least one.
 
 use std::os::fd::{AsRawFd, OwnedFd};
 
@@ -30,10 +30,19 @@ pub enum ProgType {
     Tc,
     /// A socket filter (`SEC("socket")`), on an skb likewise.
     Socket,
+    /// A flow dissector (`SEC("flow_dissector")`), on the packet from its
+    /// Ethernet header on; the kernel writes back the `struct
+    /// bpf_flow_keys` it filled, not the packet.
+    FlowDissector,
 }
 
 impl ProgType {
-    pub const ALL: [ProgType; 3] = [ProgType::Xdp, ProgType::Tc, ProgType::Socket];
+    pub const ALL: [ProgType; 4] = [
+        ProgType::Xdp,
+        ProgType::Tc,
+        ProgType::Socket,
+        ProgType::FlowDissector,
+    ];
 
     /// The `SEC()` names of its programs, whole: what `--object` runs as
     /// this type, and what `--list-triggers` says it fires.
@@ -49,6 +58,7 @@ impl ProgType {
                 "classifier",
             ],
             ProgType::Socket => &["socket"],
+            ProgType::FlowDissector => &["flow_dissector"],
         }
     }
 
@@ -63,7 +73,7 @@ impl ProgType {
     /// is_net_admin_prog_type); a socket filter does not.
     pub const fn needs_net_admin(self) -> bool {
         match self {
-            ProgType::Xdp | ProgType::Tc => true,
+            ProgType::Xdp | ProgType::Tc | ProgType::FlowDissector => true,
             ProgType::Socket => false,
         }
     }
@@ -98,6 +108,7 @@ impl TestRun {
             ProgType::Xdp => "xdp",
             ProgType::Tc => "tc",
             ProgType::Socket => "socket",
+            ProgType::FlowDissector => "flow_dissector",
         }
     }
 
@@ -107,6 +118,7 @@ impl TestRun {
             ProgType::Xdp => "test_run_xdp",
             ProgType::Tc => "test_run_tc",
             ProgType::Socket => "test_run_socket",
+            ProgType::FlowDissector => "test_run_flow_dissector",
         }
     }
 
@@ -115,6 +127,9 @@ impl TestRun {
             ProgType::Xdp => "one BPF_PROG_TEST_RUN repeat of an XDP program on a packet",
             ProgType::Tc => "one BPF_PROG_TEST_RUN repeat of a tc classifier on a packet",
             ProgType::Socket => "one BPF_PROG_TEST_RUN repeat of a socket filter on a packet",
+            ProgType::FlowDissector => {
+                "one BPF_PROG_TEST_RUN repeat of a flow dissector on a packet"
+            }
         }
     }
 
@@ -124,15 +139,21 @@ impl TestRun {
             ProgType::Xdp => builtin!(prog_xdp_pass),
             ProgType::Tc => builtin!(prog_tc_ok),
             ProgType::Socket => builtin!(prog_socket_all),
+            ProgType::FlowDissector => builtin!(prog_flow_dissector_ok),
         }
     }
 
     /// Ready to fire `prog` (the user's program, or the base's).
     pub fn arm(self, prog: OwnedFd) -> Armed {
+        // The packet back (XDP, tc, socket filters), or the flow keys a
+        // flow dissector filled: the kernel fails with ENOSPC where they
+        // do not fit.
+        let out = (self.packet.len() + 256)
+            .max(std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_flow_keys>());
         Armed {
             prog,
             packet: self.packet.to_vec(),
-            out: vec![0; self.packet.len() + 256],
+            out: vec![0; out],
         }
     }
 }
@@ -141,8 +162,8 @@ impl TestRun {
 pub struct Armed {
     prog: OwnedFd,
     packet: Vec<u8>,
-    /// Where the kernel writes the packet back: made once, outside the
-    /// timed runs.
+    /// Where the kernel writes its output (the packet, or the flow keys):
+    /// made once, outside the timed runs.
     out: Vec<u8>,
 }
 
@@ -210,7 +231,7 @@ pub fn first_packet(bytes: &[u8]) -> std::result::Result<Vec<u8>, String> {
             u32::from_be_bytes(b)
         })
     };
-    // LINKTYPE_ETHERNET: what XDP, tc and socket filter test runs take.
+    // LINKTYPE_ETHERNET: what the test runs take.
     let link = u32_at(20)?;
     if link != 1 {
         return Err(format!(
@@ -255,6 +276,23 @@ mod tests {
         f.extend((packet.len() as u32).to_le_bytes());
         f.extend(packet);
         f
+    }
+
+    /// A type's base is `base-<its first section>`, its selftest label
+    /// `test_run_<that>`, and each of its sections is its alone.
+    #[test]
+    fn each_type_is_named_by_its_first_section() {
+        for t in ProgType::ALL {
+            let run = TestRun {
+                prog_type: t,
+                packet: &[],
+            };
+            assert_eq!(t.sections()[0], run.name());
+            assert_eq!(run.label(), format!("test_run_{}", run.name()));
+            for s in t.sections() {
+                assert_eq!(ProgType::of_section(s), Some(t), "{s}");
+            }
+        }
     }
 
     #[test]

@@ -29,6 +29,7 @@ const OUR_PROGRAMS: &[&str] = &[
     "lsm_file_open",
     "classify",
     "keep_udp",
+    "dissect",
     "in_getpid",
     "out_getpid",
     "in_getppid",
