@@ -393,6 +393,11 @@ pub fn try_load(m: Mechanism) -> std::result::Result<(), String> {
     let Some(p) = m.object() else {
         return Ok(());
     };
+    // A program type this kernel lacks fails to load as the verifier's
+    // refusal would: the run skips it instead, with the probe's reason.
+    if m.trigger().check_support().is_err() {
+        return Ok(());
+    }
     super::sys::capture_libbpf_log();
     super::sys::clear_libbpf_log();
     let Err(e) = load(p) else { return Ok(()) };

@@ -9,6 +9,8 @@
 
 use std::os::fd::{AsRawFd, OwnedFd};
 
+use libbpf_rs::libbpf_sys as sys;
+
 use super::error::{Error, Result};
 use super::program::{builtin, Program};
 
@@ -77,6 +79,55 @@ impl ProgType {
             ProgType::Socket => false,
         }
     }
+
+    /// The kernel's `enum bpf_prog_type` value, its name, and the release
+    /// that added the type.
+    const fn kernel_type(self) -> (sys::bpf_prog_type, &'static str, &'static str) {
+        match self {
+            ProgType::Xdp => (sys::BPF_PROG_TYPE_XDP, "BPF_PROG_TYPE_XDP", "4.8"),
+            ProgType::Tc => (
+                sys::BPF_PROG_TYPE_SCHED_CLS,
+                "BPF_PROG_TYPE_SCHED_CLS",
+                "4.1",
+            ),
+            ProgType::Socket => (
+                sys::BPF_PROG_TYPE_SOCKET_FILTER,
+                "BPF_PROG_TYPE_SOCKET_FILTER",
+                "3.19",
+            ),
+            ProgType::FlowDissector => (
+                sys::BPF_PROG_TYPE_FLOW_DISSECTOR,
+                "BPF_PROG_TYPE_FLOW_DISSECTOR",
+                "4.20",
+            ),
+        }
+    }
+
+    /// Whether this kernel has the program type: libbpf's feature probe,
+    /// which loads the least program of the type. Run with the privileges
+    /// to load it (checked first, caps.rs): without them the probe would
+    /// read as the kernel lacking the type.
+    pub fn check_support(self) -> Result<()> {
+        let (value, name, added) = self.kernel_type();
+        // SAFETY: the probe takes no pointers but `opts`, which must be NULL.
+        let ret = unsafe { sys::libbpf_probe_bpf_prog_type(value, std::ptr::null()) };
+        match ret {
+            1 => Ok(()),
+            0 => Err(Error::unsupported(unsupported(name, added))),
+            err => Err(Error::failed(format!(
+                "probing the kernel for {name} programs failed: {}",
+                std::io::Error::from_raw_os_error(-err)
+            ))),
+        }
+    }
+}
+
+/// Why a kernel without the program type `name` skips its programs.
+fn unsupported(name: &str, added: &str) -> String {
+    format!(
+        "kernel has no {name} programs (added in {added}): libbpf's probe could not load \
+         the least one"
+    )
 }
 
 /// 64 bytes of UDP over IPv4 over Ethernet, from 10.0.0.1:4242 to
@@ -148,8 +199,7 @@ impl TestRun {
         // The packet back (XDP, tc, socket filters), or the flow keys a
         // flow dissector filled: the kernel fails with ENOSPC where they
         // do not fit.
-        let out = (self.packet.len() + 256)
-            .max(std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_flow_keys>());
+        let out = (self.packet.len() + 256).max(std::mem::size_of::<sys::bpf_flow_keys>());
         Armed {
             prog,
             packet: self.packet.to_vec(),
@@ -182,8 +232,8 @@ impl Armed {
     }
 
     fn run(&mut self, repeat: u32) -> Result<()> {
-        let mut opts = libbpf_rs::libbpf_sys::bpf_test_run_opts {
-            sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_test_run_opts>() as _,
+        let mut opts = sys::bpf_test_run_opts {
+            sz: std::mem::size_of::<sys::bpf_test_run_opts>() as _,
             data_in: self.packet.as_ptr().cast(),
             data_size_in: self.packet.len() as u32,
             data_out: self.out.as_mut_ptr().cast(),
@@ -193,9 +243,7 @@ impl Armed {
         };
         // SAFETY: opts is a valid, sized bpf_test_run_opts whose buffers
         // outlive the call; the fd is open.
-        let ret = unsafe {
-            libbpf_rs::libbpf_sys::bpf_prog_test_run_opts(self.prog.as_raw_fd(), &mut opts)
-        };
+        let ret = unsafe { sys::bpf_prog_test_run_opts(self.prog.as_raw_fd(), &mut opts) };
         if ret != 0 {
             let err = std::io::Error::from_raw_os_error(-ret);
             return Err(
@@ -293,6 +341,18 @@ mod tests {
                 assert_eq!(ProgType::of_section(s), Some(t), "{s}");
             }
         }
+    }
+
+    /// A kernel older than the type is told which release added it.
+    #[test]
+    fn a_missing_type_names_the_release_that_added_it() {
+        let (_, name, added) = ProgType::FlowDissector.kernel_type();
+        assert!(
+            unsupported(name, added)
+                .starts_with("kernel has no BPF_PROG_TYPE_FLOW_DISSECTOR programs (added in 4.20)"),
+            "{}",
+            unsupported(name, added)
+        );
     }
 
     #[test]

@@ -129,10 +129,9 @@ impl Trigger {
                 Some(why) => Err(Error::unsupported(why)),
                 None => Ok(()),
             },
-            Trigger::TaskRename
-            | Trigger::Loop(Driver::Helper)
-            | Trigger::Syscall(_)
-            | Trigger::TestRun(_) => Ok(()),
+            // The program type (probed: a kernel may lack a newer one).
+            Trigger::TestRun(t) => t.prog_type.check_support(),
+            Trigger::TaskRename | Trigger::Loop(Driver::Helper) | Trigger::Syscall(_) => Ok(()),
         }
     }
 
