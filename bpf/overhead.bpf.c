@@ -533,3 +533,13 @@ int prog_flow_dissector_ok(struct __sk_buff *skb)
 {
 	return BPF_OK;
 }
+
+/*
+ * And for syscall programs (sleepable, 5.14+), run by one BPF_PROG_TEST_RUN
+ * call each, with no context: nothing to do.
+ */
+SEC("?syscall")
+int prog_syscall_zero(void *ctx)
+{
+	return 0;
+}

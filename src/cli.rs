@@ -210,7 +210,7 @@ pub struct Cli {
     /// section as libbpf's auto-attach does, fired by the syscall its
     /// section names (--list-triggers) and checked to be reached by it
     /// (its run count, from the BPF stats, which are on in all its runs);
-    /// XDP, tc, socket and flow_dissector programs are run by
+    /// XDP, tc, socket, flow_dissector and syscall programs are run by
     /// BPF_PROG_TEST_RUN instead.
     /// Repeatable. Without -m, only the objects' programs run.
     #[arg(long = "object", value_name = "FILE[:PROGRAM]", value_parser = Request::parse)]

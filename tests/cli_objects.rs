@@ -231,6 +231,40 @@ fn tc_socket_filter_and_flow_dissector_programs_are_run_by_the_kernels_test_run(
     assert!(ours_loaded().is_empty(), "{:?}", ours_loaded());
 }
 
+/// A syscall program's test run has no repeat: one event is one
+/// BPF_PROG_TEST_RUN call, against the least syscall program called the
+/// same way. Before 5.14 (no BPF_PROG_TYPE_SYSCALL) both are skipped,
+/// with the probe's reason.
+#[test]
+#[serial]
+fn a_syscall_program_is_run_by_one_test_run_call_an_event() {
+    if !root() {
+        return;
+    }
+    let file = object("sys_prog");
+    let out = run(&short(&["--object", &file, "--format", "json"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap();
+    let m = mechanism(&doc, "sys_prog/count_call");
+    if m["status"] == "skipped" {
+        let reason = m["reason"].as_str().unwrap_or_default();
+        assert!(
+            reason.contains("no BPF_PROG_TYPE_SYSCALL programs (added in 5.14)"),
+            "{m:#}"
+        );
+        println!("SKIP: {reason}");
+        return;
+    }
+    assert_eq!(m["status"], "ok", "{m:#}");
+    assert_eq!(
+        (&m["base"], &m["trigger"]),
+        (&"base-syscall".into(), &"test_run_syscall".into())
+    );
+    hits_are_events(m);
+    assert_eq!(mechanism(&doc, "base-syscall")["status"], "ok");
+    assert!(ours_loaded().is_empty(), "{:?}", ours_loaded());
+}
+
 #[test]
 #[serial]
 fn every_bad_object_input_is_one_line_and_exit_2() {
@@ -308,6 +342,7 @@ fn the_triggers_are_listed() {
         "tc",
         "socket",
         "flow_dissector",
+        "syscall",
     ] {
         assert!(
             out.stdout.lines().any(|l| l.starts_with(name)),

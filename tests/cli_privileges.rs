@@ -139,6 +139,36 @@ fn missing_capabilities_are_named_up_front() {
     };
     let out = with_memlock("bpf,perfmon", &raw_tp);
     assert_eq!(out.code, 0, "{}", out.stderr);
+    // ...and a syscall program, which needs CAP_BPF alone to load and run
+    // (skipped, exit 0, where the kernel has no such programs).
+    let sys_prog = format!("{}/sys_prog.bpf.o", env!("TEST_OBJECTS_DIR"));
+    let out = with_memlock(
+        "bpf,perfmon",
+        &[
+            "--object",
+            &sys_prog,
+            "--repeat",
+            "1",
+            "--iterations",
+            "1000",
+            "--no-prog-stats",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let doc: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let ran = mechanism(&doc, "sys_prog/count_call");
+    println!("sys_prog/count_call with CAP_BPF: {}", ran["status"]);
+    // Not skipped for the privileges, which would read as the kernel
+    // lacking the type (libbpf's probe loads one).
+    assert!(
+        ran["status"] == "ok"
+            || ran["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("added in 5.14")),
+        "{ran:#}"
+    );
     // ...and tp and uprobes with what the README says they need (here;
     // before 5.11 CAP_SYS_RESOURCE too, as above).
     let out = with_memlock(

@@ -35,7 +35,7 @@ pub enum Kind {
     /// A USDT probe, through libbpf's USDT support.
     Usdt,
     /// Attached nowhere: run by BPF_PROG_TEST_RUN (a user's XDP, tc,
-    /// socket filter or flow dissector program, `--object`).
+    /// socket filter, flow dissector or syscall program, `--object`).
     TestRun,
 }
 
@@ -291,7 +291,7 @@ impl Kind {
                 probe: Probe::Nothing,
                 access: Access::Load,
                 attach: Attach::Nothing,
-                sections: &["xdp", "tc", "socket", "flow_dissector"],
+                sections: &["xdp", "tc", "socket", "flow_dissector", "syscall"],
             },
         }
     }

@@ -7,7 +7,9 @@
 //! the syscall trigger its section names ([`Syscall`]) or `--trigger`
 //! names. Its hits are the program's `run_cnt` from the kernel's BPF
 //! stats, on in every run of it: a program its trigger never reached
-//! fails.
+//! fails. The types the kernel runs itself (XDP, tc, socket filters, flow
+//! dissectors, syscall programs) are run by BPF_PROG_TEST_RUN instead
+//! (test_run.rs), which counts their runs.
 //!
 //! The programs become catalogue entries at run time: [`register`] adds
 //! them, with a base per trigger, to what [`Mechanism::all`] lists.
@@ -393,8 +395,9 @@ pub fn try_load(m: Mechanism) -> std::result::Result<(), String> {
     let Some(p) = m.object() else {
         return Ok(());
     };
-    // A program type this kernel lacks fails to load as the verifier's
-    // refusal would: the run skips it instead, with the probe's reason.
+    // A program type this kernel lacks (a syscall program before 5.14)
+    // fails to load as the verifier's refusal would: the run skips it
+    // instead, with the probe's reason.
     if m.trigger().check_support().is_err() {
         return Ok(());
     }

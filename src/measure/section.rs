@@ -30,8 +30,8 @@ pub(crate) fn hook(
             return Err(format!(
                 "no trigger for {kind_name} programs: they run on {}, which this command \
                  cannot make yet (it measures tp, raw_tp, tp_btf, kprobe, ksyscall, fentry, \
-                 fexit and lsm programs on syscalls, and xdp, tc, socket filter and flow \
-                 dissector programs by BPF_PROG_TEST_RUN)",
+                 fexit and lsm programs on syscalls, and xdp, tc, socket filter, flow dissector \
+                 and syscall programs by BPF_PROG_TEST_RUN)",
                 runs_on(kind_name)
             ))
         }
@@ -112,9 +112,6 @@ pub(crate) fn needs(like: Kind) -> &'static str {
     }
 }
 
-/// What one event of a test run is, for `--list-triggers`.
-const ON_A_PACKET: &str = "one BPF_PROG_TEST_RUN repeat on a packet (--packet FILE)";
-
 /// `--list-triggers`: each trigger, what one event is, and the sections
 /// it fires.
 pub fn list_triggers() -> String {
@@ -129,10 +126,11 @@ pub fn list_triggers() -> String {
         .map(|t| t.name().len())
         .chain(Syscall::ALL.iter().map(|s| s.name().len()))
         .fold("trigger".len(), usize::max);
-    let d = Syscall::ALL
+    let d = test_runs
         .iter()
-        .map(|s| s.describe().len())
-        .fold(ON_A_PACKET.len(), usize::max);
+        .map(|t| t.prog_type.one_event().len())
+        .chain(Syscall::ALL.iter().map(|s| s.describe().len()))
+        .fold(0, usize::max);
     let mut out = format!("{:<w$} {:<d$} fires\n", "trigger", "one event is");
     for s in Syscall::ALL {
         let fires: Vec<String> = s
@@ -159,7 +157,7 @@ pub fn list_triggers() -> String {
         out.push_str(&format!(
             "{:<w$} {:<d$} {}\n",
             run.name(),
-            ON_A_PACKET,
+            run.prog_type.one_event(),
             run.prog_type.sections().join(", ")
         ));
     }
@@ -218,16 +216,22 @@ mod tests {
             ))
         ));
         assert!(t("tc/egress/extra").unwrap_err().contains("tc hook"));
-        assert_eq!(
-            t("flow_dissector"),
-            Ok((
-                Kind::TestRun,
-                Trigger::TestRun(TestRun {
-                    prog_type: ProgType::FlowDissector,
-                    packet: &[]
-                })
-            ))
-        );
+        for (section, prog_type) in [
+            ("flow_dissector", ProgType::FlowDissector),
+            ("syscall", ProgType::Syscall),
+        ] {
+            assert_eq!(
+                t(section),
+                Ok((
+                    Kind::TestRun,
+                    Trigger::TestRun(TestRun {
+                        prog_type,
+                        packet: &[]
+                    })
+                )),
+                "{section}"
+            );
+        }
         assert!(t("tp/syscalls/sys_enter_fork")
             .unwrap_err()
             .contains("fork"));

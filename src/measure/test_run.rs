@@ -1,11 +1,13 @@
 //! The trigger of program types the kernel runs itself on a given input
 //! (`BPF_PROG_TEST_RUN`), for a user's object (`--object`): one event is
 //! one pass of the kernel's own repeat loop over the program, on a
-//! built-in packet or `--packet FILE`'s. Nothing is attached. The base is
-//! a built-in program of the same type that returns the default verdict
-//! (bpf/overhead.bpf.c's `prog_xdp_pass`, `prog_tc_ok`, `prog_socket_all`,
-//! `prog_flow_dissector_ok`), run the same way, so that the overhead is
-//! what the user's program costs beyond the least one.
+//! built-in packet or `--packet FILE`'s; or, for a `syscall` program,
+//! whose test run takes no repeat, one BPF_PROG_TEST_RUN call from user
+//! space. Nothing is attached. The base is a built-in program of the same
+//! type that returns the default verdict (bpf/overhead.bpf.c's
+//! `prog_xdp_pass`, `prog_tc_ok`, `prog_socket_all`,
+//! `prog_flow_dissector_ok`, `prog_syscall_zero`), run the same way, so
+//! that the overhead is what the user's program costs beyond the least one.
 
 use std::os::fd::{AsRawFd, OwnedFd};
 
@@ -22,7 +24,7 @@ pub struct TestRun {
     pub packet: &'static [u8],
 }
 
-/// The program types it runs, each on one packet.
+/// The program types it runs: each on one packet, but syscall programs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ProgType {
     /// XDP (`SEC("xdp")`).
@@ -36,14 +38,19 @@ pub enum ProgType {
     /// Ethernet header on; the kernel writes back the `struct
     /// bpf_flow_keys` it filled, not the packet.
     FlowDissector,
+    /// A `SEC("syscall")` program (BPF_PROG_TYPE_SYSCALL, sleepable,
+    /// 5.14+): its test run takes no packet and no repeat, so each run is
+    /// one BPF_PROG_TEST_RUN call.
+    Syscall,
 }
 
 impl ProgType {
-    pub const ALL: [ProgType; 4] = [
+    pub const ALL: [ProgType; 5] = [
         ProgType::Xdp,
         ProgType::Tc,
         ProgType::Socket,
         ProgType::FlowDissector,
+        ProgType::Syscall,
     ];
 
     /// The `SEC()` names of its programs, whole: what `--object` runs as
@@ -61,6 +68,7 @@ impl ProgType {
             ],
             ProgType::Socket => &["socket"],
             ProgType::FlowDissector => &["flow_dissector"],
+            ProgType::Syscall => &["syscall"],
         }
     }
 
@@ -72,11 +80,31 @@ impl ProgType {
     }
 
     /// Loading it needs CAP_NET_ADMIN (the kernel's
-    /// is_net_admin_prog_type); a socket filter does not.
+    /// is_net_admin_prog_type); socket filters and syscall programs do
+    /// not (CAP_BPF will do).
     pub const fn needs_net_admin(self) -> bool {
         match self {
             ProgType::Xdp | ProgType::Tc | ProgType::FlowDissector => true,
-            ProgType::Socket => false,
+            ProgType::Socket | ProgType::Syscall => false,
+        }
+    }
+
+    /// Whether the kernel runs it on a packet, in its own repeat loop; a
+    /// syscall program's test run rejects both (net/bpf/test_run.c's
+    /// bpf_prog_test_run_syscall).
+    pub const fn on_packet(self) -> bool {
+        match self {
+            ProgType::Xdp | ProgType::Tc | ProgType::Socket | ProgType::FlowDissector => true,
+            ProgType::Syscall => false,
+        }
+    }
+
+    /// What one event is, for `--list-triggers`.
+    pub const fn one_event(self) -> &'static str {
+        if self.on_packet() {
+            "one BPF_PROG_TEST_RUN repeat on a packet (--packet FILE)"
+        } else {
+            "one BPF_PROG_TEST_RUN call (no packet, no repeat)"
         }
     }
 
@@ -100,13 +128,15 @@ impl ProgType {
                 "BPF_PROG_TYPE_FLOW_DISSECTOR",
                 "4.20",
             ),
+            ProgType::Syscall => (sys::BPF_PROG_TYPE_SYSCALL, "BPF_PROG_TYPE_SYSCALL", "5.14"),
         }
     }
 
     /// Whether this kernel has the program type: libbpf's feature probe,
-    /// which loads the least program of the type. Run with the privileges
-    /// to load it (checked first, caps.rs): without them the probe would
-    /// read as the kernel lacking the type.
+    /// which loads the least program of the type (for a syscall program,
+    /// sleepable, as libbpf loads `SEC("syscall")`). Run with the
+    /// privileges to load it (checked first, caps.rs): without them the
+    /// probe would read as the kernel lacking the type.
     pub fn check_support(self) -> Result<()> {
         let (value, name, added) = self.kernel_type();
         // SAFETY: the probe takes no pointers but `opts`, which must be NULL.
@@ -160,6 +190,7 @@ impl TestRun {
             ProgType::Tc => "tc",
             ProgType::Socket => "socket",
             ProgType::FlowDissector => "flow_dissector",
+            ProgType::Syscall => "syscall",
         }
     }
 
@@ -170,6 +201,7 @@ impl TestRun {
             ProgType::Tc => "test_run_tc",
             ProgType::Socket => "test_run_socket",
             ProgType::FlowDissector => "test_run_flow_dissector",
+            ProgType::Syscall => "test_run_syscall",
         }
     }
 
@@ -181,6 +213,7 @@ impl TestRun {
             ProgType::FlowDissector => {
                 "one BPF_PROG_TEST_RUN repeat of a flow dissector on a packet"
             }
+            ProgType::Syscall => "one BPF_PROG_TEST_RUN call of a syscall program",
         }
     }
 
@@ -191,37 +224,57 @@ impl TestRun {
             ProgType::Tc => builtin!(prog_tc_ok),
             ProgType::Socket => builtin!(prog_socket_all),
             ProgType::FlowDissector => builtin!(prog_flow_dissector_ok),
+            ProgType::Syscall => builtin!(prog_syscall_zero),
         }
     }
 
     /// Ready to fire `prog` (the user's program, or the base's).
     pub fn arm(self, prog: OwnedFd) -> Armed {
-        // The packet back (XDP, tc, socket filters), or the flow keys a
-        // flow dissector filled: the kernel fails with ENOSPC where they
-        // do not fit.
-        let out = (self.packet.len() + 256).max(std::mem::size_of::<sys::bpf_flow_keys>());
-        Armed {
-            prog,
-            packet: self.packet.to_vec(),
-            out: vec![0; out],
-        }
+        let input = if self.prog_type.on_packet() {
+            // The packet back (XDP, tc, socket filters), or the flow keys
+            // a flow dissector filled: the kernel fails with ENOSPC where
+            // they do not fit.
+            let out = (self.packet.len() + 256).max(std::mem::size_of::<sys::bpf_flow_keys>());
+            Input::Packet {
+                packet: self.packet.to_vec(),
+                out: vec![0; out],
+            }
+        } else {
+            Input::Nothing
+        };
+        Armed { prog, input }
     }
 }
 
 /// A test-run trigger ready to fire: the program and its input.
 pub struct Armed {
     prog: OwnedFd,
-    packet: Vec<u8>,
-    /// Where the kernel writes its output (the packet, or the flow keys):
-    /// made once, outside the timed runs.
-    out: Vec<u8>,
+    input: Input,
+}
+
+/// What each BPF_PROG_TEST_RUN gives the program.
+enum Input {
+    /// The packet, run on `repeat` times by the kernel, and where it
+    /// writes its output: made once, outside the timed runs.
+    Packet { packet: Vec<u8>, out: Vec<u8> },
+    /// Nothing, once a call: a syscall program's test run rejects data
+    /// in and out, `repeat`, `duration` and flags, and takes a context
+    /// only if the program reads one.
+    Nothing,
 }
 
 impl Armed {
-    /// Runs the program `n` times in the kernel's repeat loop: the
-    /// kernel returns once it has run it that many times, so the count
-    /// needs no program of ours.
+    /// Runs the program `n` times: on a packet, in the kernel's repeat
+    /// loop, which returns once it has run it that many times, so the
+    /// count needs no program of ours; a syscall program by `n` calls,
+    /// each of which runs it once.
     pub fn fire(&mut self, n: u64) -> Result<()> {
+        if matches!(self.input, Input::Nothing) {
+            for _ in 0..n {
+                self.run(0)?;
+            }
+            return Ok(());
+        }
         let mut left = n;
         while left > 0 {
             let repeat = left.min(u64::from(u32::MAX)) as u32;
@@ -234,20 +287,32 @@ impl Armed {
     fn run(&mut self, repeat: u32) -> Result<()> {
         let mut opts = sys::bpf_test_run_opts {
             sz: std::mem::size_of::<sys::bpf_test_run_opts>() as _,
-            data_in: self.packet.as_ptr().cast(),
-            data_size_in: self.packet.len() as u32,
-            data_out: self.out.as_mut_ptr().cast(),
-            data_size_out: self.out.len() as u32,
             repeat: repeat as _,
             ..Default::default()
         };
+        if let Input::Packet { packet, out } = &mut self.input {
+            opts.data_in = packet.as_ptr().cast();
+            opts.data_size_in = packet.len() as u32;
+            opts.data_out = out.as_mut_ptr().cast();
+            opts.data_size_out = out.len() as u32;
+        }
         // SAFETY: opts is a valid, sized bpf_test_run_opts whose buffers
-        // outlive the call; the fd is open.
+        // (if any) outlive the call; the fd is open.
         let ret = unsafe { sys::bpf_prog_test_run_opts(self.prog.as_raw_fd(), &mut opts) };
         if ret != 0 {
             let err = std::io::Error::from_raw_os_error(-ret);
+            // The kernel's one EINVAL for a syscall program given nothing:
+            // it reads a context (ctx_size_in < its max_ctx_offset).
+            let hint = match self.input {
+                Input::Nothing if -ret == libc::EINVAL => {
+                    " (a syscall program that reads its context needs one, which this \
+                     command does not give)"
+                }
+                Input::Nothing | Input::Packet { .. } => "",
+            };
             return Err(
-                Error::failed(format!("BPF_PROG_TEST_RUN failed: {err}")).with_errno(Some(-ret))
+                Error::failed(format!("BPF_PROG_TEST_RUN failed: {err}{hint}"))
+                    .with_errno(Some(-ret)),
             );
         }
         Ok(())
@@ -279,7 +344,7 @@ pub fn first_packet(bytes: &[u8]) -> std::result::Result<Vec<u8>, String> {
             u32::from_be_bytes(b)
         })
     };
-    // LINKTYPE_ETHERNET: what the test runs take.
+    // LINKTYPE_ETHERNET: what the packet test runs take.
     let link = u32_at(20)?;
     if link != 1 {
         return Err(format!(
@@ -346,10 +411,10 @@ mod tests {
     /// A kernel older than the type is told which release added it.
     #[test]
     fn a_missing_type_names_the_release_that_added_it() {
-        let (_, name, added) = ProgType::FlowDissector.kernel_type();
+        let (_, name, added) = ProgType::Syscall.kernel_type();
         assert!(
             unsupported(name, added)
-                .starts_with("kernel has no BPF_PROG_TYPE_FLOW_DISSECTOR programs (added in 4.20)"),
+                .starts_with("kernel has no BPF_PROG_TYPE_SYSCALL programs (added in 5.14)"),
             "{}",
             unsupported(name, added)
         );

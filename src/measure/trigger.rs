@@ -32,7 +32,8 @@ pub enum Trigger {
     /// object: `--object`, syscall.rs).
     Syscall(Syscall),
     /// Runs of the program itself by BPF_PROG_TEST_RUN, nothing attached
-    /// (a user's XDP program: test_run.rs).
+    /// (a user's XDP, tc, socket filter, flow dissector or syscall
+    /// program: test_run.rs).
     TestRun(TestRun),
 }
 
@@ -111,7 +112,10 @@ impl Trigger {
     pub const fn scale(self) -> u64 {
         match self {
             // A test run of a small program is as quick as a loop iteration.
-            Trigger::Loop(_) | Trigger::TestRun(_) => 10,
+            Trigger::Loop(_) => 10,
+            Trigger::TestRun(t) if t.prog_type.on_packet() => 10,
+            // One syscall an event, as the syscall triggers.
+            Trigger::TestRun(_) => 1,
             Trigger::TaskRename | Trigger::Call(_) | Trigger::Syscall(_) => 1,
         }
     }

@@ -30,6 +30,7 @@ const OUR_PROGRAMS: &[&str] = &[
     "classify",
     "keep_udp",
     "dissect",
+    "count_call",
     "in_getpid",
     "out_getpid",
     "in_getppid",
