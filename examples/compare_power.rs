@@ -3,7 +3,7 @@
 //! real runs of the command under four conditions, each stated with the
 //! machine's own drift measured just before it (root needed):
 //!
-//!     cargo build --release --examples && sudo target/release/examples/compare_power [--runs N] [--ab-runs N] [--only SECTION]
+//!     cargo build --release --bins --examples && sudo target/release/examples/compare_power [--runs N] [--ab-runs N] [--only SECTION]
 //!
 //! (It runs
 //! target/release/bpf-overhead, the command as users run it.)
@@ -254,8 +254,9 @@ fn aa(runs: usize, mechanisms: Option<&str>) {
     let mut cross_one: Vec<(String, Vec<[usize; 4]>)> = Vec::new();
     let mut cross_set: Vec<(String, Vec<[usize; 4]>)> = Vec::new();
     let mut lines = Vec::new();
-    // Each mechanism's B - A change in every run, for the spread between runs.
-    let mut changes: Vec<(String, Vec<f64>)> = Vec::new();
+    // Each mechanism's B - A change in every run, for the spread between
+    // runs: as judged (speed-adjusted) and on the pairs as measured.
+    let mut changes: Vec<(String, [Vec<f64>; 2])> = Vec::new();
     for (ci, condition) in CONDITIONS.iter().enumerate() {
         let load = condition.start();
         let d = drift(20);
@@ -271,11 +272,20 @@ fn aa(runs: usize, mechanisms: Option<&str>) {
             secs.push(s);
             let report = against::compare(&doc, against::IN_RUN_THRESHOLD);
             add(&mut rows, &report, ci);
-            for c in &report.comparisons {
-                if let Some(change) = c.change {
+            let measured = against::compare_with(
+                &doc,
+                Threshold::Fixed(against::IN_RUN_THRESHOLD),
+                against::Correction::None,
+                against::Speed::AsMeasured,
+            );
+            for (c, m) in report.comparisons.iter().zip(&measured.comparisons) {
+                if let (Some(change), Some(as_measured)) = (c.change, m.change) {
                     match changes.iter_mut().find(|(n, _)| *n == c.name) {
-                        Some((_, v)) => v.push(change),
-                        None => changes.push((c.name.clone(), vec![change])),
+                        Some((_, [v, w])) => {
+                            v.push(change);
+                            w.push(as_measured);
+                        }
+                        None => changes.push((c.name.clone(), [vec![change], vec![as_measured]])),
                     }
                 }
             }
@@ -323,17 +333,23 @@ fn aa(runs: usize, mechanisms: Option<&str>) {
         &cross_set,
     );
     println!("\n### In-run A/A: how far B - A moved between runs\n");
-    println!("Each run's change (its pairs' Hodges-Lehmann estimate over A's own cost), over all the runs: its spread between runs against the `sees` of one run says whether something fixed for a run moves it.\n");
-    println!("| mechanism | runs | median | SD between runs | min | max |");
-    println!("|---|---|---|---|---|---|");
-    for (name, v) in &changes {
+    println!("Each run's change (its pairs' Hodges-Lehmann estimate over A's own cost), over all the runs: its spread between runs against the `sees` of one run says whether something fixed for a run moves it. As judged (what the machine's speed explains taken out of the pairs, where some pair's runs differ in speed by more than 5%), and on the pairs as measured; `adjusted` counts the runs where the two differ.\n");
+    println!("| mechanism | runs | median | SD between runs | min | max | SD as measured | min | max | adjusted |");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    let low = |v: &[f64]| 100.0 * v.iter().copied().fold(f64::INFINITY, f64::min);
+    let high = |v: &[f64]| 100.0 * v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    for (name, [v, w]) in &changes {
+        let adjusted = v.iter().zip(w).filter(|(a, b)| a != b).count();
         println!(
-            "| {name} | {} | {:+.1}% | {:.1}% | {:+.1}% | {:+.1}% |",
+            "| {name} | {} | {:+.1}% | {:.1}% | {:+.1}% | {:+.1}% | {:.1}% | {:+.1}% | {:+.1}% | {adjusted} |",
             v.len(),
             100.0 * median(v),
             100.0 * stddev(v),
-            100.0 * v.iter().copied().fold(f64::INFINITY, f64::min),
-            100.0 * v.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+            low(v),
+            high(v),
+            100.0 * stddev(w),
+            low(w),
+            high(w),
         );
     }
 }
@@ -666,6 +682,16 @@ fn main() {
                 );
                 std::process::exit(2);
             }
+        }
+    }
+    // `cargo build --examples` alone builds no bpf-overhead.
+    for needed in [command(), sibling("drift")] {
+        if !rejudging() && !needed.exists() {
+            eprintln!(
+                "compare_power: no {}: build it first (cargo build --release --bins --examples)",
+                needed.display()
+            );
+            std::process::exit(2);
         }
     }
     let want = |section: &str| only.as_deref().is_none_or(|o| o == section);
