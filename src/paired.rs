@@ -31,6 +31,37 @@ pub struct Paired {
     pub detectable: f64,
 }
 
+/// Where a difference's 90% interval lies against ± a threshold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Interval {
+    /// Wholly above + threshold.
+    Above,
+    /// Wholly below - threshold.
+    Below,
+    /// Within ± threshold.
+    Within,
+    /// Across one of the bounds: the pairs cannot tell.
+    Across,
+}
+
+impl Paired {
+    /// Where the interval lies against ± `threshold`, a share of
+    /// `reference` (the cost a change is measured against).
+    pub fn interval(&self, reference: f64, threshold: f64) -> Interval {
+        let reference = reference.abs().max(f64::MIN_POSITIVE);
+        let (low, high) = (self.low / reference, self.high / reference);
+        if low > threshold {
+            Interval::Above
+        } else if high < -threshold {
+            Interval::Below
+        } else if low >= -threshold && high <= threshold {
+            Interval::Within
+        } else {
+            Interval::Across
+        }
+    }
+}
+
 /// `None` for no pairs or a non-finite one.
 pub fn paired(diffs: &[f64]) -> Option<Paired> {
     if diffs.is_empty() || diffs.iter().any(|d| !d.is_finite()) {

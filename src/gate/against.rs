@@ -18,7 +18,7 @@
 
 use crate::document::{Document, MechanismResult, Status};
 use crate::gate::{Comparison, Findings, Judgement, Threshold, Verdict, ALPHA, FLOOR_OF_BASE};
-use crate::paired::{paired, speed_adjusted, Paired};
+use crate::paired::{paired, speed_adjusted, Interval, Paired};
 
 /// What B must cost more than A, as a share of A's own cost, to be a
 /// regression, on every trigger.
@@ -50,15 +50,11 @@ pub fn rule(p: &Paired, p_value: f64, reference_ns: f64, threshold: f64) -> Judg
     let reference = reference_ns.abs().max(f64::MIN_POSITIVE);
     let change = p.estimate / reference;
     let significant = p_value <= ALPHA;
-    let (low, high) = (p.low / reference, p.high / reference);
-    let verdict = if low > threshold && significant {
-        Verdict::Regressed
-    } else if high < -threshold && significant {
-        Verdict::Improved
-    } else if low >= -threshold && high <= threshold {
-        Verdict::Unchanged
-    } else {
-        Verdict::Inconclusive
+    let verdict = match p.interval(reference, threshold) {
+        Interval::Above if significant => Verdict::Regressed,
+        Interval::Below if significant => Verdict::Improved,
+        Interval::Within => Verdict::Unchanged,
+        _ => Verdict::Inconclusive,
     };
     Judgement {
         verdict,

@@ -137,15 +137,13 @@ impl MechanismRuns {
     }
 
     /// Measured precisely enough for `plan.precision`: it sees
-    /// [`SURE_SHARE`] of it.
+    /// [`SURE_SHARE`] of it (in-run, and the pairs decide:
+    /// [`Self::pairs_sure`]).
     fn is_sure(&self, plan: &Plan) -> bool {
-        let target = SURE_SHARE * plan.precision.of(self.mechanism.trigger());
-        match self.judged_pairs_ns() {
-            // In-run: what the pairs see of B against A.
-            Some(pairs) if self.b_ok() => crate::paired::paired(&pairs)
-                .is_some_and(|p| p.detectable / self.reference_ns() <= target),
-            _ => self.detectable().is_some_and(|d| d <= target),
-        }
+        let threshold = plan.precision.of(self.mechanism.trigger());
+        let target = SURE_SHARE * threshold;
+        self.pairs_sure(threshold, target)
+            .unwrap_or_else(|| self.detectable().is_some_and(|d| d <= target))
     }
 
     fn is_ok(&self) -> bool {

@@ -6,6 +6,7 @@
 
 use super::MechanismRuns;
 use crate::measure::{Mechanism, Sample, Variant};
+use crate::paired::Interval;
 
 impl MechanismRuns {
     /// A mechanism's B side, for `--against`.
@@ -39,6 +40,21 @@ impl MechanismRuns {
             &speeds(self),
             &speeds(b),
         ))
+    }
+
+    /// In-run (`None` otherwise): whether the pairs see `target` of
+    /// A's cost and decide against `threshold` (their interval within ±
+    /// it or wholly beyond it), else more rounds could: a B 7% costlier,
+    /// seen as precisely as asked, can still reach below 5%. Precision
+    /// first, so that no run stops on a few pairs that happen to lie
+    /// beyond the threshold.
+    pub(super) fn pairs_sure(&self, threshold: f64, target: f64) -> Option<bool> {
+        let pairs = self.judged_pairs_ns().filter(|_| self.b_ok())?;
+        Some(crate::paired::paired(&pairs).is_some_and(|p| {
+            let reference = self.reference_ns();
+            p.detectable / reference <= target
+                && p.interval(reference, threshold) != Interval::Across
+        }))
     }
 
     /// B's outcome, when it is to be measured with A in this round.
