@@ -395,12 +395,6 @@ pub fn try_load(m: Mechanism) -> std::result::Result<(), String> {
     let Some(p) = m.object() else {
         return Ok(());
     };
-    // A program type this kernel lacks (a syscall program before 5.14)
-    // fails to load as the verifier's refusal would: the run skips it
-    // instead, with the probe's reason.
-    if m.trigger().check_support().is_err() {
-        return Ok(());
-    }
     super::sys::capture_libbpf_log();
     super::sys::clear_libbpf_log();
     let Err(e) = load(p) else { return Ok(()) };
@@ -409,7 +403,10 @@ pub fn try_load(m: Mechanism) -> std::result::Result<(), String> {
         None => format!("{e:#}"),
     };
     let err = m.load_error(super::error::errno_of(&e), why);
-    if err.is_unsupported() {
+    // A program type this kernel lacks (a syscall program before 5.14)
+    // fails to load as the verifier's refusal would: the run skips it
+    // instead, with the probe's reason. Probed only when the load failed.
+    if err.is_unsupported() || m.trigger().check_support().is_err() {
         return Ok(());
     }
     Err(format!(
