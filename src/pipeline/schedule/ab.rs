@@ -49,7 +49,10 @@ impl MechanismRuns {
     /// first, so that no run stops on a few pairs that happen to lie
     /// beyond the threshold.
     pub(super) fn pairs_sure(&self, threshold: f64, target: f64) -> Option<bool> {
-        let pairs = self.judged_pairs_ns().filter(|_| self.b_ok())?;
+        if !self.b_ok() {
+            return None;
+        }
+        let pairs = self.judged_pairs_ns()?;
         Some(crate::paired::paired(&pairs).is_some_and(|p| {
             let reference = self.reference_ns();
             p.detectable / reference <= target
