@@ -11,7 +11,7 @@ mod cli;
 mod objects;
 
 use cli::{is_root, mechanism, run, TempFile};
-use objects::{hits_are_events, loaded_now, object, ours_loaded, root, short};
+use objects::{hits_are_events, loaded_now, measured, object, ours_loaded, root, short};
 use serde_json::Value;
 use serial_test::serial;
 
@@ -21,10 +21,7 @@ fn syscall_tracepoints_are_measured_with_their_hits_checked() {
     if !root() {
         return;
     }
-    let file = object("syscalls");
-    let out = run(&short(&["--object", &file, "--format", "json"]));
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    let doc: Value = serde_json::from_str(&out.stdout).unwrap();
+    let doc = measured("syscalls");
     for (name, base, trigger) in [
         ("syscalls/enter_getpid", "base-getpid", "syscall_getpid"),
         ("syscalls/exit_getppid", "base-getppid", "syscall_getppid"),
@@ -209,10 +206,7 @@ fn tc_socket_filter_and_flow_dissector_programs_are_run_by_the_kernels_test_run(
     if !root() {
         return;
     }
-    let file = object("skb");
-    let out = run(&short(&["--object", &file, "--format", "json"]));
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    let doc: Value = serde_json::from_str(&out.stdout).unwrap();
+    let doc = measured("skb");
     for (program, base, trigger) in [
         ("skb/classify", "base-tc", "test_run_tc"),
         ("skb/keep_udp", "base-socket", "test_run_socket"),
@@ -241,10 +235,7 @@ fn a_syscall_program_is_run_by_one_test_run_call_an_event() {
     if !root() {
         return;
     }
-    let file = object("sys_prog");
-    let out = run(&short(&["--object", &file, "--format", "json"]));
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    let doc: Value = serde_json::from_str(&out.stdout).unwrap();
+    let doc = measured("sys_prog");
     let m = mechanism(&doc, "sys_prog/count_call");
     if m["status"] == "skipped" {
         let reason = m["reason"].as_str().unwrap_or_default();

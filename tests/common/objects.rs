@@ -1,9 +1,13 @@
 //! Helpers of the tests that run the suite's own BPF objects
-//! (tests/objects/, built by build.rs) through `--object`.
+//! (tests/objects/, built by build.rs) through `--object`. Each test file
+//! includes it with `#[path]`, so what one file does not use is no
+//! warning.
+
+#![allow(dead_code)]
 
 use serde_json::Value;
 
-use super::cli::is_root;
+use super::cli::{is_root, run};
 
 /// One of the suite's objects.
 pub fn object(name: &str) -> String {
@@ -82,6 +86,15 @@ pub fn hits_are_events(m: &Value) {
         !hits.is_empty() && hits.iter().all(|h| h.as_u64() == Some(events)),
         "{m:#}"
     );
+}
+
+/// A [`short`] run of the suite's object `name`, which must exit 0: its
+/// result document.
+#[track_caller]
+pub fn measured(name: &str) -> Value {
+    let out = run(&short(&["--object", &object(name), "--format", "json"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    serde_json::from_str(&out.stdout).unwrap()
 }
 
 /// A short run: enough to check what the command does, not its figures.
