@@ -31,6 +31,10 @@
 //! - `time`: how long runs take, 3 of each, interleaved: a default full
 //!   run, one of `--against prog-work=0`, one of an object of ten programs
 //!   (`ten.bpf.o`) and one of it `--against object=` itself.
+//! - `budget`: the in-run A/A of `aa` at `--budget 45` (a plain run's) and
+//!   at `--against`'s default, interleaved, `--runs` of each, quiet and
+//!   beside the hog: how conclusive each is, in how many rounds and
+//!   seconds. Not in the default set of sections.
 //!
 //! Prints markdown; docs/gate-power.md's comparison part comes from here.
 //! Each run's document is kept in target/compare-power/runs/, and
@@ -49,7 +53,7 @@ use bpf_overhead::stats::{median, stddev};
 mod common;
 use common::{tally, Spinner};
 
-const SECTIONS: [&str; 6] = ["baseline", "aa", "ab", "stats", "objects", "time"];
+const SECTIONS: [&str; 7] = ["baseline", "aa", "ab", "stats", "objects", "time", "budget"];
 const AB: [&str; 4] = ["raw_tp-loop", "tp-loop", "uprobe-nop", "raw_tp"];
 const SET_DIR: &str = "target/compare-power/set";
 const ONE: &str = "target/compare-power/one.json";
@@ -624,6 +628,78 @@ fn stats() {
     }
 }
 
+/// The in-run A/A at a plain run's budget and at `--against`'s, runs
+/// interleaved: what the longer budget buys the kernel-loop and
+/// call-trigger mechanisms (rounds, verdicts) and what it costs (seconds).
+fn budget(runs: usize) {
+    println!("\n## The budget of an `--against` run\n");
+    println!(
+        "In-run A/A, `--against prog-work=0`, default mechanisms, {runs} runs of each budget a \
+         condition, interleaved. Verdicts are those of the kernel-loop and call-trigger \
+         mechanisms (REGRESSED / UNSURE / ok / improved, over all their comparisons); rounds \
+         are theirs, median and most.\n"
+    );
+    let budgets = [
+        ("45 s (`--budget 45`)", Some("45")),
+        ("75 s (default)", None),
+    ];
+    let mut lines = Vec::new();
+    let mut rows = Vec::new();
+    for condition in [Condition::Quiet, Condition::Hog] {
+        let load = condition.start();
+        lines.push(format!("- {}: {}", condition.label(), drift(20)));
+        let mut got = vec![([0usize; 4], 0usize, Vec::new(), Vec::new()); budgets.len()];
+        for n in 0..runs {
+            for (bi, (_, b)) in budgets.iter().enumerate() {
+                let mut args = vec!["--against", "prog-work=0"];
+                if let Some(b) = b {
+                    args.extend(["--budget", b]);
+                }
+                let keep = format!("budget-{condition:?}-{}-{}", b.unwrap_or("default"), n + 1)
+                    .to_lowercase();
+                let (doc, code, s) = run_kept(&args, Some(&keep));
+                eprintln!(
+                    "compare_power: budget {} {} exit {code} in {s:.0} s",
+                    budgets[bi].0,
+                    condition.label()
+                );
+                let report = against::compare(&doc, against::IN_RUN_THRESHOLD);
+                let (counts, all_ok, rounds, secs) = &mut got[bi];
+                for c in &report.comparisons {
+                    let Some(m) = doc.mechanism(&c.name) else {
+                        continue;
+                    };
+                    if !CONCLUSIVE_TRIGGERS.contains(&m.trigger.as_str()) {
+                        continue;
+                    }
+                    tally(counts, c.verdict);
+                    if let Some(p) = &m.pairs_ns {
+                        rounds.push(p.samples.len() as f64);
+                    }
+                }
+                *all_ok += usize::from(all_ok_on(&doc, &report, &CONCLUSIVE_TRIGGERS));
+                secs.push(s);
+            }
+        }
+        drop(load);
+        for ((what, _), (counts, all_ok, rounds, secs)) in budgets.iter().zip(got) {
+            rows.push(format!(
+                "| {} | {what} | {} | {all_ok} of {runs} | {:.0} · {:.0} | {:.0}–{:.0} |",
+                condition.label(),
+                cell(&counts),
+                median(&rounds),
+                rounds.iter().copied().fold(0.0, f64::max),
+                secs.iter().copied().fold(f64::INFINITY, f64::min),
+                secs.iter().copied().fold(0.0, f64::max),
+            ));
+        }
+    }
+    println!("{}\n", lines.join("\n"));
+    println!("| condition | budget | verdicts | runs all ok | rounds | seconds |");
+    println!("|---|---|---|---|---|---|");
+    println!("{}", rows.join("\n"));
+}
+
 /// How long the runs the issue bounds take, 3 of each, interleaved so
 /// that the machine's drift spreads over all of them.
 fn time() {
@@ -678,7 +754,7 @@ fn main() {
             ("-m", Some(list)) => mechanisms = Some(list),
             _ => {
                 eprintln!(
-                    "usage: compare_power [--runs N] [--ab-runs N] [-m LIST] [--only baseline|aa|ab|stats|objects|time] [--rejudge]  (N >= 1)"
+                    "usage: compare_power [--runs N] [--ab-runs N] [-m LIST] [--only baseline|aa|ab|stats|objects|time|budget] [--rejudge]  (N >= 1)"
                 );
                 std::process::exit(2);
             }
@@ -694,7 +770,11 @@ fn main() {
             std::process::exit(2);
         }
     }
-    let want = |section: &str| only.as_deref().is_none_or(|o| o == section);
+    // `budget` answers one question, asked once: only when named.
+    let want = |section: &str| {
+        only.as_deref()
+            .map_or(section != "budget", |o| o == section)
+    };
     let started = Instant::now();
     let uname = nix::sys::utsname::uname().unwrap();
     println!(
@@ -720,6 +800,9 @@ fn main() {
     }
     if want("time") && !rejudging() {
         time();
+    }
+    if want("budget") {
+        budget(runs);
     }
     println!(
         "\n(compare_power took {:.0} s)",

@@ -107,7 +107,8 @@ pub struct Cli {
     pub repeat: NonZeroUsize,
 
     /// Seconds of timed rounds after which no round beyond --repeat
-    /// starts; 0: exactly --repeat rounds [default: 45, 0 under emulation].
+    /// starts; 0: exactly --repeat rounds [default: 45, 75 with --against,
+    /// 0 under emulation].
     #[arg(long, value_name = "SECS", value_parser = parse_secs)]
     pub budget: Option<Duration>,
 

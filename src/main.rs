@@ -16,7 +16,7 @@ use bpf_overhead::document::{self, Document, Status};
 use bpf_overhead::gate::{self, against, Threshold};
 use bpf_overhead::measure::host::{self, Host};
 use bpf_overhead::measure::{cpulock, object, CpuPin, Options, Privileged, Variant};
-use bpf_overhead::pipeline::{self, Plan, AGAINST_RUN_TIME};
+use bpf_overhead::pipeline::{self, Plan, AGAINST_BUDGET, AGAINST_RUN_TIME};
 use bpf_overhead::side_by_side::{self, Matrix};
 use bpf_overhead::{render, Error, Mechanism};
 
@@ -193,7 +193,14 @@ fn plan(cli: &Cli, selection: &[Mechanism], against: Option<Variant>) -> Plan {
             }),
         repeats: cli.repeat,
         stats_run: !cli.no_prog_stats,
-        budget: cli.budget.unwrap_or(defaults.budget),
+        // Under emulation nothing is timed: no budget, against or not.
+        budget: cli
+            .budget
+            .unwrap_or(if against.is_some() && !defaults.budget.is_zero() {
+                AGAINST_BUDGET
+            } else {
+                defaults.budget
+            }),
         precision: threshold(cli).precision(),
         against,
         ..defaults

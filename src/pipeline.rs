@@ -39,8 +39,9 @@ mod survey;
 
 pub use assemble::document;
 pub use plan::{
-    check_privileges, estimate_secs, expand, Plan, Precision, AGAINST_RUN_TIME, DEFAULT_BUDGET,
-    DEFAULT_REPEATS, DEFAULT_RUN_TIME, EMULATED_ITERATIONS, FLOOR_OF_BASE, SURE_SHARE,
+    check_privileges, estimate_secs, expand, Plan, Precision, AGAINST_BUDGET, AGAINST_RUN_TIME,
+    DEFAULT_BUDGET, DEFAULT_REPEATS, DEFAULT_RUN_TIME, EMULATED_ITERATIONS, FLOOR_OF_BASE,
+    SURE_SHARE,
 };
 pub use schedule::{
     run, signal_name, MechanismRuns, Runs, Step, MAX_LOST, MAX_RETAKES, MAX_ROUNDS,

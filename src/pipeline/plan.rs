@@ -24,6 +24,17 @@ pub const AGAINST_RUN_TIME: Duration = Duration::from_millis(10);
 
 /// Default time budget of the timed rounds (see [`Plan::budget`]).
 pub const DEFAULT_BUDGET: Duration = Duration::from_secs(45);
+
+/// The time budget of the timed rounds with `--against`. Its rounds cost
+/// more than a plain run's (A and B each attached and detached, and a
+/// uprobe's or a tracepoint's perf event waits for RCU grace periods on
+/// detach: 0.36 s a round for uprobe-nop, 0.25 s for tp-loop), so the
+/// 7 least rounds of the default mechanisms alone took some 40 of the
+/// 45 s, and a mechanism still undecided after them got almost no more.
+/// 75 s leaves about 35 s for those, which a quiet machine does not
+/// need (the run stops once every pair decides), and keeps the run
+/// within twice a default one (docs/gate-power.md, "budget").
+pub const AGAINST_BUDGET: Duration = Duration::from_secs(75);
 /// [`DEFAULT_BUDGET`], or none under emulation, where nothing timed is
 /// read.
 fn default_budget(emulated: bool) -> Duration {
