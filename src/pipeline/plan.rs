@@ -33,7 +33,8 @@ pub const DEFAULT_BUDGET: Duration = Duration::from_secs(45);
 /// 45 s, and a mechanism still undecided after them got almost no more.
 /// 75 s leaves about 35 s for those, which a quiet machine does not
 /// need (the run stops once every pair decides), and keeps the run
-/// within twice a default one (docs/gate-power.md, "budget").
+/// within twice a default one (docs/gate-power.md, "The budget of an
+/// `--against` run").
 pub const AGAINST_BUDGET: Duration = Duration::from_secs(75);
 /// [`DEFAULT_BUDGET`], or none under emulation, where nothing timed is
 /// read.
