@@ -15,7 +15,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use bpf_overhead::document::{self, Document, Status};
 use bpf_overhead::gate::{self, against, Threshold};
 use bpf_overhead::measure::host::{self, Host};
-use bpf_overhead::measure::{cpulock, object, CpuPin, Options, Privileged, Variant};
+use bpf_overhead::measure::{allowed_cpus, cpulock, object, CpuPin, Options, Privileged, Variant};
 use bpf_overhead::pipeline::{self, Plan, AGAINST_BUDGET, AGAINST_RUN_TIME};
 use bpf_overhead::side_by_side::{self, Matrix};
 use bpf_overhead::{render, Error, Mechanism};
@@ -156,8 +156,10 @@ fn run(cli: &Cli) -> Result<ExitCode, Failure> {
 
 /// Each producer needs a CPU of its own, among those this process may use.
 fn check_producers(cli: &Cli) -> Result<(), Failure> {
-    let usable = CpuPin::new(cli.cpu)
-        .map(|pin| pin.allowed.len())
+    // Counted, not pinned: pinning without --cpu says where it pinned,
+    // a line that bad input further on would come after.
+    let usable = allowed_cpus()
+        .map(|cpus| cpus.len())
         .map_err(|e| Failure::Input(e.to_string()))?;
     if cli.producers.get() > usable {
         return Err(Failure::Input(format!(

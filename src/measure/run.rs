@@ -168,14 +168,35 @@ pub struct CpuPin {
     pub allowed: Vec<usize>,
 }
 
+/// Says, once per process, that a measurement without `--cpu` pins to
+/// `cpu` because CPU 0 is not allowed. Only where timed rounds start, not
+/// at every pin: a listing or a bad input's one line stays one line.
+pub fn note_default_cpu(asked: Option<usize>, cpu: usize) {
+    static SAID: Once = Once::new();
+    if asked.is_none() && cpu != 0 {
+        SAID.call_once(|| log::warn!("CPU 0 is not in the allowed set: pinning to CPU {cpu}"));
+    }
+}
+
+/// The calling thread's affinity, and the CPUs in it.
+fn affinity() -> Result<(CpuSet, Vec<usize>)> {
+    let set = sched_getaffinity(Pid::from_raw(0))
+        .map_err(|e| Error::environment(format!("sched_getaffinity failed: {e}")))?;
+    let cpus = (0..CpuSet::count())
+        .filter(|&c| set.is_set(c).unwrap_or(false))
+        .collect();
+    Ok((set, cpus))
+}
+
+/// The CPUs the calling thread may run on, without pinning it.
+pub fn allowed_cpus() -> Result<Vec<usize>> {
+    affinity().map(|(_, cpus)| cpus)
+}
+
 impl CpuPin {
     pub fn new(cpu: Option<usize>) -> Result<Self> {
         let me = Pid::from_raw(0);
-        let saved = sched_getaffinity(me)
-            .map_err(|e| Error::environment(format!("sched_getaffinity failed: {e}")))?;
-        let allowed: Vec<usize> = (0..CpuSet::count())
-            .filter(|&c| saved.is_set(c).unwrap_or(false))
-            .collect();
+        let (saved, allowed) = affinity()?;
         let cpu = match cpu {
             Some(c) => {
                 check_cpu_online(c)?;
@@ -188,17 +209,9 @@ impl CpuPin {
                 c
             }
             None if allowed.contains(&0) => 0,
-            None => {
-                let first = *allowed
-                    .first()
-                    .ok_or_else(|| Error::environment("this thread may run on no CPU"))?;
-                // Once per process, not once per run.
-                static SAID: Once = Once::new();
-                SAID.call_once(|| {
-                    log::warn!("CPU 0 is not in the allowed set: pinning to CPU {first}");
-                });
-                first
-            }
+            None => *allowed
+                .first()
+                .ok_or_else(|| Error::environment("this thread may run on no CPU"))?,
         };
         let mut one = CpuSet::new();
         one.set(cpu)

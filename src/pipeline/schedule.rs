@@ -9,7 +9,7 @@ mod ab;
 use super::plan::{Plan, FLOOR_OF_BASE, SURE_SHARE};
 use crate::document::Status;
 use crate::measure::keeper::Keeper;
-use crate::measure::{context, cpulock, CpuPin};
+use crate::measure::{context, cpulock, note_default_cpu, CpuPin};
 use crate::measure::{
     measure, on_measuring_thread, Error, Mechanism, Options, Privileged, Result, Sample, Support,
 };
@@ -227,6 +227,9 @@ fn run_here(plan: &Plan, privileged: &Privileged, mut progress: impl FnMut(&Step
     }
     // The CPU never idles between runs (see keeper.rs).
     let cpu = CpuPin::new(plan.options.cpu).map(|pin| pin.cpu);
+    if let Ok(&cpu) = cpu.as_ref() {
+        note_default_cpu(plan.options.cpu, cpu);
+    }
     let _keeper = cpu.as_ref().ok().map(|&cpu| Keeper::start(cpu));
     let context_before = context::snapshot(*cpu.as_ref().unwrap_or(&0));
 
