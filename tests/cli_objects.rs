@@ -356,6 +356,8 @@ fn against(a: &str, b: &str, extra: &[&str]) -> cli::Output {
             "5000",
             "--repeat",
             "7",
+            "--budget",
+            "0",
         ],
         extra,
     ]

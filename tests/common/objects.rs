@@ -98,6 +98,11 @@ pub fn measured(name: &str) -> Value {
 }
 
 /// A short run: enough to check what the command does, not its figures.
+/// No budget: two rounds decide nothing, and would go on for it.
 pub fn short<'a>(extra: &[&'a str]) -> Vec<&'a str> {
-    [&["--iterations", "2000", "--repeat", "2"], extra].concat()
+    [
+        &["--iterations", "2000", "--repeat", "2", "--budget", "0"],
+        extra,
+    ]
+    .concat()
 }
