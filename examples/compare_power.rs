@@ -652,6 +652,7 @@ fn budget(runs: usize) {
         ("45 s (`--budget 45`)", Some("45")),
         ("75 s (default)", None),
     ];
+    let threshold = BUDGET_THRESHOLD.parse::<f64>().unwrap() / 100.0;
     let mut lines = Vec::new();
     let mut rows = Vec::new();
     for condition in [Condition::Quiet, Condition::Hog] {
@@ -672,7 +673,6 @@ fn budget(runs: usize) {
                     budgets[bi].0,
                     condition.label()
                 );
-                let threshold = BUDGET_THRESHOLD.parse::<f64>().unwrap() / 100.0;
                 let report = against::compare(&doc, threshold);
                 let (counts, all_ok, rounds, secs) = &mut got[bi];
                 for c in &report.comparisons {
