@@ -156,8 +156,7 @@ fn run(cli: &Cli) -> Result<ExitCode, Failure> {
 
 /// Each producer needs a CPU of its own, among those this process may use.
 fn check_producers(cli: &Cli) -> Result<(), Failure> {
-    // Counted, not pinned: pinning without --cpu says where it pinned,
-    // a line that bad input further on would come after.
+    // Counted from the affinity: nothing here needs the thread pinned.
     let usable = allowed_cpus()
         .map(|cpus| cpus.len())
         .map_err(|e| Failure::Input(e.to_string()))?;
