@@ -266,7 +266,7 @@ struct VmtestCli {
     /// Default mode: skip the bpf-overhead command run after the tests
     #[arg(long = "no-bench")]
     no_bench: bool,
-    /// Default mode: build and run every test binary (debug build), not only overhead
+    /// Default mode: build and run every test binary (the dev profile), not only overhead
     /// and cleanup
     #[arg(long = "all-tests")]
     all_tests: bool,
