@@ -138,7 +138,9 @@ fn no_wait_fails_at_once_naming_the_holder() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_secs(2));
+    // A run that did not wait is measuring by now (it starts in ~10 ms),
+    // or is done.
+    std::thread::sleep(Duration::from_secs(1));
     assert!(run.try_wait().unwrap().is_none(), "it did not wait");
     assert!(
         !procs::holds_a_program(run.id()),
@@ -157,7 +159,7 @@ fn no_wait_fails_at_once_naming_the_holder() {
     let waited = doc["cpu_wait_s"]
         .as_f64()
         .expect("cpu_wait_s in the result");
-    assert!((1.5..60.0).contains(&waited), "cpu_wait_s {waited}");
+    assert!((0.75..60.0).contains(&waited), "cpu_wait_s {waited}");
 
     // A run that did not wait says 0.
     let out = Command::new(BIN)
