@@ -61,6 +61,7 @@ macro_rules! every_kind {
 }
 pub(crate) use every_kind;
 
+use super::test_run::ProgType;
 use Kind::*;
 
 /// Everything a [`Kind`] decides, in one place (as bench_trigger.c keeps a
@@ -291,7 +292,7 @@ impl Kind {
                 probe: Probe::Nothing,
                 access: Access::Load,
                 attach: Attach::Nothing,
-                sections: &["xdp", "tc", "socket", "flow_dissector", "syscall"],
+                sections: &ProgType::PLAIN_SECTIONS,
             },
         }
     }

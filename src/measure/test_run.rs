@@ -72,6 +72,18 @@ impl ProgType {
         }
     }
 
+    /// Each type's plain section (the first of its [`sections`](Self::sections)),
+    /// as the test-run kind's own programs are written.
+    pub const PLAIN_SECTIONS: [&'static str; ProgType::ALL.len()] = {
+        let mut plain = [""; ProgType::ALL.len()];
+        let mut i = 0;
+        while i < plain.len() {
+            plain[i] = ProgType::ALL[i].sections()[0];
+            i += 1;
+        }
+        plain
+    };
+
     /// The type whose programs have `section`.
     pub fn of_section(section: &str) -> Option<ProgType> {
         Self::ALL
