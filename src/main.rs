@@ -16,7 +16,7 @@ use bpf_overhead::document::{self, Document, Status};
 use bpf_overhead::gate::{self, against, Threshold};
 use bpf_overhead::measure::host::{self, Host};
 use bpf_overhead::measure::{allowed_cpus, cpulock, object, CpuPin, Options, Privileged, Variant};
-use bpf_overhead::pipeline::{self, Plan, AGAINST_BUDGET, AGAINST_RUN_TIME};
+use bpf_overhead::pipeline::{self, Plan};
 use bpf_overhead::side_by_side::{self, Matrix};
 use bpf_overhead::{render, Error, Mechanism};
 
@@ -172,6 +172,10 @@ fn check_producers(cli: &Cli) -> Result<(), Failure> {
 /// The run the command line asks for.
 fn plan(cli: &Cli, selection: &[Mechanism], against: Option<Variant>) -> Plan {
     let defaults = Plan::new(selection, host::emulated());
+    let defaults = match against {
+        Some(variant) => defaults.against(variant),
+        None => defaults,
+    };
     Plan {
         options: Options {
             iterations: cli.iterations.unwrap_or(defaults.options.iterations),
@@ -182,28 +186,11 @@ fn plan(cli: &Cli, selection: &[Mechanism], against: Option<Variant>) -> Plan {
             producers: cli.producers,
         },
         // A count asked for is a count: no sizing to a run time.
-        run_time: defaults
-            .run_time
-            .filter(|_| cli.iterations.is_none())
-            .map(|t| {
-                if against.is_some() {
-                    AGAINST_RUN_TIME
-                } else {
-                    t
-                }
-            }),
+        run_time: defaults.run_time.filter(|_| cli.iterations.is_none()),
         repeats: cli.repeat,
         stats_run: !cli.no_prog_stats,
-        // Under emulation nothing is timed: no budget, against or not.
-        budget: cli
-            .budget
-            .unwrap_or(if against.is_some() && !defaults.budget.is_zero() {
-                AGAINST_BUDGET
-            } else {
-                defaults.budget
-            }),
+        budget: cli.budget.unwrap_or(defaults.budget),
         precision: threshold(cli).precision(),
-        against,
         ..defaults
     }
 }

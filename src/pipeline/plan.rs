@@ -177,6 +177,24 @@ impl Plan {
         }
     }
 
+    /// This plan as an in-run comparison against `variant` (`--against`):
+    /// its timed runs sized to [`AGAINST_RUN_TIME`] and its rounds given
+    /// [`AGAINST_BUDGET`], neither under emulation, where nothing timed is
+    /// read.
+    pub fn against(self, variant: Variant) -> Self {
+        let emulated = self.emulated.is_some();
+        Self {
+            run_time: (!emulated).then_some(AGAINST_RUN_TIME),
+            budget: if emulated {
+                Duration::ZERO
+            } else {
+                AGAINST_BUDGET
+            },
+            against: Some(variant),
+            ..self
+        }
+    }
+
     /// The selftest's plan: test_overhead's 100000 events, one timed round
     /// (the mechanism between two base runs), no warm-up, no stats run.
     /// Under emulation, [`EMULATED_ITERATIONS`]: there the run proves that
@@ -347,6 +365,19 @@ mod tests {
         let selftest = |emulated| Plan::selftest(m("raw_tp"), emulated).options.iterations;
         assert_eq!(selftest(None), DEFAULT_ITERATIONS);
         assert_eq!(selftest(Some("tcg".into())), EMULATED_ITERATIONS);
+    }
+
+    /// `--against` has its own run time and budget, and under emulation
+    /// none either.
+    #[test]
+    fn an_in_run_comparison_has_its_own_run_time_and_budget() {
+        let real = Plan::new(&[], None).against(Variant::BpfStats);
+        assert_eq!(real.against, Some(Variant::BpfStats));
+        assert_eq!(real.run_time, Some(AGAINST_RUN_TIME));
+        assert_eq!(real.budget, AGAINST_BUDGET);
+        let emulated = Plan::new(&[], Some("tcg".into())).against(Variant::BpfStats);
+        assert_eq!(emulated.run_time, None);
+        assert_eq!(emulated.budget, Duration::ZERO);
     }
 
     #[test]
