@@ -49,13 +49,18 @@ fn heading(doc: &Document) -> Vec<String> {
         ));
     }
     if let Some(signal) = &doc.interrupted {
-        let rounds = doc
-            .mechanisms
-            .iter()
-            .filter_map(|m| m.k_events_per_sec.as_ref())
-            .map(|k| k.samples.len())
-            .max()
-            .unwrap_or(0);
+        // A round's count is its mechanisms': a base runs around each of
+        // its mechanisms, so it has more runs than there were rounds (a
+        // plan of bases alone: one a round).
+        let runs = |bases: bool| {
+            doc.mechanisms
+                .iter()
+                .filter(|m| m.is_base() == bases)
+                .filter_map(|m| m.k_events_per_sec.as_ref())
+                .map(|k| k.samples.len())
+                .max()
+        };
+        let rounds = runs(false).or_else(|| runs(true)).unwrap_or(0);
         lines.push(format!(
             "INTERRUPTED ({signal}): incomplete, {rounds} of {} rounds ran",
             doc.repeats
@@ -586,6 +591,10 @@ mod tests {
         let mut doc = document();
         doc.interrupted = Some("SIGINT".into());
         doc.repeats = 5;
+        // A base's runs bracket each of its mechanisms: more than rounds.
+        let base = doc.mechanisms.iter_mut().find(|m| m.is_base()).unwrap();
+        let k = base.k_events_per_sec.as_mut().unwrap();
+        k.samples = [k.samples.clone(), k.samples.clone(), k.samples.clone()].concat();
         let text = table(&doc);
         assert!(
             text.lines()
