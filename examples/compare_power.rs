@@ -559,7 +559,7 @@ fn objects(runs: usize) {
     println!("|---|---|---|---|---|---|---|---|---|");
     let mut lines = Vec::new();
     for (label, b) in [
-        ("a slower build (`syscalls_slow`)", "syscalls_slow"),
+        ("a slower build (`syscalls_plus64`)", "syscalls_plus64"),
         ("the same build", "syscalls"),
     ] {
         let variant = format!("object={dir}/{b}.bpf.o");

@@ -22,55 +22,31 @@ fn args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
         .collect()
 }
 
-/// How many times a gate test may try: when the machine is busy enough
-/// that a run's own noise covers the difference under test, the gate says
-/// UNSURE rather than pass or fail (by design), and a fresh pair of runs
-/// is the answer. A gate that never gives the expected verdict still fails.
-const GATE_ATTEMPTS: usize = 3;
-
-/// How much cheaper per event the doctored baseline claims the mechanism
-/// was, in ns: 1 µs, far beyond what a busy machine moves raw_tp's ~20 ns
-/// between rounds (seen: ±150 ns with both CPUs compiling), so these tests
-/// exercise the gate's plumbing, not the machine's noise (scripts/gate-power
-/// measures that). Under an emulator (scripts/vmtest with TCG sets
-/// BPF_OVERHEAD_EMULATED) syscalls are 5x slower and noisier: 10 µs.
-fn cheaper_by_ns() -> f64 {
-    match std::env::var(EMULATED_ENV) {
-        Ok(v) if !v.is_empty() && v != "0" => 10_000.0,
-        _ => 1_000.0,
-    }
+/// Saves a run of `GATE_RUN`, lets `doctor` edit it, and gates a run of
+/// `GATE_RUN` and `extra` against it, once: a verdict these tests expect
+/// must hold on any host (see [`HEAVIER`]), not on one try in several.
+/// Returns the baseline as gated against and the gate's run.
+fn gate(name: &str, extra: &[&str], doctor: impl Fn(&mut Value)) -> (Value, Output) {
+    let saved = TempFile::new(name);
+    let out = run_ok(&args(&["--format", "json", "--save", saved.path()]));
+    assert_eq!(
+        fs::read_to_string(&saved.0).unwrap(),
+        out.stdout,
+        "--save writes what --format json prints"
+    );
+    let mut doc: Value = serde_json::from_str(&out.stdout).unwrap();
+    doctor(&mut doc);
+    fs::write(&saved.0, doc.to_string()).unwrap();
+    let out = run(&args(&[&["--baseline", saved.path()], extra].concat()));
+    (doc, out)
 }
 
-/// Saves a result, lets `doctor` edit it, gates a new run against it; up
-/// to GATE_ATTEMPTS times until `expected` says the gate answered as
-/// expected. Returns the baseline's text and the last gate run.
-fn gate_attempts(
-    name: &str,
-    extra: &[&str],
-    doctor: impl Fn(&mut Value),
-    expected: impl Fn(&Output) -> bool,
-) -> (Value, Output) {
-    let saved = TempFile::new(name);
-    for attempt in 1..=GATE_ATTEMPTS {
-        let out = run_ok(&args(&["--format", "json", "--save", saved.path()]));
-        assert_eq!(
-            fs::read_to_string(&saved.0).unwrap(),
-            out.stdout,
-            "--save writes what --format json prints"
-        );
-        let mut doc: Value = serde_json::from_str(&out.stdout).unwrap();
-        doctor(&mut doc);
-        fs::write(&saved.0, doc.to_string()).unwrap();
-        let out = run(&args(&[&["--baseline", saved.path()], extra].concat()));
-        if expected(&out) || attempt == GATE_ATTEMPTS {
-            return (doc, out);
-        }
-        println!(
-            "attempt {attempt}: the gate said, on a noisy machine:\n{}",
-            out.stdout
-        );
-    }
-    unreachable!()
+/// The gate does not judge a run whose measuring CPU went to other work
+/// (`gate::MAX_DISTURBANCE_PCT`): it says UNSURE, naming the run, and
+/// that is the verdict to expect whatever the figures. Whether a run was
+/// disturbed is in its result, so a test knows which answer is right.
+fn disturbed(out: &Output) -> bool {
+    out.stdout.contains(" was disturbed: ") || out.stderr.contains(" was disturbed: ")
 }
 
 #[test]
@@ -78,7 +54,7 @@ fn gate_attempts(
 fn gate_passes_against_its_own_saved_result() {
     // On a machine busy enough, two runs cannot see a change of the
     // threshold, and the gate says so (exit 3); it never fails them.
-    let (_, out) = gate_attempts("own.json", &[], |_| {}, |out| out.code == 0);
+    let (_, out) = gate("own.json", &[], |_| {});
     assert!(
         out.code == 0 && out.stdout.contains("gate: PASSED (1 mechanisms compared")
             || out.code == 3 && out.stdout.contains("gate: INCONCLUSIVE"),
@@ -114,12 +90,7 @@ fn noisy(doc: &mut Value, name: &str) {
 #[test]
 #[serial]
 fn gate_cannot_see_through_a_noisy_baseline_and_says_so() {
-    let (_, out) = gate_attempts(
-        "noisy.json",
-        &[],
-        |doc| noisy(doc, "raw_tp"),
-        |out| out.code == 3,
-    );
+    let (_, out) = gate("noisy.json", &[], |doc| noisy(doc, "raw_tp"));
     assert_eq!(out.code, 3, "{}{}", out.stdout, out.stderr);
     assert!(out.stdout.contains("  UNSURE    raw_tp"), "{}", out.stdout);
     assert!(
@@ -132,80 +103,78 @@ fn gate_cannot_see_through_a_noisy_baseline_and_says_so() {
     );
 }
 
-/// The saved result with `name`'s overhead over base lowered by
-/// [`cheaper_by_ns`] in every round and statistic (the spread kept): as if
-/// the mechanism had been cheaper.
-fn cheaper(doc: &mut Value, name: &str) {
-    let by = cheaper_by_ns();
-    let m = mechanism(doc, name);
-    // The same in speed-reference steps, what the gate compares.
-    let speed = m["speed_ns"]["median"].as_f64().unwrap();
-    for (field, by) in [("overhead_ns", by), ("overhead_steps", by / speed)] {
-        let overhead = m[field].as_object_mut().unwrap();
-        for (key, value) in overhead.iter_mut() {
-            match key.as_str() {
-                "samples" => {
-                    for v in value.as_array_mut().unwrap() {
-                        *v = (v.as_f64().unwrap() - by).into();
-                    }
-                }
-                "stddev" => {}
-                _ => *value = (value.as_f64().unwrap() - by).into(),
-            }
-        }
+/// What the gated run adds to its programs: 10000 steps of work a hit,
+/// +3100 ns over raw_tp's own ~+110 ns (a 2-vCPU AMD EPYC VM; `--against
+/// prog-work=10000` measured +2750%, `sees` ±119%, with both CPUs
+/// compiling), against the gate's ±100% allowance for drift between runs
+/// and its 15% threshold: a regression no host of this kind can hide, so
+/// these tests exercise the gate's plumbing, not the machine's noise
+/// (examples/gate_power measures that).
+const HEAVIER: [&str; 2] = ["--prog-work", "10000"];
+
+/// The answer of a run that regressed from its baseline: exit 1 and
+/// REGRESSED (then `regressed` checks the rest), unless a run says it was
+/// disturbed, where the gate does not judge (exit 3, UNSURE).
+#[track_caller]
+fn assert_regressed(out: &Output, regressed: impl Fn(&Output)) {
+    if disturbed(out) {
+        println!(
+            "the gate did not judge a disturbed run, as it must not:\n{}",
+            out.stdout
+        );
+        assert_eq!(out.code, 3, "{}{}", out.stdout, out.stderr);
+        assert!(!out.stdout.contains("REGRESSED"), "{}", out.stdout);
+    } else {
+        assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+        regressed(out);
     }
 }
 
 #[test]
 #[serial]
-fn gate_fails_against_a_better_baseline_naming_the_mechanism() {
-    let regressed = |out: &Output| out.code == 1 && out.stdout.contains("REGRESSED raw_tp");
-    let (doc, out) = gate_attempts(
-        "doctored.json",
-        &[],
-        |doc| cheaper(doc, "raw_tp"),
-        regressed,
-    );
-    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
-    assert!(
-        out.stdout
-            .contains("gate: FAILED: 1 of 1 mechanisms regressed: raw_tp"),
-        "{}",
-        out.stdout
-    );
-    let line = out
-        .stdout
-        .lines()
-        .find(|l| l.trim_start().starts_with("REGRESSED"))
-        .expect("a REGRESSED line");
-    assert!(line.contains("raw_tp"), "{line}");
-    // Old (doctored) and new figures both named.
-    let doctored = doc["mechanisms"][1]["overhead_ns"]["median"]
-        .as_f64()
-        .unwrap();
-    assert!(
-        line.contains(&format!("overhead over base {doctored:+.1} -> ")),
-        "{line}"
-    );
+fn gate_fails_against_a_cheaper_baseline_naming_the_mechanism() {
+    let (doc, out) = gate("cheaper.json", &HEAVIER, |_| {});
+    assert_regressed(&out, |out| {
+        assert!(
+            out.stdout
+                .contains("gate: FAILED: 1 of 1 mechanisms regressed: raw_tp"),
+            "{}",
+            out.stdout
+        );
+        let line = out
+            .stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with("REGRESSED"))
+            .expect("a REGRESSED line");
+        assert!(line.contains("raw_tp"), "{line}");
+        // Old and new figures both named.
+        let old = doc["mechanisms"][1]["overhead_ns"]["median"]
+            .as_f64()
+            .unwrap();
+        assert!(
+            line.contains(&format!("overhead over base {old:+.1} -> ")),
+            "{line}"
+        );
+    });
 }
 
 #[test]
 #[serial]
 fn gate_regression_is_a_failed_ktap_test() {
-    let (_, out) = gate_attempts(
-        "doctored-ktap.json",
-        &["--format", "ktap"],
-        |doc| cheaper(doc, "raw_tp"),
-        |out| out.code == 1,
+    let (_, out) = gate(
+        "cheaper-ktap.json",
+        &[&HEAVIER[..], &["--format", "ktap"]].concat(),
+        |_| {},
     );
-    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
-    assert!(out.stdout.contains("\nnot ok 2 raw_tp\n"), "{}", out.stdout);
-    assert!(out.stdout.contains("\nok 1 base\n"), "{}", out.stdout);
-    // The report goes to stderr: stdout stays KTAP.
-    assert!(
-        out.stderr
-            .contains("gate: FAILED: 1 of 1 mechanisms regressed: raw_tp"),
-        "{}",
-        out.stderr
-    );
+    assert_regressed(&out, |out| {
+        assert!(out.stdout.contains("\nnot ok 2 raw_tp\n"), "{}", out.stdout);
+        assert!(out.stdout.contains("\nok 1 base\n"), "{}", out.stdout);
+        // The report goes to stderr: stdout stays KTAP.
+        assert!(
+            out.stderr
+                .contains("gate: FAILED: 1 of 1 mechanisms regressed: raw_tp"),
+            "{}",
+            out.stderr
+        );
+    });
 }

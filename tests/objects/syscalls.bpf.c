@@ -2,9 +2,10 @@
 /*
  * A user's object as `--object` takes it: programs on syscall tracepoints,
  * attached by their section as libbpf's auto-attach does, each reached by
- * one of the command's syscall triggers. Built twice by build.rs: as is,
- * and with -DEXTRA_WORK=N (syscalls_slow.bpf.o), the "slower build" that
- * `--against object=` must call REGRESSED; and with -DV2
+ * one of the command's syscall triggers. Built by build.rs as is, and
+ * with -DEXTRA_WORK=N: 4000 (syscalls_slow.bpf.o), the "slower build" that
+ * `--against object=` must call REGRESSED, and 64 (syscalls_plus64.bpf.o),
+ * a slowdown by a fraction for examples/compare_power; and with -DV2
  * (syscalls_v2.bpf.o), a next version that dropped exit_getppid and
  * added enter_read: what `--against object=` lists and does not compare.
  */
