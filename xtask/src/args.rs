@@ -172,6 +172,9 @@ enum Task {
     /// programs static, for kernel CI (docs/kernel-ci.md)
     #[command(after_help = KSELFTEST_AFTER)]
     Kselftest(KselftestArgs),
+    /// Hunt flaky tests: the README's test command N times alone, beside a CPU hog
+    /// and beside disk writes; how often each test failed
+    Flakes(FlakesArgs),
 }
 
 const KSELFTEST_AFTER: &str = "\
@@ -296,6 +299,46 @@ struct VmtestCli {
     sessions: u32,
 }
 
+/// What runs beside the test command in `cargo xtask flakes`.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Condition {
+    /// Nothing.
+    Quiet,
+    /// A busy loop pinned to another CPU than the measuring one.
+    Hog,
+    /// 20 MB written to a file, then sync(2), in a loop.
+    Disk,
+}
+
+impl Condition {
+    pub fn name(self) -> &'static str {
+        match self {
+            Condition::Quiet => "quiet",
+            Condition::Hog => "hog",
+            Condition::Disk => "disk",
+        }
+    }
+}
+
+/// `cargo xtask flakes`'s options.
+#[derive(clap::Args, Debug, Clone)]
+pub struct FlakesArgs {
+    /// Runs of the test command under each condition
+    #[arg(long, value_name = "N", default_value_t = 10, value_parser = positive_usize)]
+    pub runs: usize,
+    /// The conditions, in order (comma-separated)
+    #[arg(
+        long,
+        value_name = "CONDITION",
+        value_delimiter = ',',
+        default_value = "quiet,hog,disk"
+    )]
+    pub under: Vec<Condition>,
+    /// Where each run's output goes (default: target/flakes)
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<std::path::PathBuf>,
+}
+
 /// `cargo xtask ci`'s options.
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct CiArgs {
@@ -410,6 +453,7 @@ pub enum Parsed {
     Vmtest(Box<Args>),
     Ci(CiArgs),
     Kselftest(KselftestArgs),
+    Flakes(FlakesArgs),
 }
 
 /// Parses xtask's arguments (without the program name). `env_accel`:
@@ -417,8 +461,8 @@ pub enum Parsed {
 pub fn parse(argv: &[String], env_accel: Option<&str>) -> Result<Parsed> {
     if let Some(t) = argv.first().filter(|t| !t.starts_with('-')) {
         ensure!(
-            ["vmtest", "ci", "kselftest"].contains(&t.as_str()),
-            "unknown task '{t}'; tasks: vmtest, ci, kselftest (cargo xtask --help)"
+            ["vmtest", "ci", "kselftest", "flakes"].contains(&t.as_str()),
+            "unknown task '{t}'; tasks: vmtest, ci, kselftest, flakes (cargo xtask --help)"
         );
     }
     let cli = match Cli::try_parse_from(std::iter::once("xtask").chain(argv.iter().map(|s| &**s))) {
@@ -440,6 +484,7 @@ pub fn parse(argv: &[String], env_accel: Option<&str>) -> Result<Parsed> {
         }
         Task::Ci(c) => Ok(Parsed::Ci(c)),
         Task::Kselftest(k) => Ok(Parsed::Kselftest(k)),
+        Task::Flakes(f) => Ok(Parsed::Flakes(f)),
     }
 }
 
@@ -613,7 +658,7 @@ mod tests {
         Ok(match parse_task(&argv)? {
             Parsed::Vmtest(a) => Some(*a),
             Parsed::Help(_) => None,
-            Parsed::Ci(_) | Parsed::Kselftest(_) => unreachable!(),
+            Parsed::Ci(_) | Parsed::Kselftest(_) | Parsed::Flakes(_) => unreachable!(),
         })
     }
 

@@ -6,6 +6,8 @@
 //! - `ci`: what .ci/run runs: lint, host tests, every CI kernel in a VM, the report.
 //! - `kselftest --out DIR`: the suite as a kselftest collection, its install
 //!   layout and tarball, the programs static (docs/kernel-ci.md).
+//! - `flakes`: the README's test command N times alone, beside a CPU hog and
+//!   beside disk writes, and how often each test failed (docs/suite.md).
 //!
 //! Three layers, each importing only from those under it (the tests below
 //! check it):
@@ -20,6 +22,7 @@
 // The tasks.
 mod ci;
 mod duet;
+mod flakes;
 mod kselftest;
 mod vmtest;
 
@@ -59,11 +62,11 @@ use std::process::ExitCode;
 use args::Parsed;
 
 /// The tasks, each its module's name.
-const TASKS: &[&str] = &["vmtest", "ci", "kselftest"];
+const TASKS: &[&str] = &["vmtest", "ci", "kselftest", "flakes"];
 /// The modules of the tasks: each task's, and `duet`, vmtest's with
 /// `--against`.
 #[cfg(test)]
-const TASK_MODULES: &[&str] = &["vmtest", "duet", "ci", "kselftest"];
+const TASK_MODULES: &[&str] = &["vmtest", "duet", "ci", "kselftest", "flakes"];
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
@@ -77,6 +80,7 @@ fn main() -> ExitCode {
         Ok(Parsed::Vmtest(a)) => vmtest::main(*a),
         Ok(Parsed::Ci(c)) => ci::main(c),
         Ok(Parsed::Kselftest(k)) => kselftest::main(k),
+        Ok(Parsed::Flakes(f)) => flakes::main(f),
         Err(e) => {
             let task = argv
                 .first()

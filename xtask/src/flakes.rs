@@ -1,0 +1,420 @@
+//! `cargo xtask flakes`: hunts flaky tests. Runs the README's test command
+//! (`cargo sudo-test -- --nocapture`, with `--no-fail-fast` so that one
+//! failure does not hide the others) N times under each condition: alone,
+//! beside a CPU hog on another CPU than the measuring one, and beside a loop
+//! of 20 MB writes each followed by `sync`. Prints, per test that failed at
+//! least once, how often it failed under each condition, and each run's
+//! test time (the sum of the test binaries' `finished in`). Every run's
+//! output is kept in the output directory, so a failure can be read whole.
+//! Exit 0 when no test failed, 1 when one did.
+
+use std::collections::BTreeMap;
+use std::fs::{self, File};
+use std::io::Write;
+use std::path::Path;
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+
+use crate::args::{Condition, FlakesArgs};
+use crate::util::{cargo, repo_root};
+
+/// What one run of the test command said.
+#[derive(Debug, Default, PartialEq)]
+pub struct Outcome {
+    /// `binary::test` of every test that failed.
+    pub failed: Vec<String>,
+    /// Test binaries that ended without a `test result:` line (a crash, a
+    /// build failure): each counts as a failure of the binary itself.
+    pub broken: Vec<String>,
+    /// Tests that passed, over every binary.
+    pub passed: usize,
+    /// Sum of the binaries' `finished in`, seconds.
+    pub test_secs: f64,
+}
+
+/// Reads cargo test's output. A binary's block starts at cargo's
+/// `Running <path> (<exe>)` (`Doc-tests` too); libtest ends it with
+/// `test result: ...`, and lists its failed tests, with or without
+/// `--nocapture`, under a `failures:` line, four spaces in.
+pub fn parse(output: &str) -> Outcome {
+    let mut out = Outcome::default();
+    let mut binary: Option<String> = None;
+    let mut in_failures = false;
+    for line in output.lines() {
+        let trimmed = line.trim_start();
+        if let Some(rest) = trimmed
+            .strip_prefix("Running ")
+            .or_else(|| trimmed.strip_prefix("Doc-tests "))
+        {
+            if let Some(b) = binary.take() {
+                out.broken.push(b);
+            }
+            let name = rest.split_whitespace().next().unwrap_or(rest);
+            binary = Some(binary_name(name));
+            in_failures = false;
+        } else if trimmed == "failures:" {
+            in_failures = true;
+        } else if in_failures && line.starts_with("    ") && !trimmed.is_empty() {
+            let test = trimmed.to_string();
+            let b = binary.as_deref().unwrap_or("?");
+            let name = format!("{b}::{test}");
+            if !out.failed.contains(&name) {
+                out.failed.push(name);
+            }
+        } else if let Some(result) = trimmed.strip_prefix("test result: ") {
+            in_failures = false;
+            binary = None;
+            out.passed += count(result, " passed");
+            if let Some(secs) = result
+                .rsplit_once("finished in ")
+                .and_then(|(_, s)| s.trim_end_matches('s').parse::<f64>().ok())
+            {
+                out.test_secs += secs;
+            }
+        }
+    }
+    if let Some(b) = binary {
+        out.broken.push(b);
+    }
+    out
+}
+
+/// `tests/cli_gate.rs` -> `cli_gate`; `src/lib.rs`, `src/main.rs`, a doc
+/// test's crate name as they are.
+fn binary_name(path: &str) -> String {
+    match path.strip_prefix("tests/") {
+        Some(t) => t.trim_end_matches(".rs").to_string(),
+        None => path.trim_end_matches(".rs").to_string(),
+    }
+}
+
+/// The number before `what` in libtest's summary (`3 passed; 0 failed`).
+fn count(result: &str, what: &str) -> usize {
+    result
+        .split(';')
+        .find_map(|part| part.trim().strip_suffix(what.trim()))
+        .and_then(|n| n.trim().rsplit(' ').next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// A disturbance beside the runs, stopped (and its files removed) when
+/// dropped.
+struct Load {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Load {
+    fn start(condition: Condition, dir: &Path) -> Result<Option<Load>> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = match condition {
+            Condition::Quiet => return Ok(None),
+            Condition::Hog => {
+                let cpu = other_cpu()?;
+                std::thread::spawn(move || {
+                    pin(cpu);
+                    let mut x = 0u64;
+                    while !flag.load(Ordering::Relaxed) {
+                        for _ in 0..1_000_000 {
+                            x = std::hint::black_box(
+                                x.wrapping_mul(6364136223846793005).wrapping_add(1),
+                            );
+                        }
+                    }
+                })
+            }
+            Condition::Disk => {
+                let file = dir.join("disk-load.bin");
+                let block = vec![0x5au8; 1 << 20];
+                std::thread::spawn(move || {
+                    while !flag.load(Ordering::Relaxed) {
+                        if let Ok(mut f) = File::create(&file) {
+                            for _ in 0..20 {
+                                let _ = f.write_all(&block);
+                            }
+                        }
+                        // SAFETY: sync(2) takes no arguments and cannot fail.
+                        unsafe { libc::sync() };
+                        let _ = fs::remove_file(&file);
+                    }
+                })
+            }
+        };
+        Ok(Some(Load {
+            stop,
+            thread: Some(thread),
+        }))
+    }
+}
+
+impl Drop for Load {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The CPU the hog takes: the last this process may use, which is not the
+/// suite's measuring CPU (the first it may use) when there are two.
+fn other_cpu() -> Result<usize> {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_getaffinity
+    // writes at most its size.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set) };
+    if rc != 0 {
+        bail!("sched_getaffinity: {}", std::io::Error::last_os_error());
+    }
+    let allowed: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .collect();
+    allowed.last().copied().context("no CPU allowed")
+}
+
+fn pin(cpu: usize) {
+    // SAFETY: as in other_cpu; the set names one CPU.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set);
+    }
+}
+
+/// The README's test command, with --no-fail-fast.
+fn test_command() -> Command {
+    let mut c = cargo();
+    c.current_dir(repo_root())
+        .args(["sudo-test", "--no-fail-fast", "--", "--nocapture"]);
+    c
+}
+
+pub fn main(a: FlakesArgs) -> i32 {
+    match hunt(&a) {
+        Ok(true) => 0,
+        Ok(false) => 1,
+        Err(e) => {
+            eprintln!("flakes: {e:#}");
+            2
+        }
+    }
+}
+
+fn hunt(a: &FlakesArgs) -> Result<bool> {
+    let dir = a
+        .out
+        .clone()
+        .unwrap_or_else(|| repo_root().join("target/flakes"));
+    fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    // Build first, so that no run's time or load includes the build.
+    let built = cargo()
+        .current_dir(repo_root())
+        .args(["test", "--no-run", "--quiet"])
+        .status()
+        .context("running cargo test --no-run")?;
+    if !built.success() {
+        bail!("the suite does not build: see cargo's output above");
+    }
+    let mut fails: BTreeMap<String, BTreeMap<Condition, usize>> = BTreeMap::new();
+    let mut runs: Vec<(Condition, usize, Outcome, f64)> = Vec::new();
+    for &condition in &a.under {
+        let load = Load::start(condition, &dir)?;
+        for n in 1..=a.runs {
+            let started = Instant::now();
+            let output = test_command()
+                .output()
+                .context("running the test command")?;
+            let wall = started.elapsed().as_secs_f64();
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            );
+            let log = dir.join(format!("{}-{n}.log", condition.name()));
+            fs::write(&log, &text).with_context(|| format!("writing {}", log.display()))?;
+            let o = parse(&text);
+            let bad: Vec<&String> = o.failed.iter().chain(&o.broken).collect();
+            println!(
+                "flakes: {} run {n}/{}: {} passed, {} failed, test time {:.1} s, wall {:.0} s{}",
+                condition.name(),
+                a.runs,
+                o.passed,
+                bad.len(),
+                o.test_secs,
+                wall,
+                if bad.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        ": {} ({})",
+                        bad.iter()
+                            .map(|s| s.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        log.display()
+                    )
+                }
+            );
+            if bad.is_empty() && !output.status.success() {
+                println!(
+                    "flakes: the command failed with no failed test: see {}",
+                    log.display()
+                );
+                *fails
+                    .entry("(the command)".into())
+                    .or_default()
+                    .entry(condition)
+                    .or_default() += 1;
+            }
+            for name in bad {
+                *fails
+                    .entry(name.clone())
+                    .or_default()
+                    .entry(condition)
+                    .or_default() += 1;
+            }
+            runs.push((condition, n, o, wall));
+        }
+        drop(load);
+    }
+    print!("{}", summary(a, &fails, &runs));
+    Ok(fails.is_empty())
+}
+
+fn summary(
+    a: &FlakesArgs,
+    fails: &BTreeMap<String, BTreeMap<Condition, usize>>,
+    runs: &[(Condition, usize, Outcome, f64)],
+) -> String {
+    let mut s = String::new();
+    s += "\n| condition | runs | failed runs | test time (s): min, median, max |\n|---|---|---|---|\n";
+    for &c in &a.under {
+        let mut times: Vec<f64> = runs
+            .iter()
+            .filter(|r| r.0 == c)
+            .map(|r| r.2.test_secs)
+            .collect();
+        times.sort_by(f64::total_cmp);
+        let failed = runs
+            .iter()
+            .filter(|r| r.0 == c && !(r.2.failed.is_empty() && r.2.broken.is_empty()))
+            .count();
+        if let (Some(lo), Some(hi)) = (times.first(), times.last()) {
+            s += &format!(
+                "| {} | {} | {failed} | {lo:.1}, {:.1}, {hi:.1} |\n",
+                c.name(),
+                times.len(),
+                times[times.len() / 2]
+            );
+        }
+    }
+    if fails.is_empty() {
+        s += "\nflakes: no test failed\n";
+    } else {
+        s += "\n| test |";
+        for c in &a.under {
+            s += &format!(" {} |", c.name());
+        }
+        s += "\n|---|";
+        s += &"---|".repeat(a.under.len());
+        s += "\n";
+        for (name, by) in fails {
+            s += &format!("| {name} |");
+            for c in &a.under {
+                s += &format!(" {}/{} |", by.get(c).copied().unwrap_or(0), a.runs);
+            }
+            s += "\n";
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RUN: &str = "\
+   Compiling bpf-overhead v0.1.0
+    Finished `test` profile [optimized + debuginfo] target(s) in 0.3s
+     Running unittests src/lib.rs (target/debug/deps/bpf_overhead-1)
+running 2 tests
+test a ... ok
+test b ... ok
+test result: ok. 2 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.15s
+     Running tests/cli_gate.rs (target/debug/deps/cli_gate-2)
+running 3 tests
+test gate_one ... some output
+ok
+test gate_two ... FAILED
+test gate_three ... ok
+
+failures:
+
+failures:
+    gate_two
+
+test result: FAILED. 2 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; finished in 10.33s
+     Running tests/overhead.rs (target/debug/deps/overhead-3)
+running 52 tests
+test raw_tp ... ";
+
+    #[test]
+    fn failed_tests_are_named_with_their_binary() {
+        let o = parse(RUN);
+        assert_eq!(o.failed, vec!["cli_gate::gate_two".to_string()]);
+        assert_eq!(o.passed, 4);
+        assert!((o.test_secs - 10.48).abs() < 1e-9, "{}", o.test_secs);
+    }
+
+    #[test]
+    fn a_binary_without_its_result_is_broken() {
+        assert_eq!(parse(RUN).broken, vec!["overhead".to_string()]);
+    }
+
+    #[test]
+    fn a_clean_run_has_nothing_to_report() {
+        let clean = RUN.split("     Running tests/cli_gate.rs").next().unwrap();
+        let o = parse(clean);
+        assert_eq!(
+            o,
+            Outcome {
+                failed: vec![],
+                broken: vec![],
+                passed: 2,
+                test_secs: 0.15
+            }
+        );
+    }
+
+    #[test]
+    fn the_summary_counts_each_tests_failures_per_condition() {
+        let a = FlakesArgs {
+            runs: 2,
+            under: vec![Condition::Quiet, Condition::Hog],
+            out: None,
+        };
+        let mut fails = BTreeMap::new();
+        fails.insert(
+            "cli_gate::gate_two".to_string(),
+            BTreeMap::from([(Condition::Hog, 1)]),
+        );
+        let runs = vec![
+            (
+                Condition::Quiet,
+                1,
+                parse(RUN.split("     Running tests/cli_gate.rs").next().unwrap()),
+                1.0,
+            ),
+            (Condition::Hog, 1, parse(RUN), 1.0),
+        ];
+        let s = summary(&a, &fails, &runs);
+        assert!(s.contains("| cli_gate::gate_two | 0/2 | 1/2 |"), "{s}");
+        assert!(s.contains("| hog | 1 | 1 | 10.5, 10.5, 10.5 |"), "{s}");
+    }
+}
