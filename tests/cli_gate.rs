@@ -2,6 +2,7 @@
 //! runs against doctored baselines.
 
 use std::fs;
+use std::sync::OnceLock;
 
 use serde_json::Value;
 use serial_test::serial;
@@ -10,9 +11,10 @@ use serial_test::serial;
 mod cli;
 use cli::*;
 
-/// Enough events and rounds for the gate's noise test (5 rounds reach
-/// p <= 0.05).
-const GATE_RUN: [&str; 6] = ["-m", "raw_tp", "--iterations", "50000", "--repeat", "5"];
+/// Enough rounds for the gate's noise test (5 rounds reach p <= 0.05).
+/// 20000 events a run: these tests' verdicts come from effects far beyond
+/// the noise of short runs (see [`HEAVIER`]) or from the noise itself.
+const GATE_RUN: [&str; 6] = ["-m", "raw_tp", "--iterations", "20000", "--repeat", "5"];
 
 fn args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
     GATE_RUN
@@ -22,22 +24,32 @@ fn args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
         .collect()
 }
 
-/// Saves a run of `GATE_RUN`, lets `doctor` edit it, and gates a run of
-/// `GATE_RUN` and `extra` against it, once: a verdict these tests expect
-/// must hold on any host (see [`HEAVIER`]), not on one try in several.
-/// Returns the baseline as gated against and the gate's run.
+/// One saved run of `GATE_RUN`, the baseline of every test here: a run
+/// each would prove nothing more.
+fn saved() -> &'static Value {
+    static SAVED: OnceLock<Value> = OnceLock::new();
+    SAVED.get_or_init(|| {
+        let saved = TempFile::new("saved.json");
+        let out = run_ok(&args(&["--format", "json", "--save", saved.path()]));
+        assert_eq!(
+            fs::read_to_string(&saved.0).unwrap(),
+            out.stdout,
+            "--save writes what --format json prints"
+        );
+        serde_json::from_str(&out.stdout).unwrap()
+    })
+}
+
+/// Gates a run of `GATE_RUN` and `extra`, once, against the saved run as
+/// `doctor` edits it: a verdict these tests expect must hold on any host
+/// (see [`HEAVIER`]), not on one try in several. Returns the baseline as
+/// gated against and the gate's run.
 fn gate(name: &str, extra: &[&str], doctor: impl Fn(&mut Value)) -> (Value, Output) {
-    let saved = TempFile::new(name);
-    let out = run_ok(&args(&["--format", "json", "--save", saved.path()]));
-    assert_eq!(
-        fs::read_to_string(&saved.0).unwrap(),
-        out.stdout,
-        "--save writes what --format json prints"
-    );
-    let mut doc: Value = serde_json::from_str(&out.stdout).unwrap();
+    let mut doc = saved().clone();
     doctor(&mut doc);
-    fs::write(&saved.0, doc.to_string()).unwrap();
-    let out = run(&args(&[&["--baseline", saved.path()], extra].concat()));
+    let baseline = TempFile::new(name);
+    fs::write(&baseline.0, doc.to_string()).unwrap();
+    let out = run(&args(&[&["--baseline", baseline.path()], extra].concat()));
     (doc, out)
 }
 
