@@ -10,9 +10,8 @@
 
 use std::collections::BTreeMap;
 use std::fs::{self, File};
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::Path;
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -54,6 +53,7 @@ pub fn parse(output: &str) -> Outcome {
             if let Some(b) = binary.take() {
                 out.broken.push(b);
             }
+            let rest = rest.strip_prefix("unittests ").unwrap_or(rest);
             let name = rest.split_whitespace().next().unwrap_or(rest);
             binary = Some(binary_name(name));
             in_failures = false;
@@ -84,8 +84,8 @@ pub fn parse(output: &str) -> Outcome {
     out
 }
 
-/// `tests/cli_gate.rs` -> `cli_gate`; `src/lib.rs`, `src/main.rs`, a doc
-/// test's crate name as they are.
+/// `tests/cli_gate.rs` -> `cli_gate`; `src/lib.rs` (unit tests) -> `src/lib`,
+/// a doc test's crate name as it is.
 fn binary_name(path: &str) -> String {
     match path.strip_prefix("tests/") {
         Some(t) => t.trim_end_matches(".rs").to_string(),
@@ -187,12 +187,26 @@ fn pin(cpu: usize) {
     }
 }
 
-/// The README's test command, with --no-fail-fast.
-fn test_command() -> Command {
+/// The README's test command, with --no-fail-fast: its output, cargo's
+/// (stderr) and the tests' (stdout) in the order they were written, which
+/// is what tells which binary a test belongs to.
+fn run_tests() -> Result<(String, bool)> {
+    let (mut reader, writer) = std::io::pipe().context("a pipe")?;
     let mut c = cargo();
     c.current_dir(repo_root())
-        .args(["sudo-test", "--no-fail-fast", "--", "--nocapture"]);
-    c
+        .args(["sudo-test", "--no-fail-fast", "--", "--nocapture"])
+        .stdout(writer.try_clone().context("a pipe")?)
+        .stderr(writer);
+    let mut child = c.spawn().context("running the test command")?;
+    // The command holds the pipe's write ends: without dropping it, the
+    // read below would never see the end.
+    drop(c);
+    let mut out = Vec::new();
+    reader
+        .read_to_end(&mut out)
+        .context("reading the test command's output")?;
+    let status = child.wait().context("waiting for the test command")?;
+    Ok((String::from_utf8_lossy(&out).into_owned(), status.success()))
 }
 
 pub fn main(a: FlakesArgs) -> i32 {
@@ -227,15 +241,8 @@ fn hunt(a: &FlakesArgs) -> Result<bool> {
         let load = Load::start(condition, &dir)?;
         for n in 1..=a.runs {
             let started = Instant::now();
-            let output = test_command()
-                .output()
-                .context("running the test command")?;
+            let (text, success) = run_tests()?;
             let wall = started.elapsed().as_secs_f64();
-            let text = format!(
-                "{}{}",
-                String::from_utf8_lossy(&output.stdout),
-                String::from_utf8_lossy(&output.stderr)
-            );
             let log = dir.join(format!("{}-{n}.log", condition.name()));
             fs::write(&log, &text).with_context(|| format!("writing {}", log.display()))?;
             let o = parse(&text);
@@ -261,7 +268,7 @@ fn hunt(a: &FlakesArgs) -> Result<bool> {
                     )
                 }
             );
-            if bad.is_empty() && !output.status.success() {
+            if bad.is_empty() && !success {
                 println!(
                     "flakes: the command failed with no failed test: see {}",
                     log.display()
@@ -375,6 +382,12 @@ test raw_tp ... ";
     #[test]
     fn a_binary_without_its_result_is_broken() {
         assert_eq!(parse(RUN).broken, vec!["overhead".to_string()]);
+    }
+
+    #[test]
+    fn unit_tests_are_named_by_their_source() {
+        let crashed = "     Running unittests src/lib.rs (target/debug/deps/bpf_overhead-1)\n";
+        assert_eq!(parse(crashed).broken, vec!["src/lib".to_string()]);
     }
 
     #[test]

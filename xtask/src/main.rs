@@ -39,6 +39,7 @@ mod debian;
 #[path = "../../src/env_vars.rs"]
 mod env_vars;
 mod guest_build;
+mod help;
 mod image;
 // The layer tests' cycle finder, shared with the main crate's.
 #[cfg(test)]
