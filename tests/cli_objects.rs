@@ -449,3 +449,134 @@ fn ctrl_c_mid_run_leaves_no_object_program_loaded() {
     assert_eq!(doc["interrupted"], "SIGINT");
     assert!(ours_loaded().is_empty(), "{:?}", ours_loaded());
 }
+
+/// Runs `f` on a thread of its own in a mount namespace of its own (the
+/// commands it spawns inherit it), its mounts private: what it mounts at
+/// /sys/fs/bpf is seen by nobody else, and goes with the thread.
+fn in_private_mounts<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    use nix::mount::{mount, MsFlags};
+    use nix::sched::{unshare, CloneFlags};
+    std::thread::spawn(move || {
+        unshare(CloneFlags::CLONE_FS | CloneFlags::CLONE_NEWNS).expect("unshare(CLONE_NEWNS)");
+        mount(
+            None::<&str>,
+            "/",
+            None::<&str>,
+            MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+            None::<&str>,
+        )
+        .expect("making the thread's mounts private");
+        f()
+    })
+    .join()
+    .unwrap_or_else(|e| std::panic::resume_unwind(e))
+}
+
+const BPF_FS: &str = "/sys/fs/bpf";
+
+/// /sys/fs/bpf's names, sorted.
+fn bpf_fs_listing() -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(BPF_FS)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// An object whose maps are pinned by name, measured where a BPF
+/// filesystem holds a live map of one of those names (as where the real
+/// agent runs): the run neither reuses it (its count stays) nor pins its
+/// own (the listing stays), and says the object asked for pinning.
+#[test]
+#[serial]
+fn maps_pinned_by_name_leave_the_hosts_bpf_filesystem_as_it_was() {
+    if !root() {
+        return;
+    }
+    in_private_mounts(|| {
+        use libbpf_rs::{MapCore as _, MapFlags, MapHandle, MapType};
+        use nix::mount::{mount, umount2, MntFlags, MsFlags};
+        mount(
+            Some("bpf"),
+            BPF_FS,
+            Some("bpf"),
+            MsFlags::empty(),
+            None::<&str>,
+        )
+        .expect("mounting a BPF filesystem");
+        // The live agent's counter: the object's bpfo_pin_count, in use.
+        let mut live = MapHandle::create(
+            MapType::Array,
+            Some("bpfo_pin_count"),
+            4,
+            8,
+            1,
+            &libbpf_rs::libbpf_sys::bpf_map_create_opts {
+                sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_map_create_opts>() as _,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let count = 14_174_160u64.to_ne_bytes();
+        live.update(&0u32.to_ne_bytes(), &count, MapFlags::ANY)
+            .unwrap();
+        let pin = format!("{BPF_FS}/bpfo_pin_count");
+        live.pin(&pin).unwrap();
+        let before = bpf_fs_listing();
+
+        let out = run(&short(&["--object", &object("pinned"), "--format", "json"]));
+
+        let after = bpf_fs_listing();
+        let pinned = MapHandle::from_pinned_path(&pin).unwrap();
+        let value = pinned.lookup(&0u32.to_ne_bytes(), MapFlags::ANY).unwrap();
+        live.unpin(&pin).unwrap();
+        umount2(BPF_FS, MntFlags::MNT_DETACH).unwrap();
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let doc: Value = serde_json::from_str(&out.stdout).unwrap();
+        let m = mechanism(&doc, "pinned/count_pinned");
+        assert_eq!(m["status"], "ok", "{m:#}");
+        assert_eq!(after, before, "the run changed {BPF_FS}");
+        assert_eq!(value.as_deref(), Some(&count[..]), "the live map changed");
+        let said: Vec<&str> = out
+            .stderr
+            .lines()
+            .filter(|l| l.contains("pinned by name"))
+            .collect();
+        assert_eq!(said.len(), 1, "{}", out.stderr);
+        assert!(
+            said[0].contains("bpfo_pin_count, bpfo_verdict"),
+            "{}",
+            said[0]
+        );
+        assert!(ours_loaded().is_empty(), "{:?}", ours_loaded());
+    });
+}
+
+/// The same object where /sys/fs/bpf is no BPF filesystem (a tmpfs over
+/// it here, as on a host that mounts none): measured, nothing written.
+#[test]
+#[serial]
+fn maps_pinned_by_name_are_measured_without_a_bpf_filesystem() {
+    if !root() {
+        return;
+    }
+    in_private_mounts(|| {
+        use nix::mount::{mount, umount2, MntFlags, MsFlags};
+        mount(
+            Some("tmpfs"),
+            BPF_FS,
+            Some("tmpfs"),
+            MsFlags::empty(),
+            None::<&str>,
+        )
+        .expect("mounting a tmpfs");
+        let out = run(&short(&["--object", &object("pinned"), "--format", "json"]));
+        let after = bpf_fs_listing();
+        umount2(BPF_FS, MntFlags::MNT_DETACH).unwrap();
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let doc: Value = serde_json::from_str(&out.stdout).unwrap();
+        assert_eq!(mechanism(&doc, "pinned/count_pinned")["status"], "ok");
+        assert!(after.is_empty(), "{after:?}");
+    });
+}

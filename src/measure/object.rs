@@ -132,6 +132,14 @@ pub(crate) fn inspect(
         format!("--object {shown}: libbpf cannot open it: {why}")
     })?;
     let rodata = rodata_vars(&open);
+    let pinned = pinned_maps(&open);
+    if !pinned.is_empty() {
+        log::warn!(
+            "--object {shown}: {} pinned by name (LIBBPF_PIN_BY_NAME): measured with maps of \
+             the run's own, neither pinned nor taken from a BPF filesystem",
+            names_of_maps(&pinned)
+        );
+    }
     let names: Vec<String> = open.progs().map(|p| lossy(p.name())).collect();
     if names.is_empty() {
         return Err(format!(
@@ -179,6 +187,27 @@ pub(crate) fn inspect(
 
 fn lossy(s: &OsStr) -> String {
     s.to_string_lossy().into_owned()
+}
+
+/// The maps libbpf would pin at load (or reuse from a BPF filesystem
+/// where one of that name is pinned): those with a pin path.
+fn pinned_maps(open: &OpenObject) -> Vec<String> {
+    open.maps()
+        .filter(|m| {
+            // SAFETY: the map is the open object's, valid while `open` lives.
+            !unsafe { libbpf_rs::libbpf_sys::bpf_map__pin_path(m.as_libbpf_object().as_ptr()) }
+                .is_null()
+        })
+        .map(|m| lossy(m.name()))
+        .collect()
+}
+
+/// `map a` or `maps a, b`.
+fn names_of_maps(names: &[String]) -> String {
+    match names {
+        [one] => format!("map {one} is"),
+        _ => format!("maps {} are", names.join(", ")),
+    }
 }
 
 /// The `.rodata` globals: name, offset and size, from the object's BTF.
@@ -340,8 +369,25 @@ fn check_sets(
 }
 
 /// Loads `p` alone from its object, with `--set`'s values in `.rodata`.
+/// Every map is the run's own: a map the object pins by name is neither
+/// pinned nor reused from a BPF filesystem, so that nothing of the host's
+/// (a live agent's counters and settings) is read or written, nothing is
+/// left behind, and no BPF filesystem is needed.
 pub(crate) fn load(p: &ObjectProgram) -> libbpf_rs::Result<Object> {
     let mut open = ObjectBuilder::default().open_memory(&p.bytes)?;
+    for map in open.maps_mut() {
+        // SAFETY: the map is the open object's; a null path unpins it
+        // (libbpf frees the old one).
+        let ret = unsafe {
+            libbpf_rs::libbpf_sys::bpf_map__set_pin_path(
+                map.as_libbpf_object().as_ptr(),
+                std::ptr::null(),
+            )
+        };
+        if ret != 0 {
+            return Err(std::io::Error::from_raw_os_error(-ret).into());
+        }
+    }
     for mut prog in open.progs_mut() {
         let wanted = prog.name() == OsStr::new(&p.program);
         prog.set_autoload(wanted);

@@ -45,6 +45,11 @@ const OUR_PROGRAMS: &[&str] = &[
     "out_read",
     "in_close",
     "out_close",
+    "count_pinned",
+    "spin",
+    "too_large",
+    "gpl_helper",
+    "sock_named",
 ];
 
 /// The loaded programs of the system named as ours.
