@@ -53,9 +53,32 @@ pub fn try_load(plan: &Plan) -> Result<(), Failure> {
         .iter()
         .filter_map(|&m| plan.against.as_ref()?.b_of(m).filter(|&b| !same(b, m)));
     for m in plan.mechanisms.iter().copied().chain(b_sides) {
-        object::try_load(m).map_err(Failure::Input)?;
+        object::try_load(m).map_err(|e| Failure::Input(e + &the_others(plan, m)))?;
     }
     Ok(())
+}
+
+/// When `m`'s object has other programs in the plan: how to measure them
+/// without `m` (one bad program refuses its object).
+fn the_others(plan: &Plan, m: Mechanism) -> String {
+    let Some(p) = m.object() else {
+        return String::new();
+    };
+    let others: Vec<&str> = plan
+        .mechanisms
+        .iter()
+        .filter_map(|o| o.object())
+        .filter(|o| o.path == p.path && o.program != p.program)
+        .map(|o| o.program.as_str())
+        .collect();
+    match others.first() {
+        Some(other) => format!(
+            "; to measure its other programs ({}), name each: --object {}:{other}",
+            others.join(", "),
+            p.path.display()
+        ),
+        None => String::new(),
+    }
 }
 
 /// The same program (mechanisms compare by name, and a B side is named

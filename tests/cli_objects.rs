@@ -135,9 +135,10 @@ fn a_program_its_trigger_never_reaches_fails_naming_hook_and_trigger() {
     assert!(ours_loaded().is_empty(), "{:?}", ours_loaded());
 }
 
-/// Bad input: one line, exit 2, and no program of ours loaded.
+/// Bad input: one line, exit 2, and no program of ours loaded. Returns
+/// the line.
 #[track_caller]
-fn refused(args: &[&str], expected: &str) {
+fn refused(args: &[&str], expected: &str) -> String {
     let out = run(args);
     assert_eq!(out.code, 2, "{args:?}: {}{}", out.stdout, out.stderr);
     let lines: Vec<&str> = out
@@ -149,6 +150,7 @@ fn refused(args: &[&str], expected: &str) {
     assert!(lines[0].contains(expected), "{args:?}: {}", lines[0]);
     assert!(out.stdout.is_empty(), "{}", out.stdout);
     assert!(ours_loaded().is_empty(), "{args:?}: {:?}", ours_loaded());
+    lines[0].to_string()
 }
 
 /// A pcap file (classic, little-endian, Ethernet) of one packet.
@@ -579,4 +581,72 @@ fn maps_pinned_by_name_are_measured_without_a_bpf_filesystem() {
         assert_eq!(mechanism(&doc, "pinned/count_pinned")["status"], "ok");
         assert!(after.is_empty(), "{after:?}");
     });
+}
+
+/// A program the verifier refuses: one line that gives the verifier's
+/// reason (not a register state or its statistics) and where the rest is.
+#[track_caller]
+fn verifier_refuses(name: &str, reason: &str) {
+    if !root() {
+        return;
+    }
+    // One run: the too large program takes the verifier some 30 s.
+    let line = refused(&["--object", &object(name)], reason);
+    assert!(
+        line.contains("RUST_LOG=debug prints its whole log"),
+        "{line}"
+    );
+}
+
+#[test]
+#[serial]
+fn an_infinite_loop_is_refused_with_the_verifiers_reason() {
+    verifier_refuses(
+        "infinite_loop",
+        "the verifier refused it: infinite loop detected at insn",
+    );
+}
+
+#[test]
+#[serial]
+fn an_out_of_bounds_access_is_refused_with_the_verifiers_reason() {
+    verifier_refuses(
+        "rejected",
+        "the verifier refused it: dereference of modified ctx ptr R1 off=65536 disallowed",
+    );
+}
+
+#[test]
+#[serial]
+fn a_program_too_large_is_refused_with_the_verifiers_reason() {
+    verifier_refuses(
+        "too_large",
+        "the verifier refused it: BPF program is too large",
+    );
+}
+
+#[test]
+#[serial]
+fn a_gpl_only_helper_without_gpl_is_refused_with_the_verifiers_reason() {
+    verifier_refuses(
+        "non_gpl",
+        "the verifier refused it: cannot call GPL-restricted function from non-GPL compatible program",
+    );
+}
+
+/// One bad program refuses its object, and the line says how to measure
+/// the others.
+#[test]
+#[serial]
+fn a_refused_program_names_its_objects_others_as_file_colon_program() {
+    if !root() {
+        return;
+    }
+    let file = object("one_bad");
+    refused(
+        &["--object", &file],
+        &format!("to measure its other programs (good_one), name each: --object {file}:good_one"),
+    );
+    let out = run(&short(&["--object", &format!("{file}:good_one")]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
 }

@@ -125,6 +125,7 @@ pub fn errno_name(errno: i32) -> String {
         libc::ESRCH => "ESRCH".into(),
         libc::EACCES => "EACCES".into(),
         libc::EINVAL => "EINVAL".into(),
+        libc::E2BIG => "E2BIG".into(),
         libc::EOPNOTSUPP => "EOPNOTSUPP".into(),
         ENOTSUPP => "ENOTSUPP".into(),
         n => format!("errno {n}"),

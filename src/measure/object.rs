@@ -455,12 +455,25 @@ pub fn try_load(m: Mechanism) -> std::result::Result<(), String> {
     if err.is_unsupported() || m.trigger().check_support().is_err() {
         return Ok(());
     }
+    // The verifier's reason is one line of a long log: that line, and
+    // where the rest is.
+    let why = match super::sys::verifier_verdict() {
+        Some(verdict) => {
+            let errno = err
+                .errno()
+                .map(|n| format!("{}; ", super::error::errno_name(n)))
+                .unwrap_or_default();
+            format!(
+                "the verifier refused it: {verdict} ({errno}RUST_LOG=debug prints its whole log)"
+            )
+        }
+        None => err.reason().to_string(),
+    };
     Err(format!(
-        "--object {}: program {} (SEC(\"{}\")) does not load: {}",
+        "--object {}: program {} (SEC(\"{}\")) does not load: {why}",
         p.path.display(),
         p.program,
         p.section,
-        err.reason()
     ))
 }
 

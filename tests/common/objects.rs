@@ -50,6 +50,8 @@ const OUR_PROGRAMS: &[&str] = &[
     "too_large",
     "gpl_helper",
     "sock_named",
+    "good_one",
+    "bad_one",
 ];
 
 /// The loaded programs of the system named as ours.
