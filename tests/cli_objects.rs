@@ -650,3 +650,134 @@ fn a_refused_program_names_its_objects_others_as_file_colon_program() {
     let out = run(&short(&["--object", &format!("{file}:good_one")]));
     assert_eq!(out.code, 0, "{}", out.stderr);
 }
+
+/// A copy of the suite's object `name` at `file` in a directory of its
+/// own, `edit`ed.
+fn copy_of(
+    name: &str,
+    dir: &tempfile::TempDir,
+    file: &str,
+    edit: impl FnOnce(&mut Vec<u8>),
+) -> String {
+    let mut bytes = std::fs::read(object(name)).unwrap();
+    edit(&mut bytes);
+    let path = dir.path().join(file);
+    std::fs::write(&path, bytes).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+/// Objects libbpf cannot take, each said in one line before anything
+/// loads: a section it does not know (not "no trigger"), the other
+/// endianness, a truncated file (named, not by libbpf's address for it),
+/// and B's file named as `--against object=`'s.
+#[test]
+#[serial]
+fn objects_libbpf_cannot_take_are_said_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    refused(
+        &["--object", &object("unknown_section")],
+        "libbpf knows no program type for SEC(\"socket/filter\"), so it cannot load it: name \
+         the section as libbpf does; libbpf's for this type is SEC(\"socket\")",
+    );
+    // EI_DATA 2: big-endian.
+    let big = copy_of("syscalls", &dir, "big.bpf.o", |b| b[5] = 2);
+    refused(
+        &["--object", &big],
+        "a big-endian BPF object, and this kernel runs little-endian ones only",
+    );
+    let cut = copy_of("syscalls", &dir, "cut.bpf.o", |b| b.truncate(3000));
+    let line = refused(&["--object", &cut], "libbpf cannot open it");
+    assert!(line.contains("from cut:"), "{line}");
+    let a = object("syscalls");
+    refused(
+        &["--object", &a, "--against", &format!("object={cut}")],
+        &format!("--against object={cut}: libbpf cannot open it"),
+    );
+}
+
+/// A mechanism is named by its file's stem, whatever the extension; a
+/// file whose name has a `:` is that file; `--trigger` and `--packet` no
+/// program uses are said to be unused.
+#[test]
+#[serial]
+fn odd_file_names_and_unused_flags() {
+    if !root() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let elf = copy_of("xdp_pass", &dir, "xdp_pass.elf", |_| ());
+    let colon = copy_of("xdp_pass", &dir, "x:y.bpf.o", |_| ());
+    let out = run(&short(&[
+        "--object",
+        &elf,
+        "--object",
+        &colon,
+        "--trigger",
+        "getpid",
+        "--format",
+        "json",
+    ]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap();
+    for name in ["xdp_pass/parse_udp", "x:y/parse_udp"] {
+        assert_eq!(mechanism(&doc, name)["status"], "ok");
+    }
+    assert!(
+        out.stderr.contains("--trigger getpid: not used"),
+        "{}",
+        out.stderr
+    );
+    let getpid = format!("{}:enter_getpid", object("syscalls"));
+    let packet = pcap(&[0u8; 60]);
+    let out = run(&short(&["--object", &getpid, "--packet", packet.path()]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains(&format!("--packet {}: not used", packet.path())),
+        "{}",
+        out.stderr
+    );
+}
+
+/// A failure's line names the mechanism once.
+#[test]
+#[serial]
+fn a_failure_names_its_program_once() {
+    if !root() {
+        return;
+    }
+    let fork = format!("{}:on_fork", object("raw_syscall"));
+    let out = run(&short(&["--object", &fork, "--trigger", "getpid"]));
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout
+            .contains("FAILED raw_syscall/on_fork: raw_tp/sched_process_fork: the trigger"),
+        "{}",
+        out.stdout
+    );
+}
+
+/// An object none of whose programs was measured (each skipped) is no
+/// success: exit 4, with a line, in every format. Where this kernel runs
+/// the fentry program, it is measured and the run exits 0.
+#[test]
+#[serial]
+fn an_object_of_which_nothing_was_measured_exits_4() {
+    if !root() {
+        return;
+    }
+    let fentry = format!("{}:fe_read", object("kernel_hooks"));
+    let out = run(&short(&["--object", &fentry, "--format", "json"]));
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap();
+    if mechanism(&doc, "kernel_hooks/fe_read")["status"] == "ok" {
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        return;
+    }
+    assert_eq!(out.code, 4, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("--object: nothing of it was measured: every program was skipped"),
+        "{}",
+        out.stderr
+    );
+}

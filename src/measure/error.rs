@@ -91,6 +91,14 @@ impl Error {
         }
     }
 
+    /// The mechanism it names, if any.
+    pub fn mechanism(&self) -> Option<&'static str> {
+        match self {
+            Self::Unsupported { mechanism, .. } | Self::Failed { mechanism, .. } => *mechanism,
+            Self::Environment(_) => None,
+        }
+    }
+
     /// What went wrong, without the mechanism's name in front.
     pub fn reason(&self) -> &str {
         match self {
