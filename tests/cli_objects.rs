@@ -781,3 +781,47 @@ fn an_object_of_which_nothing_was_measured_exits_4() {
         out.stderr
     );
 }
+
+/// The result names the object files and the packet it measured, by
+/// size and SHA-256, in the JSON and the table's heading.
+#[test]
+#[serial]
+fn the_result_records_the_object_files_and_the_packet() {
+    if !root() {
+        return;
+    }
+    use sha2::Digest as _;
+    let file = object("xdp_pass");
+    let bytes = std::fs::read(&file).unwrap();
+    let sha256: String = sha2::Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let packet = pcap(&[0u8; 60]);
+    let saved = TempFile::new("files.json");
+    let out = run(&short(&[
+        "--object",
+        &file,
+        "--packet",
+        packet.path(),
+        "--save",
+        saved.path(),
+    ]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.lines().any(|l| l.starts_with(&format!(
+            "objects xdp_pass.bpf.o ({} bytes, sha256 {}); packet ",
+            bytes.len(),
+            &sha256[..12]
+        ))),
+        "{}",
+        out.stdout
+    );
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&saved.0).unwrap()).unwrap();
+    assert_eq!(
+        doc["objects"],
+        serde_json::json!([{"path": file, "size": bytes.len(), "sha256": sha256}])
+    );
+    assert_eq!(doc["packet"]["path"], packet.path());
+    assert_eq!(doc["packet"]["size"], 60);
+}

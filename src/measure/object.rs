@@ -92,7 +92,16 @@ pub fn read_packet(path: &Path) -> std::result::Result<&'static [u8], String> {
         .map_err(|e| format!("--packet {}: cannot read it: {e}", path.display()))?;
     let packet =
         first_packet(&bytes).map_err(|why| format!("--packet {}: {why}", path.display()))?;
+    let _ = PACKET_FILE.set(path.to_path_buf());
     Ok(Box::leak(packet.into_boxed_slice()))
+}
+
+/// The file of the process's `--packet`, for the result to name.
+static PACKET_FILE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// `--packet`'s file, if one was read.
+pub fn packet_file() -> Option<&'static Path> {
+    PACKET_FILE.get().map(PathBuf::as_path)
 }
 
 /// `--set`'s parser.
