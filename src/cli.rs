@@ -65,7 +65,8 @@ or incompatible baseline, a --save that cannot be written or is the baseline); 3
 but the gate could not decide every comparison: the runs were too noisy to see a change of the \
 threshold (UNSURE lines; try a quieter machine, a longer --budget, or the kernel-loop trigger); \
 4, with --format ktap only, every \
-selected mechanism was skipped (kselftest's KSFT_SKIP); 75 with --no-wait, another measuring \
+selected mechanism was skipped (kselftest's KSFT_SKIP), and in every format, every program of \
+the --object files was skipped (nothing of them measured); 75 with --no-wait, another measuring \
 run holds the CPU (one line on stderr says which; without --no-wait the run waits for it, \
 saying so on stderr); 130, 143 interrupted by SIGINT, \
 SIGTERM.\n\n\

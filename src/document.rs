@@ -11,8 +11,8 @@ mod validate;
 
 pub use files::{read_result_file, save_dir, set_files, MAX_FILE_BYTES};
 pub use schema::{
-    Document, MechanismResult, ProducerResult, Status, ORDER_BRACKETED, ORDER_ROUND_ROBIN,
-    READS_VERSIONS, SCHEMA, SCHEMA_VERSION,
+    Document, InputFile, MechanismResult, ProducerResult, Status, ORDER_BRACKETED,
+    ORDER_ROUND_ROBIN, READS_VERSIONS, SCHEMA, SCHEMA_VERSION,
 };
 
 /// A small document with fixed numbers, for the renderers and the gate.
@@ -70,6 +70,8 @@ pub(crate) mod fixtures {
             context: None,
             cpu_wait_s: 0.0,
             against: None,
+            objects: Vec::new(),
+            packet: None,
             mechanisms: vec![
                 ok("base", "base", &[1000.0, 1100.0, 1050.0], None),
                 MechanismResult {

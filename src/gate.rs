@@ -850,6 +850,43 @@ mod tests {
         );
     }
 
+    /// Other object files or another packet in the baseline warn; a
+    /// baseline that recorded no files (older, or of built-ins) does not.
+    #[test]
+    fn other_object_files_and_packets_warn() {
+        use crate::document::InputFile;
+        let file = |bytes: &[u8]| InputFile::of(std::path::Path::new("agent.bpf.o"), bytes);
+        let mut baseline = document();
+        let mut current = document();
+        current.objects = vec![file(b"new")];
+        assert_eq!(warnings(&baseline, &current), []);
+        baseline.objects = vec![file(b"old")];
+        let w = warnings(&baseline, &current);
+        assert!(
+            matches!(
+                &w[..],
+                [Warning::Setting {
+                    setting: Setting::Objects,
+                    ..
+                }]
+            ),
+            "{w:?}"
+        );
+        baseline.objects = current.objects.clone();
+        current.packet = Some(file(b"packet"));
+        let w = warnings(&baseline, &current);
+        assert!(
+            matches!(
+                &w[..],
+                [Warning::Setting {
+                    setting: Setting::Packet,
+                    ..
+                }]
+            ),
+            "{w:?}"
+        );
+    }
+
     #[test]
     fn ratios_keep_three_significant_digits() {
         assert_eq!(fmt_ratio(0.8771), "0.877");

@@ -391,12 +391,30 @@ fn exit_code(cli: &Cli, doc: &Document, findings: Option<&gate::Findings>) -> Ex
         ExitCode::from(1)
     } else if unsure {
         ExitCode::from(INCONCLUSIVE)
+    } else if objects_unmeasured(cli, doc) {
+        note(
+            "--object: nothing of it was measured: every program was skipped (the result says why)",
+        );
+        ExitCode::from(KSFT_SKIP)
     } else if cli.format == Format::Ktap && doc.all_skipped() {
         // kselftest's runner shows exit 4 as a skipped test, not a pass.
         ExitCode::from(KSFT_SKIP)
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// With `--object`: whether none of the objects' programs was measured,
+/// every one skipped.
+fn objects_unmeasured(cli: &Cli, doc: &Document) -> bool {
+    let mut programs = doc
+        .mechanisms
+        .iter()
+        .filter(|m| Mechanism::by_name(&m.name).is_some_and(|m| m.object().is_some()))
+        .peekable();
+    !cli.objects.is_empty()
+        && programs.peek().is_some()
+        && programs.all(|m| m.status == Status::Skipped)
 }
 
 /// Writes the output to stdout. A reader that went away (`| head`, a

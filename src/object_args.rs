@@ -40,6 +40,32 @@ pub fn open(cli: &Cli) -> Result<(Vec<Mechanism>, Option<Variant>), Failure> {
         b.resolve(&programs, whole, &settings)
             .map_err(Failure::Input)?;
     }
+    // Flags no program uses would be silently ignored: say so.
+    let b = match &against {
+        Some(Variant::Object(b)) => b.pairs.clone(),
+        _ => Vec::new(),
+    };
+    let all = || programs.iter().chain(&b).copied();
+    if let Some(path) = cli
+        .packet
+        .as_ref()
+        .filter(|_| !all().any(object::uses_packet))
+    {
+        crate::note(&format!(
+            "--packet {}: not used: no program of the objects runs on a packet (xdp, tc, \
+             socket filter and flow dissector programs do)",
+            path.display()
+        ));
+    }
+    if let Some(t) = cli
+        .trigger
+        .filter(|_| !all().any(object::uses_trigger_flag))
+    {
+        crate::note(&format!(
+            "--trigger {}: not used: every program's section names the event that fires it",
+            t.name()
+        ));
+    }
     let mut selection = cli.mechanisms.clone();
     selection.extend(programs);
     Ok((selection, against))
@@ -52,10 +78,36 @@ pub fn try_load(plan: &Plan) -> Result<(), Failure> {
         .mechanisms
         .iter()
         .filter_map(|&m| plan.against.as_ref()?.b_of(m).filter(|&b| !same(b, m)));
-    for m in plan.mechanisms.iter().copied().chain(b_sides) {
-        object::try_load(m).map_err(Failure::Input)?;
+    for m in plan.mechanisms.iter().copied() {
+        object::try_load(m, "--object ").map_err(|e| Failure::Input(e + &the_others(plan, m)))?;
+    }
+    for b in b_sides {
+        object::try_load(b, "--against object=").map_err(Failure::Input)?;
     }
     Ok(())
+}
+
+/// When `m`'s object has other programs in the plan: how to measure them
+/// without `m` (one bad program refuses its object).
+fn the_others(plan: &Plan, m: Mechanism) -> String {
+    let Some(p) = m.object() else {
+        return String::new();
+    };
+    let others: Vec<&str> = plan
+        .mechanisms
+        .iter()
+        .filter_map(|o| o.object())
+        .filter(|o| o.path == p.path && o.program != p.program)
+        .map(|o| o.program.as_str())
+        .collect();
+    match others.first() {
+        Some(other) => format!(
+            "; to measure its other programs ({}), name each: --object {}:{other}",
+            others.join(", "),
+            p.path.display()
+        ),
+        None => String::new(),
+    }
 }
 
 /// The same program (mechanisms compare by name, and a B side is named

@@ -43,6 +43,14 @@ fn heading(doc: &Document) -> Vec<String> {
             ))
         ),
     ];
+    if !doc.objects.is_empty() {
+        let files: Vec<String> = doc.objects.iter().map(|f| f.short()).collect();
+        let packet = doc
+            .packet
+            .as_ref()
+            .map_or(String::new(), |p| format!("; packet {}", p.short()));
+        lines.push(format!("objects {}{packet}", files.join(", ")));
+    }
     if let Some(how) = &doc.emulated {
         lines.push(format!(
             "EMULATED ({how}): these rates are not performance figures"

@@ -135,9 +135,10 @@ fn a_program_its_trigger_never_reaches_fails_naming_hook_and_trigger() {
     assert!(ours_loaded().is_empty(), "{:?}", ours_loaded());
 }
 
-/// Bad input: one line, exit 2, and no program of ours loaded.
+/// Bad input: one line, exit 2, and no program of ours loaded. Returns
+/// the line.
 #[track_caller]
-fn refused(args: &[&str], expected: &str) {
+fn refused(args: &[&str], expected: &str) -> String {
     let out = run(args);
     assert_eq!(out.code, 2, "{args:?}: {}{}", out.stdout, out.stderr);
     let lines: Vec<&str> = out
@@ -149,6 +150,7 @@ fn refused(args: &[&str], expected: &str) {
     assert!(lines[0].contains(expected), "{args:?}: {}", lines[0]);
     assert!(out.stdout.is_empty(), "{}", out.stdout);
     assert!(ours_loaded().is_empty(), "{args:?}: {:?}", ours_loaded());
+    lines[0].to_string()
 }
 
 /// A pcap file (classic, little-endian, Ethernet) of one packet.
@@ -451,4 +453,378 @@ fn ctrl_c_mid_run_leaves_no_object_program_loaded() {
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
     assert_eq!(doc["interrupted"], "SIGINT");
     assert!(ours_loaded().is_empty(), "{:?}", ours_loaded());
+}
+
+/// Runs `f` on a thread of its own in a mount namespace of its own (the
+/// commands it spawns inherit it), its mounts private: what it mounts at
+/// /sys/fs/bpf is seen by nobody else, and goes with the thread.
+fn in_private_mounts<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    use nix::mount::{mount, MsFlags};
+    use nix::sched::{unshare, CloneFlags};
+    std::thread::spawn(move || {
+        unshare(CloneFlags::CLONE_FS | CloneFlags::CLONE_NEWNS).expect("unshare(CLONE_NEWNS)");
+        mount(
+            None::<&str>,
+            "/",
+            None::<&str>,
+            MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+            None::<&str>,
+        )
+        .expect("making the thread's mounts private");
+        f()
+    })
+    .join()
+    .unwrap_or_else(|e| std::panic::resume_unwind(e))
+}
+
+const BPF_FS: &str = "/sys/fs/bpf";
+
+/// /sys/fs/bpf's names, sorted.
+fn bpf_fs_listing() -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(BPF_FS)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// An object whose maps are pinned by name, measured where a BPF
+/// filesystem holds a live map of one of those names (as where the real
+/// agent runs): the run neither reuses it (its count stays) nor pins its
+/// own (the listing stays), and says the object asked for pinning.
+#[test]
+#[serial]
+fn maps_pinned_by_name_leave_the_hosts_bpf_filesystem_as_it_was() {
+    if !root() {
+        return;
+    }
+    in_private_mounts(|| {
+        use libbpf_rs::{MapCore as _, MapFlags, MapHandle, MapType};
+        use nix::mount::{mount, umount2, MntFlags, MsFlags};
+        mount(
+            Some("bpf"),
+            BPF_FS,
+            Some("bpf"),
+            MsFlags::empty(),
+            None::<&str>,
+        )
+        .expect("mounting a BPF filesystem");
+        // The live agent's counter: the object's bpfo_pin_count, in use.
+        let mut live = MapHandle::create(
+            MapType::Array,
+            Some("bpfo_pin_count"),
+            4,
+            8,
+            1,
+            &libbpf_rs::libbpf_sys::bpf_map_create_opts {
+                sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_map_create_opts>() as _,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let count = 14_174_160u64.to_ne_bytes();
+        live.update(&0u32.to_ne_bytes(), &count, MapFlags::ANY)
+            .unwrap();
+        let pin = format!("{BPF_FS}/bpfo_pin_count");
+        live.pin(&pin).unwrap();
+        let before = bpf_fs_listing();
+
+        let out = run(&short(&["--object", &object("pinned"), "--format", "json"]));
+
+        let after = bpf_fs_listing();
+        let pinned = MapHandle::from_pinned_path(&pin).unwrap();
+        let value = pinned.lookup(&0u32.to_ne_bytes(), MapFlags::ANY).unwrap();
+        live.unpin(&pin).unwrap();
+        umount2(BPF_FS, MntFlags::MNT_DETACH).unwrap();
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let doc: Value = serde_json::from_str(&out.stdout).unwrap();
+        let m = mechanism(&doc, "pinned/count_pinned");
+        assert_eq!(m["status"], "ok", "{m:#}");
+        assert_eq!(after, before, "the run changed {BPF_FS}");
+        assert_eq!(value.as_deref(), Some(&count[..]), "the live map changed");
+        let said: Vec<&str> = out
+            .stderr
+            .lines()
+            .filter(|l| l.contains("pinned by name"))
+            .collect();
+        assert_eq!(said.len(), 1, "{}", out.stderr);
+        assert!(
+            said[0].contains("bpfo_pin_count, bpfo_verdict"),
+            "{}",
+            said[0]
+        );
+        assert!(ours_loaded().is_empty(), "{:?}", ours_loaded());
+    });
+}
+
+/// The same object where /sys/fs/bpf is no BPF filesystem (a tmpfs over
+/// it here, as on a host that mounts none): measured, nothing written.
+#[test]
+#[serial]
+fn maps_pinned_by_name_are_measured_without_a_bpf_filesystem() {
+    if !root() {
+        return;
+    }
+    in_private_mounts(|| {
+        use nix::mount::{mount, umount2, MntFlags, MsFlags};
+        mount(
+            Some("tmpfs"),
+            BPF_FS,
+            Some("tmpfs"),
+            MsFlags::empty(),
+            None::<&str>,
+        )
+        .expect("mounting a tmpfs");
+        let out = run(&short(&["--object", &object("pinned"), "--format", "json"]));
+        let after = bpf_fs_listing();
+        umount2(BPF_FS, MntFlags::MNT_DETACH).unwrap();
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let doc: Value = serde_json::from_str(&out.stdout).unwrap();
+        assert_eq!(mechanism(&doc, "pinned/count_pinned")["status"], "ok");
+        assert!(after.is_empty(), "{after:?}");
+    });
+}
+
+/// A program the verifier refuses: one line that gives the verifier's
+/// reason (not a register state or its statistics) and where the rest is.
+#[track_caller]
+fn verifier_refuses(name: &str, reason: &str) {
+    if !root() {
+        return;
+    }
+    // One run: the too large program takes the verifier some 30 s.
+    let line = refused(&["--object", &object(name)], reason);
+    assert!(
+        line.contains("RUST_LOG=debug prints its whole log"),
+        "{line}"
+    );
+}
+
+#[test]
+#[serial]
+fn an_infinite_loop_is_refused_with_the_verifiers_reason() {
+    verifier_refuses(
+        "infinite_loop",
+        "the verifier refused it: infinite loop detected at insn",
+    );
+}
+
+#[test]
+#[serial]
+fn an_out_of_bounds_access_is_refused_with_the_verifiers_reason() {
+    verifier_refuses(
+        "rejected",
+        "the verifier refused it: dereference of modified ctx ptr R1 off=65536 disallowed",
+    );
+}
+
+#[test]
+#[serial]
+fn a_program_too_large_is_refused_with_the_verifiers_reason() {
+    verifier_refuses(
+        "too_large",
+        "the verifier refused it: BPF program is too large",
+    );
+}
+
+#[test]
+#[serial]
+fn a_gpl_only_helper_without_gpl_is_refused_with_the_verifiers_reason() {
+    verifier_refuses(
+        "non_gpl",
+        "the verifier refused it: cannot call GPL-restricted function from non-GPL compatible program",
+    );
+}
+
+/// One bad program refuses its object, and the line says how to measure
+/// the others.
+#[test]
+#[serial]
+fn a_refused_program_names_its_objects_others_as_file_colon_program() {
+    if !root() {
+        return;
+    }
+    let file = object("one_bad");
+    refused(
+        &["--object", &file],
+        &format!("to measure its other programs (good_one), name each: --object {file}:good_one"),
+    );
+    let out = run(&short(&["--object", &format!("{file}:good_one")]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+}
+
+/// A copy of the suite's object `name` at `file` in a directory of its
+/// own, `edit`ed.
+fn copy_of(
+    name: &str,
+    dir: &tempfile::TempDir,
+    file: &str,
+    edit: impl FnOnce(&mut Vec<u8>),
+) -> String {
+    let mut bytes = std::fs::read(object(name)).unwrap();
+    edit(&mut bytes);
+    let path = dir.path().join(file);
+    std::fs::write(&path, bytes).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+/// Objects libbpf cannot take, each said in one line before anything
+/// loads: a section it does not know (not "no trigger"), the other
+/// endianness, a truncated file (named, not by libbpf's address for it),
+/// and B's file named as `--against object=`'s.
+#[test]
+#[serial]
+fn objects_libbpf_cannot_take_are_said_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    refused(
+        &["--object", &object("unknown_section")],
+        "libbpf knows no program type for SEC(\"socket/filter\"), so it cannot load it: name \
+         the section as libbpf does; libbpf's for this type is SEC(\"socket\")",
+    );
+    // EI_DATA 2: big-endian.
+    let big = copy_of("syscalls", &dir, "big.bpf.o", |b| b[5] = 2);
+    refused(
+        &["--object", &big],
+        "a big-endian BPF object, and this kernel runs little-endian ones only",
+    );
+    let cut = copy_of("syscalls", &dir, "cut.bpf.o", |b| b.truncate(3000));
+    let line = refused(&["--object", &cut], "libbpf cannot open it");
+    assert!(line.contains("from cut:"), "{line}");
+    let a = object("syscalls");
+    refused(
+        &["--object", &a, "--against", &format!("object={cut}")],
+        &format!("--against object={cut}: libbpf cannot open it"),
+    );
+}
+
+/// A mechanism is named by its file's stem, whatever the extension; a
+/// file whose name has a `:` is that file; `--trigger` and `--packet` no
+/// program uses are said to be unused.
+#[test]
+#[serial]
+fn odd_file_names_and_unused_flags() {
+    if !root() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let elf = copy_of("xdp_pass", &dir, "xdp_pass.elf", |_| ());
+    let colon = copy_of("xdp_pass", &dir, "x:y.bpf.o", |_| ());
+    let out = run(&short(&[
+        "--object",
+        &elf,
+        "--object",
+        &colon,
+        "--trigger",
+        "getpid",
+        "--format",
+        "json",
+    ]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap();
+    for name in ["xdp_pass/parse_udp", "x:y/parse_udp"] {
+        assert_eq!(mechanism(&doc, name)["status"], "ok");
+    }
+    assert!(
+        out.stderr.contains("--trigger getpid: not used"),
+        "{}",
+        out.stderr
+    );
+    let getpid = format!("{}:enter_getpid", object("syscalls"));
+    let packet = pcap(&[0u8; 60]);
+    let out = run(&short(&["--object", &getpid, "--packet", packet.path()]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains(&format!("--packet {}: not used", packet.path())),
+        "{}",
+        out.stderr
+    );
+}
+
+/// A failure's line names the mechanism once.
+#[test]
+#[serial]
+fn a_failure_names_its_program_once() {
+    if !root() {
+        return;
+    }
+    let fork = format!("{}:on_fork", object("raw_syscall"));
+    let out = run(&short(&["--object", &fork, "--trigger", "getpid"]));
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout
+            .contains("FAILED raw_syscall/on_fork: raw_tp/sched_process_fork: the trigger"),
+        "{}",
+        out.stdout
+    );
+}
+
+/// An object none of whose programs was measured (each skipped) is no
+/// success: exit 4, with a line, in every format. Where this kernel runs
+/// the fentry program, it is measured and the run exits 0.
+#[test]
+#[serial]
+fn an_object_of_which_nothing_was_measured_exits_4() {
+    if !root() {
+        return;
+    }
+    let fentry = format!("{}:fe_read", object("kernel_hooks"));
+    let out = run(&short(&["--object", &fentry, "--format", "json"]));
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap();
+    if mechanism(&doc, "kernel_hooks/fe_read")["status"] == "ok" {
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        return;
+    }
+    assert_eq!(out.code, 4, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("--object: nothing of it was measured: every program was skipped"),
+        "{}",
+        out.stderr
+    );
+}
+
+/// The result names the object files and the packet it measured, by
+/// size and SHA-256, in the JSON and the table's heading.
+#[test]
+#[serial]
+fn the_result_records_the_object_files_and_the_packet() {
+    if !root() {
+        return;
+    }
+    use sha2::Digest as _;
+    let file = object("xdp_pass");
+    let bytes = std::fs::read(&file).unwrap();
+    let sha256: String = sha2::Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let packet = pcap(&[0u8; 60]);
+    let saved = TempFile::new("files.json");
+    let out = run(&short(&[
+        "--object",
+        &file,
+        "--packet",
+        packet.path(),
+        "--save",
+        saved.path(),
+    ]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.lines().any(|l| l.starts_with(&format!(
+            "objects xdp_pass.bpf.o ({} bytes, sha256 {}); packet ",
+            bytes.len(),
+            &sha256[..12]
+        ))),
+        "{}",
+        out.stdout
+    );
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&saved.0).unwrap()).unwrap();
+    assert_eq!(
+        doc["objects"],
+        serde_json::json!([{"path": file, "size": bytes.len(), "sha256": sha256}])
+    );
+    assert_eq!(doc["packet"]["path"], packet.path());
+    assert_eq!(doc["packet"]["size"], 60);
 }

@@ -24,6 +24,8 @@ fn documented_schema() -> BTreeMap<String, BTreeMap<String, String>> {
                 "top"
             } else if heading == "`context`" {
                 "context"
+            } else if heading.contains("objects[]") {
+                "file"
             } else if heading.contains("producers[]") {
                 "producer"
             } else if heading.contains("mechanisms[]") {
@@ -65,6 +67,7 @@ fn check_type(
         "boolean" => assert!(value.is_boolean(), "{what}: not a boolean: {value}"),
         "statistics" => check_object(value, &schema["statistics"], what, schema),
         "context" => check_object(value, &schema["context"], what, schema),
+        "file" => check_object(value, &schema["file"], what, schema),
         _ => {
             let item = ty
                 .strip_prefix("array of ")
@@ -76,6 +79,8 @@ fn check_type(
                 let what = format!("{what}[{i}]");
                 if item == "object" {
                     check_object(v, &schema["mechanism"], &what, schema);
+                } else if item == "file" {
+                    check_object(v, &schema["file"], &what, schema);
                 } else if item == "producer" {
                     check_object(v, &schema["producer"], &what, schema);
                 } else {
@@ -113,7 +118,14 @@ fn check_schema(doc: &Value) {
     let schema = documented_schema();
     assert_eq!(
         schema.keys().collect::<Vec<_>>(),
-        ["context", "mechanism", "producer", "statistics", "top"],
+        [
+            "context",
+            "file",
+            "mechanism",
+            "producer",
+            "statistics",
+            "top"
+        ],
         "docs/json-schema.md sections"
     );
     check_object(doc, &schema["top"], "document", &schema);
@@ -130,6 +142,17 @@ fn the_schema_checker_checks() {
     let mut wrong = fixture();
     wrong["mechanisms"][2]["hits"] = "100000".into();
     assert!(std::panic::catch_unwind(|| check_schema(&wrong)).is_err());
+    // The files of an --object run, and one of them wrong.
+    let mut objects = fixture();
+    let file = serde_json::json!({
+        "path": "agent.bpf.o", "size": 4096,
+        "sha256": "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    });
+    objects["objects"] = serde_json::json!([file.clone()]);
+    objects["packet"] = file;
+    check_schema(&objects);
+    objects["packet"]["size"] = "4096".into();
+    assert!(std::panic::catch_unwind(|| check_schema(&objects)).is_err());
 }
 
 #[test]

@@ -95,9 +95,51 @@ pub struct Document {
     /// then its `against`, and the B − A pairs its `pairs_ns`.
     #[serde(default)]
     pub against: Option<String>,
+    /// The object files the run measured (`--object`, and B's with
+    /// `--against object=`). Absent in older results: none.
+    #[serde(default)]
+    pub objects: Vec<InputFile>,
+    /// The `--packet` file the test runs ran on; null on the built-in
+    /// packet, or when no program ran on one.
+    #[serde(default)]
+    pub packet: Option<InputFile>,
     /// Every mechanism measured or skipped, bases included, each base before
     /// the mechanisms it is the reference for.
     pub mechanisms: Vec<MechanismResult>,
+}
+
+/// A file the run read its programs or packet from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InputFile {
+    /// As given on the command line.
+    pub path: String,
+    /// In bytes, as read (once, at the start).
+    pub size: u64,
+    /// SHA-256 of what was read, in hex, as `sha256sum` prints it.
+    pub sha256: String,
+}
+
+impl InputFile {
+    /// `path` and what was read from it.
+    pub fn of(path: &std::path::Path, bytes: &[u8]) -> Self {
+        use sha2::Digest as _;
+        let digest = sha2::Sha256::digest(bytes);
+        Self {
+            path: path.display().to_string(),
+            size: bytes.len() as u64,
+            sha256: digest.iter().map(|b| format!("{b:02x}")).collect(),
+        }
+    }
+
+    /// `agent.bpf.o (4096 bytes, sha256 0123456789ab)`: its name and the
+    /// start of its hash, for a heading or a warning.
+    pub fn short(&self) -> String {
+        let name = std::path::Path::new(&self.path)
+            .file_name()
+            .map_or(self.path.clone(), |n| n.to_string_lossy().into_owned());
+        let hash = self.sha256.get(..12).unwrap_or(&self.sha256);
+        format!("{name} ({} bytes, sha256 {hash})", self.size)
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -376,6 +418,18 @@ mod tests {
         value.as_object_mut().unwrap().remove("iterations");
         let err = Document::from_json(&value.to_string()).unwrap_err();
         assert!(err.contains("iterations"), "{err}");
+    }
+
+    #[test]
+    fn an_input_file_is_its_size_and_sha256() {
+        let f = InputFile::of(std::path::Path::new("/x/agent.bpf.o"), b"abc");
+        assert_eq!(f.size, 3);
+        // sha256("abc"), FIPS 180-2's example.
+        assert_eq!(
+            f.sha256,
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        assert_eq!(f.short(), "agent.bpf.o (3 bytes, sha256 ba7816bf8f01)");
     }
 
     #[test]

@@ -51,6 +51,11 @@ pub enum Setting {
     ProgWork,
     Batch,
     RunLength,
+    /// The `--object` files, by name and hash (not compared where the
+    /// baseline recorded none).
+    Objects,
+    /// The `--packet` test runs ran on.
+    Packet,
 }
 
 /// How a setting is read from a document, as text.
@@ -71,6 +76,15 @@ pub const SETTINGS: &[(Setting, Read)] = &[
     (Setting::RunLength, |d| {
         d.run_secs
             .map_or_else(|| "fixed counts".into(), |s| format!("{:.0} ms", s * 1e3))
+    }),
+    (Setting::Objects, |d| {
+        let files: Vec<String> = d.objects.iter().map(|f| f.short()).collect();
+        files.join(", ")
+    }),
+    (Setting::Packet, |d| {
+        d.packet
+            .as_ref()
+            .map_or_else(|| "the built-in packet".into(), |f| f.short())
     }),
 ];
 
@@ -103,7 +117,9 @@ pub fn warnings(baseline: &Document, current: &Document) -> Vec<Warning> {
         .iter()
         .filter_map(|&(setting, read)| {
             let (baseline, current) = (read(baseline), read(current));
-            (baseline != current).then_some(Warning::Setting {
+            // Older results, and runs of no object, record no files.
+            let unrecorded = setting == Setting::Objects && baseline.is_empty();
+            (baseline != current && !unrecorded).then_some(Warning::Setting {
                 setting,
                 baseline,
                 current,

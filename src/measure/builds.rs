@@ -39,7 +39,7 @@ impl Against {
         a_whole: bool,
         settings: &Settings,
     ) -> std::result::Result<(), String> {
-        let (found, _) = inspect(&self.path, None, settings)?;
+        let (found, _) = inspect("--against object=", &self.path, None, settings)?;
         let mut b: Vec<Found> = found;
         for m in a {
             let Some(pa) = m.object() else { continue };
@@ -51,9 +51,7 @@ impl Against {
                 self.only_a.push(m.name().to_string());
                 continue;
             };
-            let (pb, kind, trigger) = b
-                .remove(at)
-                .map_err(|e| e.replacen("--object", "--against object=", 1))?;
+            let (pb, kind, trigger) = b.remove(at)?;
             if trigger != m.trigger() || kind != m.kind() || pb.section != pa.section {
                 self.moved
                     .push(format!("{} ({} in B)", m.name(), pb.section));

@@ -91,6 +91,14 @@ impl Error {
         }
     }
 
+    /// The mechanism it names, if any.
+    pub fn mechanism(&self) -> Option<&'static str> {
+        match self {
+            Self::Unsupported { mechanism, .. } | Self::Failed { mechanism, .. } => *mechanism,
+            Self::Environment(_) => None,
+        }
+    }
+
     /// What went wrong, without the mechanism's name in front.
     pub fn reason(&self) -> &str {
         match self {
@@ -125,6 +133,7 @@ pub fn errno_name(errno: i32) -> String {
         libc::ESRCH => "ESRCH".into(),
         libc::EACCES => "EACCES".into(),
         libc::EINVAL => "EINVAL".into(),
+        libc::E2BIG => "E2BIG".into(),
         libc::EOPNOTSUPP => "EOPNOTSUPP".into(),
         ENOTSUPP => "ENOTSUPP".into(),
         n => format!("errno {n}"),

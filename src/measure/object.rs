@@ -42,6 +42,13 @@ impl Request {
     /// `FILE:PROG` when what follows the last `:` names no directory,
     /// else all of it is the file.
     pub fn parse(s: &str) -> std::result::Result<Self, String> {
+        // A file whose name has a `:` in it is that file.
+        if Path::new(s).is_file() {
+            return Ok(Self {
+                path: s.into(),
+                program: None,
+            });
+        }
         let (path, program) = match s.rsplit_once(':') {
             Some((path, prog)) if !prog.contains('/') && !path.is_empty() => {
                 (path, Some(prog.to_string()))
@@ -85,7 +92,16 @@ pub fn read_packet(path: &Path) -> std::result::Result<&'static [u8], String> {
         .map_err(|e| format!("--packet {}: cannot read it: {e}", path.display()))?;
     let packet =
         first_packet(&bytes).map_err(|why| format!("--packet {}: {why}", path.display()))?;
+    let _ = PACKET_FILE.set(path.to_path_buf());
     Ok(Box::leak(packet.into_boxed_slice()))
+}
+
+/// The file of the process's `--packet`, for the result to name.
+static PACKET_FILE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// `--packet`'s file, if one was read.
+pub fn packet_file() -> Option<&'static Path> {
+    PACKET_FILE.get().map(PathBuf::as_path)
 }
 
 /// `--set`'s parser.
@@ -104,43 +120,67 @@ pub(crate) type Found = std::result::Result<(ObjectProgram, Kind, Trigger), Stri
 /// Opens `path` and resolves each program (all, or `only`): its section's
 /// hook and trigger. The outer error is the file's (not an ELF, no
 /// programs, an unknown `only`, a `--set` value that does not fit).
+/// `flag` is what named the file (`--object`, `--against object=`).
 pub(crate) fn inspect(
+    flag: &str,
     path: &Path,
     only: Option<&str>,
     settings: &Settings,
 ) -> std::result::Result<(Vec<Found>, Vec<String>), String> {
-    let shown = path.display();
-    let bytes =
-        std::fs::read(path).map_err(|e| format!("--object {shown}: cannot read it: {e}"))?;
+    let shown = format!("{flag}{}", path.display());
+    let bytes = std::fs::read(path).map_err(|e| format!("{shown}: cannot read it: {e}"))?;
     // ELF magic, and e_machine EM_BPF (247) at offset 18.
     if bytes.len() < 20 || &bytes[..4] != b"\x7fELF" {
         return Err(format!(
-            "--object {shown}: not an ELF file; give a BPF object built by clang -target bpf"
+            "{shown}: not an ELF file; give a BPF object built by clang -target bpf"
         ));
     }
     let machine = u16::from_le_bytes([bytes[18], bytes[19]]);
     if machine != 247 && u16::from_be_bytes([bytes[18], bytes[19]]) != 247 {
         return Err(format!(
-            "--object {shown}: an ELF file, but not a BPF object (e_machine {machine}); \
+            "{shown}: an ELF file, but not a BPF object (e_machine {machine}); \
              give one built by clang -target bpf"
+        ));
+    }
+    // EI_DATA: 1 little-endian, 2 big-endian. The kernel runs only its own.
+    let little = bytes[5] == 1;
+    if little != cfg!(target_endian = "little") {
+        let (it, here, target) = if little {
+            ("little", "big", "bpfeb")
+        } else {
+            ("big", "little", "bpfel")
+        };
+        return Err(format!(
+            "{shown}: a {it}-endian BPF object, and this kernel runs {here}-endian ones only; \
+             build it with clang -target {target} (or -target bpf on this machine)"
         ));
     }
     super::sys::capture_libbpf_log();
     super::sys::clear_libbpf_log();
-    let open = ObjectBuilder::default().open_memory(&bytes).map_err(|e| {
-        let why = super::sys::libbpf_reason().unwrap_or_else(|| format!("{e:#}"));
-        format!("--object {shown}: libbpf cannot open it: {why}")
-    })?;
+    let open = builder(path)
+        .and_then(|mut b| b.open_memory(&bytes))
+        .map_err(|e| {
+            let why = super::sys::libbpf_reason().unwrap_or_else(|| format!("{e:#}"));
+            format!("{shown}: libbpf cannot open it (truncated or not built for BPF?): {why}")
+        })?;
     let rodata = rodata_vars(&open);
+    let pinned = pinned_maps(&open);
+    if !pinned.is_empty() {
+        log::warn!(
+            "{shown}: {} pinned by name (LIBBPF_PIN_BY_NAME): measured with maps of \
+             the run's own, neither pinned nor taken from a BPF filesystem",
+            names_of_maps(&pinned)
+        );
+    }
     let names: Vec<String> = open.progs().map(|p| lossy(p.name())).collect();
     if names.is_empty() {
         return Err(format!(
-            "--object {shown}: no BPF programs in it (no SEC(\"...\") function)"
+            "{shown}: no BPF programs in it (no SEC(\"...\") function)"
         ));
     }
     if let Some(only) = only.filter(|o| !names.iter().any(|n| n == o)) {
         return Err(format!(
-            "--object {shown}:{only}: no program {only} in it; it has {}",
+            "{shown}:{only}: no program {only} in it; it has {}",
             names.join(", ")
         ));
     }
@@ -169,16 +209,43 @@ pub(crate) fn inspect(
                     };
                     (p, kind, trigger)
                 })
-                .map_err(|why| {
-                    format!("--object {shown}: program {program} (SEC(\"{section}\")): {why}")
-                }),
+                .map_err(|why| format!("{shown}: program {program} (SEC(\"{section}\")): {why}")),
         );
     }
     Ok((found, rodata.into_iter().map(|v| v.0).collect()))
 }
 
+/// libbpf's builder, the object named by its file (libbpf names one
+/// opened from memory by its address, which its messages then quote).
+fn builder(path: &Path) -> libbpf_rs::Result<ObjectBuilder> {
+    let mut builder = ObjectBuilder::default();
+    builder.name(stem(path))?;
+    Ok(builder)
+}
+
 fn lossy(s: &OsStr) -> String {
     s.to_string_lossy().into_owned()
+}
+
+/// The maps libbpf would pin at load (or reuse from a BPF filesystem
+/// where one of that name is pinned): those with a pin path.
+fn pinned_maps(open: &OpenObject) -> Vec<String> {
+    open.maps()
+        .filter(|m| {
+            // SAFETY: the map is the open object's, valid while `open` lives.
+            !unsafe { libbpf_rs::libbpf_sys::bpf_map__pin_path(m.as_libbpf_object().as_ptr()) }
+                .is_null()
+        })
+        .map(|m| lossy(m.name()))
+        .collect()
+}
+
+/// `map a` or `maps a, b`.
+fn names_of_maps(names: &[String]) -> String {
+    match names {
+        [one] => format!("map {one} is"),
+        _ => format!("maps {} are", names.join(", ")),
+    }
 }
 
 /// The `.rodata` globals: name, offset and size, from the object's BTF.
@@ -219,14 +286,13 @@ fn leak(s: String) -> &'static str {
     Box::leak(s.into_boxed_str())
 }
 
-/// `path`'s name without `.bpf.o` or `.o`.
+/// `path`'s name without its extension (`.o`, `.elf`...) and `.bpf`.
 fn stem(path: &Path) -> String {
     let name = path
-        .file_name()
+        .file_stem()
         .map(lossy)
         .unwrap_or_else(|| path.display().to_string());
-    let name = name.strip_suffix(".o").unwrap_or(&name);
-    name.strip_suffix(".bpf").unwrap_or(name).to_string()
+    name.strip_suffix(".bpf").unwrap_or(&name).to_string()
 }
 
 pub(crate) fn entry(
@@ -261,7 +327,7 @@ pub fn register(
     let mut programs: Vec<(String, ObjectProgram, Kind, Trigger)> = Vec::new();
     let mut globals = Vec::new();
     for r in requests {
-        let (found, vars) = inspect(&r.path, r.program.as_deref(), settings)?;
+        let (found, vars) = inspect("--object ", &r.path, r.program.as_deref(), settings)?;
         globals.extend(vars);
         for f in found {
             let (p, kind, trigger) = f?;
@@ -312,6 +378,19 @@ pub fn register(
     Ok(mechanisms)
 }
 
+/// Whether `m`, an object's program, runs on `--packet`'s packet.
+pub fn uses_packet(m: Mechanism) -> bool {
+    m.object().is_some() && matches!(m.trigger(), Trigger::TestRun(t) if t.prog_type.on_packet())
+}
+
+/// Whether `m`, an object's program, is fired by `--trigger`'s syscall:
+/// its section names no event of its own.
+pub fn uses_trigger_flag(m: Mechanism) -> bool {
+    m.object().is_some_and(|p| {
+        matches!(m.trigger(), Trigger::Syscall(_)) && hook(&p.section, None, &[]).is_err()
+    })
+}
+
 /// Every `--set` names a global of some object; `--trigger` is for
 /// programs that need it.
 fn check_sets(
@@ -340,8 +419,25 @@ fn check_sets(
 }
 
 /// Loads `p` alone from its object, with `--set`'s values in `.rodata`.
+/// Every map is the run's own: a map the object pins by name is neither
+/// pinned nor reused from a BPF filesystem, so that nothing of the host's
+/// (a live agent's counters and settings) is read or written, nothing is
+/// left behind, and no BPF filesystem is needed.
 pub(crate) fn load(p: &ObjectProgram) -> libbpf_rs::Result<Object> {
-    let mut open = ObjectBuilder::default().open_memory(&p.bytes)?;
+    let mut open = builder(&p.path)?.open_memory(&p.bytes)?;
+    for map in open.maps_mut() {
+        // SAFETY: the map is the open object's; a null path unpins it
+        // (libbpf frees the old one).
+        let ret = unsafe {
+            libbpf_rs::libbpf_sys::bpf_map__set_pin_path(
+                map.as_libbpf_object().as_ptr(),
+                std::ptr::null(),
+            )
+        };
+        if ret != 0 {
+            return Err(std::io::Error::from_raw_os_error(-ret).into());
+        }
+    }
     for mut prog in open.progs_mut() {
         let wanted = prog.name() == OsStr::new(&p.program);
         prog.set_autoload(wanted);
@@ -391,7 +487,8 @@ pub(crate) fn program_fd(obj: &Object, p: &ObjectProgram) -> Result<std::os::fd:
 /// refuses (the verifier, a missing map pin or BTF) is bad input, said
 /// once, rather than a failure found in the run. A kind this kernel lacks
 /// is left to the run, which skips it as it skips the built-ins.
-pub fn try_load(m: Mechanism) -> std::result::Result<(), String> {
+/// `flag` is what named its file (`--object`, `--against object=`).
+pub fn try_load(m: Mechanism, flag: &str) -> std::result::Result<(), String> {
     let Some(p) = m.object() else {
         return Ok(());
     };
@@ -409,12 +506,25 @@ pub fn try_load(m: Mechanism) -> std::result::Result<(), String> {
     if err.is_unsupported() || m.trigger().check_support().is_err() {
         return Ok(());
     }
+    // The verifier's reason is one line of a long log: that line, and
+    // where the rest is.
+    let why = match super::sys::verifier_verdict() {
+        Some(verdict) => {
+            let errno = err
+                .errno()
+                .map(|n| format!("{}; ", super::error::errno_name(n)))
+                .unwrap_or_default();
+            format!(
+                "the verifier refused it: {verdict} ({errno}RUST_LOG=debug prints its whole log)"
+            )
+        }
+        None => err.reason().to_string(),
+    };
     Err(format!(
-        "--object {}: program {} (SEC(\"{}\")) does not load: {}",
+        "{flag}{}: program {} (SEC(\"{}\")) does not load: {why}",
         p.path.display(),
         p.program,
         p.section,
-        err.reason()
     ))
 }
 
@@ -475,5 +585,7 @@ mod tests {
     fn stems_drop_the_object_suffixes() {
         assert_eq!(stem(Path::new("/x/agent.bpf.o")), "agent");
         assert_eq!(stem(Path::new("agent.o")), "agent");
+        assert_eq!(stem(Path::new("x.elf")), "x");
+        assert_eq!(stem(Path::new("x.bpf.elf")), "x");
     }
 }

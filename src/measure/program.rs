@@ -50,6 +50,13 @@ pub struct ObjectProgram {
     pub(crate) rodata: Vec<(usize, Vec<u8>)>,
 }
 
+impl ObjectProgram {
+    /// The file's bytes, as read.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
 impl PartialEq for ObjectProgram {
     fn eq(&self, other: &Self) -> bool {
         (&self.path, &self.program) == (&other.path, &other.program)

@@ -14,11 +14,16 @@ pub(crate) fn hook(
     packet: &'static [u8],
 ) -> std::result::Result<(Kind, Trigger), String> {
     let (kind_name, target) = section.split_once('/').unwrap_or((section, ""));
+    if !libbpf_knows(section) {
+        return Err(unknown_section(section, kind_name));
+    }
     // Run by the kernel itself on a packet, attached nowhere.
     if let Some(prog_type) = ProgType::of_section(section) {
         let t = TestRun { prog_type, packet };
         return Ok((Kind::TestRun, Trigger::TestRun(t)));
     }
+    // A sleepable program (`fentry.s`, `lsm.s`) attaches as the other.
+    let kind_name = kind_name.strip_suffix(".s").unwrap_or(kind_name);
     let like = match kind_name {
         "tp" | "tracepoint" => Kind::Tracepoint,
         "raw_tp" | "raw_tracepoint" => Kind::RawTracepoint,
@@ -66,6 +71,44 @@ pub(crate) fn hook(
         }
     };
     Ok((like, Trigger::Syscall(trigger)))
+}
+
+/// Whether libbpf knows the section's program type: it loads no other.
+fn libbpf_knows(section: &str) -> bool {
+    let Ok(name) = std::ffi::CString::new(section) else {
+        return false;
+    };
+    let mut prog_type = 0;
+    let mut attach_type = 0;
+    // SAFETY: a NUL-terminated name and two out-parameters; libbpf only
+    // looks the name up in its table of sections.
+    let ret = unsafe {
+        libbpf_rs::libbpf_sys::libbpf_prog_type_by_name(
+            name.as_ptr(),
+            &mut prog_type,
+            &mut attach_type,
+        )
+    };
+    ret == 0
+}
+
+/// Why a section libbpf does not know cannot be measured, and the one it
+/// knows where the name is near one.
+fn unknown_section(section: &str, kind_name: &str) -> String {
+    let near = match kind_name {
+        "socket" | "socket_filter" | "sock_filter" => Some("socket"),
+        "classifier" | "tc" | "tcx" => Some("tc/ingress"),
+        "xdp" => Some("xdp"),
+        _ => None,
+    };
+    let rename = match near {
+        Some(known) => format!("; libbpf's for this type is SEC(\"{known}\")"),
+        None => String::new(),
+    };
+    format!(
+        "libbpf knows no program type for SEC(\"{section}\"), so it cannot load it: \
+         name the section as libbpf does{rename} (libbpf's docs, program types and ELF sections)"
+    )
 }
 
 /// The syscalls the triggers make, for error messages.
@@ -215,7 +258,9 @@ mod tests {
                 })
             ))
         ));
-        assert!(t("tc/egress/extra").unwrap_err().contains("tc hook"));
+        assert!(t("tc/egress/extra")
+            .unwrap_err()
+            .contains("libbpf knows no program type"));
         for (section, prog_type) in [
             ("flow_dissector", ProgType::FlowDissector),
             ("syscall", ProgType::Syscall),
@@ -235,5 +280,20 @@ mod tests {
         assert!(t("tp/syscalls/sys_enter_fork")
             .unwrap_err()
             .contains("fork"));
+        // Sections libbpf does not know, said as such, not as a trigger.
+        for section in ["socket/filter", "socket_filter/x", "kprobe_nope"] {
+            let why = t(section).unwrap_err();
+            assert!(why.contains("libbpf knows no program type"), "{why}");
+        }
+        assert!(t("socket/filter").unwrap_err().contains("SEC(\"socket\")"));
+        // Sleepable programs attach as the others.
+        assert_eq!(
+            t("fentry.s/__x64_sys_getpid"),
+            Ok((Kind::Trampoline, Trigger::Syscall(Syscall::Getpid)))
+        );
+        assert_eq!(
+            t("lsm.s/file_open"),
+            Ok((Kind::Lsm, Trigger::Syscall(Syscall::OpenClose)))
+        );
     }
 }

@@ -14,6 +14,7 @@ use nix::sched::{unshare, CloneFlags};
 
 use super::error::{Error, Result};
 use super::kind::ProbeType;
+use super::verifier_log::verdict_of;
 
 const CAP_SYS_ADMIN: u32 = 21;
 const CAP_PERFMON: u32 = 38;
@@ -534,20 +535,19 @@ pub fn libbpf_reason() -> Option<String> {
     reason_of(log.iter().map(String::as_str))
 }
 
+/// The verifier's verdict on the last load, when libbpf dumped its log.
+pub fn verifier_verdict() -> Option<String> {
+    let log = LIBBPF_WARNINGS.lock().unwrap_or_else(|e| e.into_inner());
+    log.iter().find_map(|w| verdict_of(w, LOG_BEGIN, LOG_END))
+}
+
 const LOG_BEGIN: &str = "-- BEGIN PROG LOAD LOG --";
 const LOG_END: &str = "-- END PROG LOAD LOG --";
 
 fn reason_of<'a>(warnings: impl Iterator<Item = &'a str> + Clone) -> Option<String> {
-    let verdict = warnings.clone().find_map(|w| {
-        let log = w.split_once(LOG_BEGIN)?.1;
-        let log = log.split(LOG_END).next().unwrap_or(log);
-        // The verifier ends with its statistics; the verdict is above them.
-        log.lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty())
-            .rfind(|l| !l.starts_with("processed ") && !l.starts_with("verification time"))
-            .map(String::from)
-    });
+    let verdict = warnings
+        .clone()
+        .find_map(|w| verdict_of(w, LOG_BEGIN, LOG_END));
     verdict.or_else(|| {
         warnings
             .into_iter()

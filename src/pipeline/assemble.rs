@@ -4,7 +4,8 @@
 use super::plan::Plan;
 use super::schedule::{signal_name, MechanismRuns, Runs};
 use crate::document::{
-    Document, MechanismResult, ProducerResult, Status, ORDER_BRACKETED, SCHEMA, SCHEMA_VERSION,
+    Document, InputFile, MechanismResult, ProducerResult, Status, ORDER_BRACKETED, SCHEMA,
+    SCHEMA_VERSION,
 };
 use crate::measure::host::Host;
 use crate::measure::Sample;
@@ -47,7 +48,47 @@ pub fn document(plan: &Plan, runs: &Runs, host: Host) -> Document {
         context: runs.context.clone(),
         cpu_wait_s: runs.cpu_wait_s,
         against: plan.against.as_ref().map(|v| v.to_string()),
+        objects: objects(plan),
+        packet: packet(plan),
         mechanisms,
+    }
+}
+
+/// The object files of the plan's programs, A's then B's, each once.
+fn objects(plan: &Plan) -> Vec<InputFile> {
+    let b = plan.mechanisms.iter().filter_map(|&m| {
+        plan.against
+            .as_ref()?
+            .b_of(m)
+            .filter(|b| b.object() != m.object())
+    });
+    let mut files: Vec<InputFile> = Vec::new();
+    for p in plan
+        .mechanisms
+        .iter()
+        .copied()
+        .chain(b)
+        .filter_map(|m| m.object())
+    {
+        let path = p.path.display().to_string();
+        if !files.iter().any(|f| f.path == path) {
+            files.push(InputFile::of(&p.path, p.bytes()));
+        }
+    }
+    files
+}
+
+/// `--packet`'s file, when a program of the plan ran on it.
+fn packet(plan: &Plan) -> Option<InputFile> {
+    let path = crate::measure::object::packet_file()?;
+    let m = plan
+        .mechanisms
+        .iter()
+        .copied()
+        .find(|&m| crate::measure::object::uses_packet(m))?;
+    match m.trigger() {
+        crate::measure::trigger::Trigger::TestRun(t) => Some(InputFile::of(path, t.packet)),
+        _ => None,
     }
 }
 

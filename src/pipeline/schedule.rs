@@ -155,13 +155,16 @@ impl MechanismRuns {
         self.reason = Some(reason);
     }
 
-    /// Records a run's error: a missing kernel feature is a skip (its
-    /// reason alone), anything else a failure (its whole message).
+    /// Records a run's error: a missing kernel feature is a skip, anything
+    /// else a failure; its reason without this mechanism's name (the
+    /// result says it already), another's named.
     pub(super) fn fail(&mut self, err: Error) {
-        if err.is_unsupported() {
-            self.set(Status::Skipped, err.reason().to_string());
-        } else {
-            self.set(Status::Failed, err.to_string());
+        let status = [Status::Failed, Status::Skipped][usize::from(err.is_unsupported())];
+        match err.mechanism() {
+            Some(m) if m != self.mechanism.name() && !err.is_unsupported() => {
+                self.set(status, err.to_string())
+            }
+            _ => self.set(status, err.reason().to_string()),
         }
     }
 }

@@ -36,6 +36,13 @@ pub fn warning(w: &Warning) -> String {
             Setting::Batch => {
                 format!("the kernel loop ran batches of {then} in the baseline, {now} now")
             }
+            Setting::Objects => format!(
+                "the baseline measured other object files ({then}; now {now}): its programs \
+                 are another build"
+            ),
+            Setting::Packet => {
+                format!("the baseline's test runs ran on another packet ({then}; now {now})")
+            }
             Setting::RunLength => format!(
                 "the baseline's timed runs were sized to {then}, this run's to {now}: \
                  shorter runs measure a few % more overhead (an --against run's 10 ms runs \

@@ -6,7 +6,8 @@ use std::fmt::Write as _;
 
 use super::{aligned, conclusion};
 use crate::document::{Document, MechanismResult};
-use crate::gate::{Findings, Warning};
+use crate::gate::{Findings, Warning, FLOOR_OF_BASE};
+use crate::measure::Mechanism;
 
 /// An in-run comparison (`--against`) side by side, as `veristat -C`
 /// puts two builds: per mechanism A's and B's overhead over base, the
@@ -20,14 +21,18 @@ pub fn against_report(doc: &Document, report: &Findings, variant: &str) -> Strin
          else UNSURE",
         report.threshold.describe()
     );
-    paired_report(
-        doc,
-        report,
-        &head,
-        "against",
+    // The kernel-loop trigger is the built-ins': no help to an object.
+    let builtin = report
+        .comparisons
+        .iter()
+        .any(|c| Mechanism::by_name(&c.name).is_none_or(|m| m.object().is_none()));
+    let advice = if builtin {
         "rerun on a quieter machine or with a longer --budget, or measure the kernel-loop \
-         trigger (-m raw_tp-loop,tp-loop,...), whose overheads stand out of the noise",
-    )
+         trigger (-m raw_tp-loop,tp-loop,...), whose overheads stand out of the noise"
+    } else {
+        "rerun on a quieter machine, or with a longer --budget or more --repeat"
+    };
+    paired_report(doc, report, &head, "against", advice)
 }
 
 /// Two runs made at the same time (`bpf-overhead compare`, a duet of two
@@ -83,6 +88,7 @@ fn paired_report(doc: &Document, report: &Findings, head: &str, who: &str, advic
     .map(String::from)
     .to_vec()];
     let mut notes = Vec::new();
+    let mut floored = false;
     for c in &report.comparisons {
         let a = doc.mechanism(&c.name);
         let b = a.and_then(|a| a.against.as_deref());
@@ -99,12 +105,27 @@ fn paired_report(doc: &Document, report: &Findings, head: &str, who: &str, advic
             ));
             continue;
         };
+        // Of A's own cost, or of the floor where A costs less (as the
+        // gate judges it): a share of a near-zero cost would mean nothing.
+        let base_ns = a
+            .and_then(|a| doc.mechanism(&a.base))
+            .and_then(|m| m.ns_per_event)
+            .unwrap_or(0.0);
+        let a_ns = a
+            .and_then(|m| m.overhead_ns.as_ref())
+            .map_or(0.0, |s| s.median.abs());
+        let mark = if a_ns < FLOOR_OF_BASE * base_ns {
+            floored = true;
+            "*"
+        } else {
+            ""
+        };
         rows.push(vec![
             c.name.clone(),
             median(a),
             median(b),
             format!("{diff:+.1}"),
-            format!("{:+.1}%", change * 100.0),
+            format!("{:+.1}%{mark}", change * 100.0),
             c.p_value.map_or("-".into(), |p| format!("{p:.3}")),
             c.detectable
                 .map_or("-".into(), |d| format!("±{:.1}%", d * 100.0)),
@@ -116,9 +137,58 @@ fn paired_report(doc: &Document, report: &Findings, head: &str, who: &str, advic
     for line in aligned(&rows) {
         let _ = writeln!(out, "{line}");
     }
+    if floored {
+        let _ = writeln!(
+            out,
+            "* of {:.0}% of the base's time per event, not of A's overhead, which is less: \
+             a share of a cost near zero would mean nothing",
+            FLOOR_OF_BASE * 100.0
+        );
+    }
     for note in notes {
         let _ = writeln!(out, "{note}");
     }
     out.push_str(&conclusion(who, report, advice));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::Summary;
+
+    /// raw_tp over base, A costing `a_ns` and B one ns more in each round.
+    fn against(a_ns: f64) -> Document {
+        let mut doc = crate::document::fixtures::document();
+        doc.mechanisms.retain(|m| m.name == "raw_tp" || m.is_base());
+        doc.against = Some("prog-work=1".into());
+        let m = doc.mechanism_mut("raw_tp").unwrap();
+        let rounds = [a_ns - 0.1, a_ns, a_ns + 0.1, a_ns, a_ns - 0.1, a_ns + 0.1];
+        m.overhead_ns = Summary::of(&rounds);
+        let mut b = m.clone();
+        b.overhead_ns = Summary::of(&rounds.map(|v| v + 1.0));
+        m.pairs_ns = Summary::of(&[1.0, 1.1, 0.9, 1.0, 1.05, 0.95]);
+        m.against = Some(Box::new(b));
+        doc
+    }
+
+    /// A share of an overhead near zero is of the floor the gate judges
+    /// against, and says so; of a real overhead it is plain.
+    #[test]
+    fn a_share_of_the_floor_is_marked() {
+        let near_zero = against(0.3);
+        let text = against_report(
+            &near_zero,
+            &crate::gate::against::compare(&near_zero, 0.05),
+            "x",
+        );
+        assert!(text.contains("%*"), "{text}");
+        assert!(
+            text.contains("* of 5% of the base's time per event"),
+            "{text}"
+        );
+        let costly = against(500.0);
+        let text = against_report(&costly, &crate::gate::against::compare(&costly, 0.05), "x");
+        assert!(!text.contains('*'), "{text}");
+    }
 }

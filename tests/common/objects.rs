@@ -45,6 +45,13 @@ const OUR_PROGRAMS: &[&str] = &[
     "out_read",
     "in_close",
     "out_close",
+    "count_pinned",
+    "spin",
+    "too_large",
+    "gpl_helper",
+    "sock_named",
+    "good_one",
+    "bad_one",
 ];
 
 /// The loaded programs of the system named as ours.
