@@ -619,8 +619,15 @@ fn an_out_of_bounds_access_is_refused_with_the_verifiers_reason() {
     );
 }
 
+/// Not in the README's test command: the verifier walks its million
+/// instructions, and libbpf loads the program again with a log of a line
+/// each, then again with twice the buffer while it is too small: four
+/// logged loads of ~7 s each on a 2-vCPU AMD EPYC VM, 32-35 s in all, more
+/// than the rest of the suite's budget. CI runs it on its own
+/// (`cargo xtask ci`'s `slow-tests`: `cargo sudo-test -- --ignored`).
 #[test]
 #[serial]
+#[ignore = "~35 s: the verifier's million instructions, logged four times; cargo sudo-test -- --ignored"]
 fn a_program_too_large_is_refused_with_the_verifiers_reason() {
     verifier_refuses(
         "too_large",

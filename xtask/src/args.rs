@@ -212,7 +212,7 @@ pub struct CiArgs {
     /// default: ci/kernels), e.g. --kernel "6.1,6.12 --arch arm64"
     #[arg(long = "kernel", value_name = "KERNEL", value_delimiter = ',')]
     pub kernels: Vec<String>,
-    /// Leave out a step: fmt, clippy, xtask-tests, actionlint, host-tests, check-ktap,
+    /// Leave out a step: fmt, clippy, xtask-tests, actionlint, host-tests, slow-tests, check-ktap,
     /// check-kselftest (repeatable or comma-separated)
     #[arg(long, value_name = "STEP", value_delimiter = ',', value_parser = step_name)]
     pub skip: Vec<String>,
@@ -241,6 +241,7 @@ pub const CI_STEPS: &[&str] = &[
     "xtask-tests",
     "actionlint",
     "host-tests",
+    "slow-tests",
     "check-ktap",
     "check-kselftest",
 ];

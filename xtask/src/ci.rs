@@ -260,6 +260,12 @@ fn host_command(name: &str) -> Command {
             c.args(["sudo-test", "--", "--nocapture"]);
             c
         }
+        // The tests left out of it for their time (#[ignore] with why).
+        "slow-tests" => {
+            let mut c = cargo();
+            c.args(["sudo-test", "--", "--ignored", "--nocapture"]);
+            c
+        }
         // The command's and the suite's KTAP through prove, the kernel's
         // kunit_parser and kselftest's runner; it needs root.
         "check-ktap" if is_root() => Command::new("scripts/check-ktap"),

