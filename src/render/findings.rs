@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use crate::gate::{Condition, Findings, Setting, Verdict, Warning};
+use crate::gate::{Comparison, Condition, Findings, Setting, Verdict, Warning};
 
 /// One warning, as the gate report prints it after `gate: warning: `.
 pub fn warning(w: &Warning) -> String {
@@ -83,8 +83,9 @@ pub fn gate_report(findings: &Findings, baseline_label: &str) -> String {
     let _ = writeln!(
         out,
         "gate: this run against {baseline_label}: a regression is an overhead over base \
-         higher by more than {} and beyond the noise (Mann-Whitney p <= 0.05); unchanged, \
-         when the change's 90% interval lies within the threshold; else UNSURE",
+         higher by more than {} and beyond the noise (Mann-Whitney p <= 0.05) and the drift \
+         between runs; unchanged, when the change's 90% interval, widened by that drift, lies \
+         within the threshold; else UNSURE",
         findings.threshold.describe()
     );
     for w in &findings.warnings {
@@ -105,14 +106,35 @@ pub fn gate_report(findings: &Findings, baseline_label: &str) -> String {
             c.detail
         );
     }
-    out.push_str(&conclusion(
-        "gate",
-        findings,
-        "rerun on a quieter machine, with a longer --budget, or measure the kernel-loop \
-         trigger (-m raw_tp-loop,tp-loop,...), whose overheads stand out of the noise; or \
-         compare inside one run (--against)",
-    ));
+    out.push_str(&conclusion("gate", findings, &advice(findings)));
     out
+}
+
+/// What would decide the gate's UNSURE comparisons: where the drift
+/// between runs alone left them UNSURE, a comparison that knows it or has
+/// none; where the runs' noise did, better runs.
+fn advice(findings: &Findings) -> String {
+    const NOISE: &str = "rerun on a quieter machine, with a longer --budget, or measure the \
+                         kernel-loop trigger (-m raw_tp-loop,tp-loop,...), whose overheads \
+                         stand out of the noise; or compare inside one run (--against)";
+    const DRIFT: &str = "the drift between runs the baseline allows could hide a change of the \
+                         threshold or make one: compare inside one run (--against), or against \
+                         a baseline set of three or more runs saved over an hour or more \
+                         (--save DIR/, then --baseline DIR)";
+    let (drift, noise): (Vec<&Comparison>, Vec<&Comparison>) =
+        findings.inconclusive().partition(|c| c.by_drift);
+    match (drift.is_empty(), noise.is_empty()) {
+        (true, _) => NOISE.into(),
+        (false, true) => DRIFT.into(),
+        (false, false) => format!(
+            "{DRIFT} ({}); for the others, {NOISE}",
+            drift
+                .iter()
+                .map(|c| c.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
 }
 
 /// The last line of a report: FAILED, INCONCLUSIVE (with `advice`) or
