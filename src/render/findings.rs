@@ -127,7 +127,7 @@ fn advice(findings: &Findings) -> String {
         (true, _) => NOISE.into(),
         (false, true) => DRIFT.into(),
         (false, false) => format!(
-            "{DRIFT} ({}); for the others, {NOISE}",
+            "for {}, {DRIFT}; for the others, {NOISE}",
             drift
                 .iter()
                 .map(|c| c.name.as_str())
@@ -171,6 +171,39 @@ pub(super) fn conclusion(who: &str, report: &Findings, advice: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_advice_names_what_the_drift_decided() {
+        let c = |name: &str, verdict, by_drift| Comparison {
+            name: name.into(),
+            verdict,
+            change: Some(0.0),
+            diff_ns: Some(0.0),
+            p_value: Some(1.0),
+            detectable: Some(0.01),
+            detail: String::new(),
+            by_drift,
+        };
+        let findings = |comparisons| Findings {
+            threshold: crate::gate::Threshold::ByTrigger,
+            warnings: vec![],
+            comparisons,
+        };
+        let drift = advice(&findings(vec![c("a", Verdict::Inconclusive, true)]));
+        assert!(drift.starts_with("the drift between runs"), "{drift}");
+        let noise = advice(&findings(vec![c("a", Verdict::Inconclusive, false)]));
+        assert!(noise.starts_with("rerun on a quieter machine"), "{noise}");
+        let both = advice(&findings(vec![
+            c("a", Verdict::Inconclusive, true),
+            c("b", Verdict::Inconclusive, false),
+            c("c", Verdict::Unchanged, false),
+        ]));
+        assert!(
+            both.starts_with("for a, the drift between runs")
+                && both.contains("; for the others, rerun on a quieter machine"),
+            "{both}"
+        );
+    }
 
     #[test]
     fn warnings_in_words() {
