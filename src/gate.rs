@@ -28,6 +28,10 @@
 //! * **unchanged** (`ok`) when the change's 90% confidence interval lies
 //!   within ± the threshold: the runs were precise enough to rule out a
 //!   change of the threshold.
+//! * Against a saved baseline, the drift between runs ([`Drift`], from
+//!   [`set`]) counts on both sides: a change within it is not regressed
+//!   (or improved), and `ok` needs the interval widened by it within the
+//!   threshold ([`verdict`]).
 //! * **inconclusive** (`UNSURE`) otherwise: the runs were too noisy to tell.
 //!   The gate then exits 3, and says what to do. Every comparison says
 //!   what it could see: the smallest change the two runs tell from noise
@@ -41,9 +45,12 @@
 //! measures the rule's false alarms and power with real runs.
 
 pub mod against;
+mod drift;
 pub mod duet;
 pub mod set;
 mod warning;
+
+pub use drift::{Allowance, Drift, DriftEffect};
 
 pub use warning::{warnings, Condition, Setting, Warning, SETTINGS, SPEED_WARNING};
 
@@ -159,6 +166,9 @@ pub struct Comparison {
     pub detectable: Option<f64>,
     /// One line for humans: old and new figures, or why not compared.
     pub detail: String,
+    /// UNSURE by the drift between runs alone: with no drift allowed,
+    /// the same figures were decided.
+    pub by_drift: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -212,9 +222,52 @@ pub struct Judgement {
     pub detectable: f64,
 }
 
-/// The rule on two series of per-round overheads in ns (see the module
-/// documentation). `floor_ns`: the least the change is measured against.
+/// The rule on one comparison's figures, as shares of the old cost:
+/// `change`, the `margin` of its 90% interval, whether the noise test
+/// found it `significant`, and how far the baseline may have drifted
+/// `below` and `above` its measured median. The true change then lies in
+/// `change - above ..= change + below`, give or take the margin:
+///
+/// * **regressed**: beyond `threshold`, beyond the noise, and beyond what
+///   the drift alone could make of no change (`change > above`);
+/// * **improved** symmetrically;
+/// * **unchanged** (`ok`): the interval widened by the drift on both sides
+///   lies within ± `threshold`;
+/// * else **inconclusive**.
+pub fn verdict(
+    change: f64,
+    margin: f64,
+    significant: bool,
+    threshold: f64,
+    below: f64,
+    above: f64,
+) -> Verdict {
+    if change > threshold && significant && change > above {
+        Verdict::Regressed
+    } else if change < -threshold && significant && change < -below {
+        Verdict::Improved
+    } else if change + margin + below <= threshold && change - margin - above >= -threshold {
+        Verdict::Unchanged
+    } else {
+        Verdict::Inconclusive
+    }
+}
+
+/// The rule on two series of per-round overheads in ns measured at the
+/// same moment (see the module documentation). `floor_ns`: the least the
+/// change is measured against.
 pub fn judge(old: &Summary, new: &Summary, floor_ns: f64, threshold: f64) -> Judgement {
+    judge_drifting(old, new, floor_ns, threshold, Drift::None).0
+}
+
+/// [`judge`] with the baseline's `drift` allowed for.
+pub fn judge_drifting(
+    old: &Summary,
+    new: &Summary,
+    floor_ns: f64,
+    threshold: f64,
+    drift: Drift,
+) -> (Judgement, DriftEffect) {
     let diff_ns = new.median - old.median;
     let reference = old.median.abs().max(floor_ns).max(f64::MIN_POSITIVE);
     let change = diff_ns / reference;
@@ -228,22 +281,19 @@ pub fn judge(old: &Summary, new: &Summary, floor_ns: f64, threshold: f64) -> Jud
     // The 90% interval of the change: 1.645 standard errors each side.
     let margin = detectable * CI_Z / DETECT_Z;
     let significant = p_value <= ALPHA;
-    let verdict = if change > threshold && significant {
-        Verdict::Regressed
-    } else if change < -threshold && significant {
-        Verdict::Improved
-    } else if change + margin <= threshold && change - margin >= -threshold {
-        Verdict::Unchanged
-    } else {
-        Verdict::Inconclusive
-    };
-    Judgement {
-        verdict,
+    let (below, above) = drift.shares(reference);
+    let judgement = Judgement {
+        verdict: verdict(change, margin, significant, threshold, below, above),
         change,
         diff_ns,
         p_value,
         detectable,
-    }
+    };
+    let effect = DriftEffect {
+        undrifted: verdict(change, margin, significant, threshold, 0.0, 0.0),
+        widened: (change - margin - above, change + margin + below),
+    };
+    (judgement, effect)
 }
 
 /// Checks, before running, that the baseline has something to compare
@@ -329,6 +379,7 @@ impl Comparison {
             p_value: None,
             detectable: None,
             detail,
+            by_drift: false,
         }
     }
 
@@ -343,6 +394,7 @@ impl Comparison {
             p_value: Some(j.p_value),
             detectable: Some(j.detectable).filter(|d| d.is_finite()),
             detail,
+            by_drift: false,
         }
     }
 
@@ -357,8 +409,20 @@ impl Comparison {
     }
 }
 
-/// Compares `current` against `baseline` with `threshold`.
+/// Compares `current` against `baseline` with `threshold`, both measured
+/// at the same moment (no drift between them).
 pub fn compare(baseline: &Document, current: &Document, threshold: Threshold) -> Findings {
+    compare_drifting(baseline, current, threshold, |_| Allowance::none())
+}
+
+/// Compares `current` against `baseline` with `threshold`, allowing each
+/// mechanism the drift `allowance(name)` gives.
+pub fn compare_drifting(
+    baseline: &Document,
+    current: &Document,
+    threshold: Threshold,
+    allowance: impl Fn(&str) -> Allowance,
+) -> Findings {
     let mut comparisons = Vec::new();
     for old in baseline.mechanisms.iter().filter(|m| !m.is_base()) {
         let name = old.name.as_str();
@@ -382,7 +446,7 @@ pub fn compare(baseline: &Document, current: &Document, threshold: Threshold) ->
                     new.reason.as_deref().unwrap_or("no reason given")
                 ),
             ),
-            (true, Some(new)) => judged(old, new, baseline, current, threshold),
+            (true, Some(new)) => judged(old, new, baseline, current, threshold, &allowance(name)),
             (false, Some(new)) if new.is_ok() => Comparison::plain(
                 name,
                 Verdict::New,
@@ -418,6 +482,7 @@ fn judged(
     baseline: &Document,
     current: &Document,
     threshold: Threshold,
+    allowance: &Allowance,
 ) -> Comparison {
     let (Some(o), Some(n)) = (&old.overhead_ns, &new.overhead_ns) else {
         // A baseline edited by hand, say: nothing to judge on.
@@ -432,7 +497,12 @@ fn judged(
         .and_then(|b| b.ns_per_event)
         .unwrap_or(0.0);
     let threshold = threshold.of(&new.trigger);
-    let mut j = judge(o, n, FLOOR_OF_BASE * base_ns, threshold);
+    let (mut j, effect) = judge_drifting(o, n, FLOOR_OF_BASE * base_ns, threshold, allowance.drift);
+    let drifting = if j.verdict == Verdict::Inconclusive && effect.undrifted != j.verdict {
+        format!("; {}", allowance.why(effect.undrifted, &effect, threshold))
+    } else {
+        String::new()
+    };
     let disturbed = [("the baseline", baseline), ("this run", current)]
         .iter()
         .find_map(|(which, doc)| {
@@ -443,11 +513,11 @@ fn judged(
         j.verdict = Verdict::Inconclusive;
     }
     let sees = Comparison::sees(&j, "round");
-    Comparison::judged(
+    let mut comparison = Comparison::judged(
         &old.name,
         &j,
         format!(
-            "overhead over {} {:+.1} -> {:+.1} ns/event ({:+.1} ns, {:+.1}%, p={:.3}{sees}){}{disturbed}",
+            "overhead over {} {:+.1} -> {:+.1} ns/event ({:+.1} ns, {:+.1}%, p={:.3}{sees}){}{disturbed}{drifting}",
             new.base,
             o.median,
             n.median,
@@ -456,7 +526,9 @@ fn judged(
             j.p_value,
             rate_change(old, new)
         ),
-    )
+    );
+    comparison.by_drift = !drifting.is_empty();
+    comparison
 }
 
 /// The median speed reference over every run of a document.
@@ -535,6 +607,88 @@ mod tests {
         assert_eq!(j.verdict, Verdict::Inconclusive);
         // The same spread at a wider threshold is seen through.
         assert_eq!(judge(&old, &new, FLOOR, 0.40).verdict, Verdict::Unchanged);
+    }
+
+    /// The rule on fixed shares: a change of +1% seen to ±2%, at a
+    /// threshold of 6%.
+    #[test]
+    fn the_drift_counts_on_both_sides() {
+        let v = |change, margin, significant, below, above| {
+            verdict(change, margin, significant, 0.06, below, above)
+        };
+        // No drift: within the threshold, and precise enough to say so.
+        assert_eq!(v(0.01, 0.02, false, 0.0, 0.0), Verdict::Unchanged);
+        // A baseline that may have drifted ±100% (one run): the same
+        // interval, widened to -101%..+103%, could hide a change of 6%.
+        assert_eq!(v(0.01, 0.02, false, 1.0, 1.0), Verdict::Inconclusive);
+        // A set whose runs spread ±2%: -3%..+5% lies within ±6%.
+        assert_eq!(v(0.01, 0.02, false, 0.02, 0.02), Verdict::Unchanged);
+        // ...but ±3% above it reaches +6.0001%: UNSURE.
+        assert_eq!(v(0.01, 0.02, false, 0.0301, 0.0), Verdict::Inconclusive);
+        // The drift below the baseline's median widens the interval
+        // upwards (the true change may be larger than seen), and the one
+        // above widens it downwards.
+        assert_eq!(v(-0.01, 0.02, false, 0.0, 0.0301), Verdict::Inconclusive);
+        assert_eq!(v(-0.01, 0.02, false, 0.0301, 0.0), Verdict::Unchanged);
+        // The same drift makes a regression within it UNSURE, and one
+        // beyond it stands; likewise an improvement.
+        assert_eq!(v(0.20, 0.02, true, 0.0, 0.0), Verdict::Regressed);
+        assert_eq!(v(0.20, 0.02, true, 0.0, 0.25), Verdict::Inconclusive);
+        assert_eq!(v(0.20, 0.02, true, 0.25, 0.10), Verdict::Regressed);
+        assert_eq!(v(-0.20, 0.02, true, 0.25, 0.0), Verdict::Inconclusive);
+        assert_eq!(v(-0.20, 0.02, true, 0.10, 0.25), Verdict::Improved);
+        // Not known: nothing is ok, nothing regressed.
+        let any = f64::INFINITY;
+        assert_eq!(v(0.0, 0.0, false, any, any), Verdict::Inconclusive);
+        assert_eq!(v(5.0, 0.02, true, any, any), Verdict::Inconclusive);
+    }
+
+    #[test]
+    fn judged_with_a_drift_an_interval_within_the_threshold_is_unsure() {
+        // 3% costlier in every round: ok with no drift (a_rise_under_the_
+        // threshold_passes), UNSURE against a one-run baseline's ±100%
+        // and against 2 ns (10% of 20 ns) of drift either way.
+        let old = series(&[20.0, 20.1, 19.9, 20.05, 19.95]);
+        let new = series(&[20.6, 20.7, 20.5, 20.65, 20.55]);
+        let judge = |drift| judge_drifting(&old, &new, FLOOR, 0.05, drift);
+        let (j, effect) = judge(Drift::None);
+        assert_eq!(
+            (j.verdict, effect.undrifted),
+            (Verdict::Unchanged, Verdict::Unchanged)
+        );
+        for drift in [
+            Drift::Share(1.0),
+            Drift::Ns {
+                below: 2.0,
+                above: 2.0,
+            },
+            Drift::Unknown,
+        ] {
+            let (j, effect) = judge(drift);
+            assert_eq!(j.verdict, Verdict::Inconclusive, "{drift:?}");
+            assert_eq!(effect.undrifted, Verdict::Unchanged, "{drift:?}");
+        }
+        // 2 ns of drift below: the widened interval's top is the change
+        // (+3%), its margin and 10%.
+        let (j, effect) = judge(Drift::Ns {
+            below: 2.0,
+            above: 0.0,
+        });
+        let margin = j.detectable * CI_Z / DETECT_Z;
+        assert!(
+            (effect.widened.1 - (0.03 + margin + 0.1)).abs() < 1e-9,
+            "{effect:?}"
+        );
+        assert!(
+            (effect.widened.0 - (0.03 - margin)).abs() < 1e-9,
+            "{effect:?}"
+        );
+        // 0.2 ns (1%) either way leaves it ok.
+        let (j, _) = judge(Drift::Ns {
+            below: 0.2,
+            above: 0.2,
+        });
+        assert_eq!(j.verdict, Verdict::Unchanged);
     }
 
     #[test]

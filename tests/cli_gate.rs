@@ -68,21 +68,27 @@ fn unjudged(out: &Output) -> bool {
     .any(|why| out.stdout.contains(why) || out.stderr.contains(why))
 }
 
+/// The same kernel twice, against a one-run baseline: the drift between
+/// runs (up to ±100% on a shared VM) could hide a change of the
+/// threshold, so the gate never says ok, whatever the runs measure; it
+/// says UNSURE (exit 3), never REGRESSED.
 #[test]
 #[serial]
-fn gate_passes_against_its_own_saved_result() {
-    // On a machine busy enough, two runs cannot see a change of the
-    // threshold, and the gate says so (exit 3); it never fails them.
+fn gate_against_its_own_saved_result_is_unsure_never_ok() {
     let (_, out) = gate("own.json", &[], |_| {});
+    assert_eq!(out.code, 3, "{}{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("  UNSURE    raw_tp"), "{}", out.stdout);
     assert!(
-        out.code == 0 && out.stdout.contains("gate: PASSED (1 mechanisms compared")
-            || out.code == 3 && out.stdout.contains("gate: INCONCLUSIVE"),
-        "exit {}: {}{}",
-        out.code,
-        out.stdout,
-        out.stderr
+        out.stdout
+            .contains("gate: INCONCLUSIVE: no regression seen, but 1 of 1 comparisons"),
+        "{}",
+        out.stdout
     );
-    assert!(!out.stdout.contains("REGRESSED"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("compare inside one run (--against)"),
+        "{}",
+        out.stdout
+    );
 }
 
 /// `name`'s entry in a result document.
@@ -112,10 +118,12 @@ fn gate_cannot_see_through_a_noisy_baseline_and_says_so() {
     let (_, out) = gate("noisy.json", &[], |doc| noisy(doc, "raw_tp"));
     assert_eq!(out.code, 3, "{}{}", out.stdout, out.stderr);
     assert!(out.stdout.contains("  UNSURE    raw_tp"), "{}", out.stdout);
+    // What would answer depends on what else kept the gate from judging
+    // (the runs' conditions, say), and the line says which.
     assert!(
         out.stdout.contains(
             "gate: INCONCLUSIVE: no regression seen, but 1 of 1 comparisons could not see a \
-             change of the threshold (raw_tp): rerun on a quieter machine, with a longer --budget"
+             change of the threshold (raw_tp): "
         ),
         "{}",
         out.stdout

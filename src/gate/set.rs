@@ -1,26 +1,33 @@
 //! The cross-run gate against a saved baseline of one run or several
 //! (`--baseline DIR`, filled by `--save DIR/`), which must know how far
-//! runs minutes or days apart differ before it may say REGRESSED: the
+//! runs minutes or days apart differ before it may say REGRESSED or ok: the
 //! rounds of one run say nothing of another moment of a shared machine.
 //!
 //! The candidate is judged as [`compare`](super::compare) judges it
-//! against the baseline runs' rounds pooled; then a REGRESSED or improved
-//! verdict stands only
-//! * with several baseline runs, beyond their spread: the candidate's
-//!   median lies outside the one-sided 95% prediction interval of one
-//!   more run from the baseline runs' medians (Student's t over their
-//!   stddev), and outside their range;
+//! against the baseline runs' rounds pooled, with the drift between runs
+//! allowed for on both sides ([`super::verdict`]): a change within the
+//! drift may be the machine's, not REGRESSED (or improved), and `ok`
+//! needs the change's 90% interval, widened by the drift, within the
+//! threshold. The drift allowed:
+//! * with several baseline runs spanning [`MIN_SET_SPAN`] or more, their
+//!   spread: where one more run's median may fall, the two-sided 90%
+//!   prediction interval from the baseline runs' medians (Student's t
+//!   over their stddev) widened to their range, as ns below and above
+//!   the pooled median;
 //! * with one, or several saved within [`MIN_SET_SPAN`] of each other,
-//!   beyond [`ONE_RUN_DRIFT`], the largest drift between runs seen on this
-//!   machine kind;
-//! * and under the same conditions as the baseline's (time stolen, other
-//!   work on the measuring CPU, the machine's speed), within the range
-//!   of the baseline runs' own.
+//!   ± [`ONE_RUN_DRIFT`], the largest drift between runs seen on this
+//!   machine kind: more than any default threshold, so such a baseline
+//!   never says `ok`;
+//! * any, when this run's conditions (time stolen, other work on the
+//!   measuring CPU, the machine's speed) fall outside the range of the
+//!   baseline runs' own, or fewer than two baseline runs measured the
+//!   mechanism.
 //!
-//! Otherwise it is UNSURE, with a line saying what would answer: an
-//! in-run comparison (`--against`) or a longer baseline.
+//! A comparison the drift alone makes UNSURE says so on its line, and
+//! what would answer: an in-run comparison (`--against`) or a baseline
+//! set spanning more time or more runs.
 
-use super::{compare, speed_of, Findings, Threshold, Verdict, Warning};
+use super::{compare_drifting, speed_of, Allowance, Drift, Findings, Threshold, Warning};
 use crate::document::Document;
 use crate::stats::{mean, median, stddev, Summary};
 
@@ -60,46 +67,10 @@ fn t95(df: usize) -> f64 {
 pub fn compare_set(baselines: &[Document], current: &Document, threshold: Threshold) -> Findings {
     assert!(!baselines.is_empty(), "a baseline has at least one run");
     let pooled = pool(baselines);
-    let mut report = compare(&pooled, current, threshold);
     let conditions = conditions_differ(baselines, current);
-    for c in &mut report.comparisons {
-        if !matches!(c.verdict, Verdict::Regressed | Verdict::Improved) {
-            continue;
-        }
-        let why = if let Some(why) = &conditions {
-            Some(format!(
-                "this run's conditions differ from the baseline's ({why}), and could explain \
-                 the change: --against would answer, in one run"
-            ))
-        } else if baselines.len() == 1 {
-            (c.change.unwrap_or(0.0).abs() <= ONE_RUN_DRIFT).then(|| {
-                format!(
-                    "against a one-run baseline, a change within ±{:.0}% may be the machine's \
-                     drift between runs: --against, or a baseline of several runs (--save DIR/, \
-                     three or more), would answer",
-                    ONE_RUN_DRIFT * 100.0
-                )
-            })
-        } else if span(baselines).is_none_or(|s| s < MIN_SET_SPAN) {
-            (c.change.unwrap_or(0.0).abs() <= ONE_RUN_DRIFT).then(|| {
-                format!(
-                    "the baseline's {} runs were saved within {} minutes of each other, too \
-                     close to know the drift between runs, and a change within ±{:.0}% may be \
-                     the machine's: --against, or baseline runs saved over an hour or more, \
-                     would answer",
-                    baselines.len(),
-                    MIN_SET_SPAN.as_secs() / 60,
-                    ONE_RUN_DRIFT * 100.0
-                )
-            })
-        } else {
-            within_spread(baselines, current, &c.name)
-        };
-        if let Some(why) = why {
-            c.verdict = Verdict::Inconclusive;
-            c.detail.push_str(&format!("; UNSURE: {why}"));
-        }
-    }
+    let mut report = compare_drifting(&pooled, current, threshold, |name| {
+        allowance(baselines, &pooled, name, conditions.as_deref())
+    });
     if baselines.len() > 1 {
         let stamps = baselines.iter().map(|d| d.timestamp.as_str());
         report.warnings.insert(
@@ -112,6 +83,108 @@ pub fn compare_set(baselines: &[Document], current: &Document, threshold: Thresh
         );
     }
     report
+}
+
+/// The drift between runs allowed for `name` against `baselines`
+/// (`pooled`: their rounds pooled), and why: the spread of a set's runs,
+/// [`ONE_RUN_DRIFT`] where that is not known, any drift where this run's
+/// `conditions` differ from the baseline's.
+fn allowance(
+    baselines: &[Document],
+    pooled: &Document,
+    name: &str,
+    conditions: Option<&str>,
+) -> Allowance {
+    let allow = |drift, what: String, answer: &str| Allowance {
+        drift,
+        what,
+        answer: answer.into(),
+    };
+    if let Some(why) = conditions {
+        return allow(
+            Drift::Unknown,
+            format!(
+                "this run's conditions differ from the baseline's ({why}), so how far it may \
+                 have drifted from the baseline is not known"
+            ),
+            "--against would answer, in one run",
+        );
+    }
+    if baselines.len() == 1 {
+        return allow(
+            Drift::Share(ONE_RUN_DRIFT),
+            format!(
+                "against a one-run baseline, runs of one kernel may differ by up to ±{:.0}% on \
+                 this machine kind",
+                ONE_RUN_DRIFT * 100.0
+            ),
+            "--against, or a baseline set (--save DIR/, three or more runs over an hour or \
+             more), would answer",
+        );
+    }
+    if span(baselines).is_none_or(|s| s < MIN_SET_SPAN) {
+        return allow(
+            Drift::Share(ONE_RUN_DRIFT),
+            format!(
+                "the baseline's {} runs were saved within {} minutes of each other, too close \
+                 to know the drift between runs, which may be up to ±{:.0}% on this machine kind",
+                baselines.len(),
+                MIN_SET_SPAN.as_secs() / 60,
+                ONE_RUN_DRIFT * 100.0
+            ),
+            "--against, or baseline runs saved over an hour or more, would answer",
+        );
+    }
+    let medians: Vec<f64> = baselines
+        .iter()
+        .filter_map(|d| d.mechanism(name)?.overhead_ns.as_ref().map(|s| s.median))
+        .collect();
+    let Some(measured) = pooled
+        .mechanism(name)
+        .and_then(|m| m.overhead_ns.as_ref())
+        .map(|s| s.median)
+        .filter(|_| medians.len() >= 2)
+    else {
+        return allow(
+            Drift::Unknown,
+            format!(
+                "only {} of the baseline's runs measured it: too few to know the spread between \
+                 runs",
+                medians.len()
+            ),
+            "--against, or more baseline runs, would answer",
+        );
+    };
+    let (lo, hi) = one_more_run(&medians);
+    allow(
+        Drift::Ns {
+            below: measured - lo,
+            above: hi - measured,
+        },
+        format!(
+            "the baseline's {} runs (medians {:+.1} to {:+.1} ns) give {lo:+.1} to {hi:+.1} ns \
+             for one more run of the same kernel, {:+.1} to {:+.1} ns from their pooled median \
+             {measured:+.1}",
+            medians.len(),
+            medians.iter().copied().fold(f64::INFINITY, f64::min),
+            medians.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            lo - measured,
+            hi - measured,
+        ),
+        "--against, or more baseline runs, would answer",
+    )
+}
+
+/// Where one more run's median may fall, given the baseline runs'
+/// `medians` (two or more): the two-sided 90% prediction interval
+/// (Student's t over their stddev), widened to their range.
+fn one_more_run(medians: &[f64]) -> (f64, f64) {
+    let k = medians.len() as f64;
+    let centre = mean(medians);
+    let lo = medians.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = medians.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let margin = t95(medians.len() - 1) * stddev(medians) * (1.0 + 1.0 / k).sqrt();
+    ((centre - margin).min(lo), (centre + margin).max(hi))
 }
 
 /// How long the baseline runs span, first to last (`None` if a timestamp
@@ -145,36 +218,6 @@ fn pool(baselines: &[Document]) -> Document {
         }
     }
     pooled
-}
-
-/// Why the candidate's median of `name` is within what the baseline
-/// runs' medians would give for one more run, if it is.
-fn within_spread(baselines: &[Document], current: &Document, name: &str) -> Option<String> {
-    let medians: Vec<f64> = baselines
-        .iter()
-        .filter_map(|d| d.mechanism(name)?.overhead_ns.as_ref().map(|s| s.median))
-        .collect();
-    let now = current.mechanism(name)?.overhead_ns.as_ref()?.median;
-    if medians.len() < 2 {
-        return Some(format!(
-            "only {} of the baseline's runs measured it: too few to know the spread between runs",
-            medians.len()
-        ));
-    }
-    let k = medians.len() as f64;
-    let centre = mean(&medians);
-    let lo = medians.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = medians.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let margin = t95(medians.len() - 1) * stddev(&medians) * (1.0 + 1.0 / k).sqrt();
-    let outside = now > (centre + margin).max(hi) || now < (centre - margin).min(lo);
-    (!outside).then(|| {
-        format!(
-            "{now:+.1} ns is within what the baseline's {} runs (medians {lo:+.1} to {hi:+.1} ns) \
-             give for one more run ({centre:+.1} ± {margin:.1} ns): --against, or more baseline \
-             runs, would answer",
-            medians.len()
-        )
-    })
 }
 
 /// How `current`'s conditions fall outside the baseline runs', if they do.
@@ -230,6 +273,8 @@ fn conditions_differ(baselines: &[Document], current: &Document) -> Option<Strin
 mod tests {
     use super::*;
     use crate::document::fixtures::document;
+    use crate::gate::Verdict;
+    use crate::render::gate_report;
     use crate::stats::Summary;
 
     /// A baseline run at `at` whose raw_tp overhead is around `ns`.
@@ -251,6 +296,127 @@ mod tests {
             .find("raw_tp")
             .unwrap()
             .verdict
+    }
+
+    fn detail(baselines: &[Document], now: f64) -> String {
+        let current = run_at("2026-05-02T12:00:00Z", now);
+        compare_set(baselines, &current, Threshold::Fixed(0.06))
+            .find("raw_tp")
+            .unwrap()
+            .detail
+            .clone()
+    }
+
+    /// Three runs two hours apart whose medians lie within 1 ns of 100:
+    /// one more run falls within ±3.4 ns of their mean (t 2.92 over a
+    /// stddev of 1 ns, times √(4/3)).
+    fn tight_hours() -> [Document; 3] {
+        [
+            run_at("2026-05-01T08:00:00Z", 100.0),
+            run_at("2026-05-01T10:00:00Z", 101.0),
+            run_at("2026-05-01T12:00:00Z", 99.0),
+        ]
+    }
+
+    #[test]
+    fn one_more_run_falls_within_the_prediction_interval_or_the_range() {
+        let (lo, hi) = one_more_run(&[100.0, 101.0, 99.0]);
+        let margin = 2.920 * 1.0 * (4.0f64 / 3.0).sqrt();
+        assert!((lo - (100.0 - margin)).abs() < 1e-9 && (hi - (100.0 + margin)).abs() < 1e-9);
+        // Two runs: t of 1 degree of freedom (6.31) makes the interval
+        // far wider than their range.
+        let (lo, hi) = one_more_run(&[90.0, 110.0]);
+        assert!(lo < 90.0 - 80.0 && hi > 110.0 + 80.0, "{lo} {hi}");
+    }
+
+    /// The same run measured again: never ok against one run, whose
+    /// drift (±100%) could hide any change of the threshold; ok against a
+    /// set whose spread (±3.4%) and the runs' noise leave it within 6%.
+    #[test]
+    fn an_unchanged_run_is_ok_only_against_a_set_that_allows_it() {
+        let one = [run_at("2026-05-01T12:00:00Z", 100.0)];
+        assert_eq!(verdict(&one, 100.0), Verdict::Inconclusive);
+        let line = detail(&one, 100.0);
+        assert!(
+            line.ends_with(
+                "; UNSURE: against a one-run baseline, runs of one kernel may differ by up to \
+                 ±100% on this machine kind, and the change's interval widened by it, -100.8% to \
+                 +100.8%, reaches beyond ±6.0%, so it could hide a change of the threshold: \
+                 --against, or a baseline set (--save DIR/, three or more runs over an hour or \
+                 more), would answer"
+            ),
+            "{line}"
+        );
+        let current = run_at("2026-05-02T12:00:00Z", 100.0);
+        let report = gate_report(
+            &compare_set(&one, &current, Threshold::Fixed(0.06)),
+            "b.json",
+        );
+        assert!(
+            report.contains(
+                "(raw_tp, tp): the drift between runs the baseline allows could hide a change of \
+                 the threshold or make one: compare inside one run (--against), or against a \
+                 baseline set"
+            ),
+            "{report}"
+        );
+        assert_eq!(verdict(&tight_hours(), 100.0), Verdict::Unchanged);
+        assert!(!detail(&tight_hours(), 100.0).contains("UNSURE"));
+        // Saved within minutes: the one-run drift again.
+        let minutes = [
+            run_at("2026-05-01T12:00:00Z", 100.0),
+            run_at("2026-05-01T12:01:00Z", 101.0),
+            run_at("2026-05-01T12:02:00Z", 99.0),
+        ];
+        assert_eq!(verdict(&minutes, 100.0), Verdict::Inconclusive);
+        assert!(detail(&minutes, 100.0).contains("too close to know the drift between runs"));
+    }
+
+    /// A candidate 3% costlier: within the threshold, but not once the
+    /// set's spread is allowed for on the side that hides a regression.
+    #[test]
+    fn an_interval_within_the_threshold_but_within_the_spread_is_unsure() {
+        assert_eq!(verdict(&tight_hours(), 103.0), Verdict::Inconclusive);
+        let line = detail(&tight_hours(), 103.0);
+        assert!(
+            line.contains(
+                "; UNSURE: the baseline's 3 runs (medians +99.0 to +101.0 ns) give +96.6 to \
+                 +103.4 ns for one more run of the same kernel, -3.4 to +3.4 ns from their pooled \
+                 median +100.0, and the change's interval widened by it"
+            ) && line.ends_with("--against, or more baseline runs, would answer"),
+            "{line}"
+        );
+        // Runs that spread by ±5 ns: even no change is UNSURE.
+        let wide = [
+            run_at("2026-05-01T08:00:00Z", 95.0),
+            run_at("2026-05-01T10:00:00Z", 105.0),
+            run_at("2026-05-01T12:00:00Z", 100.0),
+        ];
+        assert_eq!(verdict(&wide, 100.0), Verdict::Inconclusive);
+    }
+
+    /// Other conditions than the baseline's: the drift is not known, so
+    /// neither REGRESSED nor ok.
+    #[test]
+    fn other_conditions_leave_nothing_ok() {
+        let mut current = run_at("2026-05-02T12:00:00Z", 100.0);
+        for m in &mut current.mechanisms {
+            m.speed_ns = Summary::of(&[2.5, 2.5, 2.5]);
+        }
+        let c = compare_set(&tight_hours(), &current, Threshold::Fixed(0.06));
+        let raw_tp = c.find("raw_tp").unwrap();
+        assert_eq!(raw_tp.verdict, Verdict::Inconclusive);
+        assert!(
+            raw_tp.detail.contains(
+                "UNSURE: this run's conditions differ from the baseline's (speed reference 2.50 \
+                 ns, baseline 2.00–2.00 ns (median 2.00))"
+            ) && raw_tp.detail.ends_with(
+                "is not known, and a change of the threshold could hide in it: --against would \
+                 answer, in one run"
+            ),
+            "{}",
+            raw_tp.detail
+        );
     }
 
     /// Three tight runs and a candidate 30% costlier: REGRESSED when the

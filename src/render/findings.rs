@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use crate::gate::{Condition, Findings, Setting, Verdict, Warning};
+use crate::gate::{Comparison, Condition, Findings, Setting, Verdict, Warning};
 
 /// One warning, as the gate report prints it after `gate: warning: `.
 pub fn warning(w: &Warning) -> String {
@@ -90,8 +90,9 @@ pub fn gate_report(findings: &Findings, baseline_label: &str) -> String {
     let _ = writeln!(
         out,
         "gate: this run against {baseline_label}: a regression is an overhead over base \
-         higher by more than {} and beyond the noise (Mann-Whitney p <= 0.05); unchanged, \
-         when the change's 90% interval lies within the threshold; else UNSURE",
+         higher by more than {} and beyond the noise (Mann-Whitney p <= 0.05) and the drift \
+         between runs; unchanged, when the change's 90% interval, widened by that drift, lies \
+         within the threshold; else UNSURE",
         findings.threshold.describe()
     );
     for w in &findings.warnings {
@@ -112,14 +113,35 @@ pub fn gate_report(findings: &Findings, baseline_label: &str) -> String {
             c.detail
         );
     }
-    out.push_str(&conclusion(
-        "gate",
-        findings,
-        "rerun on a quieter machine, with a longer --budget, or measure the kernel-loop \
-         trigger (-m raw_tp-loop,tp-loop,...), whose overheads stand out of the noise; or \
-         compare inside one run (--against)",
-    ));
+    out.push_str(&conclusion("gate", findings, &advice(findings)));
     out
+}
+
+/// What would decide the gate's UNSURE comparisons: where the drift
+/// between runs alone left them UNSURE, a comparison that knows it or has
+/// none; where the runs' noise did, better runs.
+fn advice(findings: &Findings) -> String {
+    const NOISE: &str = "rerun on a quieter machine, with a longer --budget, or measure the \
+                         kernel-loop trigger (-m raw_tp-loop,tp-loop,...), whose overheads \
+                         stand out of the noise; or compare inside one run (--against)";
+    const DRIFT: &str = "the drift between runs the baseline allows could hide a change of the \
+                         threshold or make one: compare inside one run (--against), or against \
+                         a baseline set of three or more runs saved over an hour or more \
+                         (--save DIR/, then --baseline DIR)";
+    let (drift, noise): (Vec<&Comparison>, Vec<&Comparison>) =
+        findings.inconclusive().partition(|c| c.by_drift);
+    match (drift.is_empty(), noise.is_empty()) {
+        (true, _) => NOISE.into(),
+        (false, true) => DRIFT.into(),
+        (false, false) => format!(
+            "for {}, {DRIFT}; for the others, {NOISE}",
+            drift
+                .iter()
+                .map(|c| c.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
 }
 
 /// The last line of a report: FAILED, INCONCLUSIVE (with `advice`) or
@@ -156,6 +178,39 @@ pub(super) fn conclusion(who: &str, report: &Findings, advice: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_advice_names_what_the_drift_decided() {
+        let c = |name: &str, verdict, by_drift| Comparison {
+            name: name.into(),
+            verdict,
+            change: Some(0.0),
+            diff_ns: Some(0.0),
+            p_value: Some(1.0),
+            detectable: Some(0.01),
+            detail: String::new(),
+            by_drift,
+        };
+        let findings = |comparisons| Findings {
+            threshold: crate::gate::Threshold::ByTrigger,
+            warnings: vec![],
+            comparisons,
+        };
+        let drift = advice(&findings(vec![c("a", Verdict::Inconclusive, true)]));
+        assert!(drift.starts_with("the drift between runs"), "{drift}");
+        let noise = advice(&findings(vec![c("a", Verdict::Inconclusive, false)]));
+        assert!(noise.starts_with("rerun on a quieter machine"), "{noise}");
+        let both = advice(&findings(vec![
+            c("a", Verdict::Inconclusive, true),
+            c("b", Verdict::Inconclusive, false),
+            c("c", Verdict::Unchanged, false),
+        ]));
+        assert!(
+            both.starts_with("for a, the drift between runs")
+                && both.contains("; for the others, rerun on a quieter machine"),
+            "{both}"
+        );
+    }
 
     #[test]
     fn warnings_in_words() {
