@@ -9,9 +9,11 @@
 mod cli;
 #[path = "common/objects.rs"]
 mod objects;
+#[path = "common/procs.rs"]
+mod procs;
 
 use cli::{is_root, mechanism, run, TempFile};
-use objects::{hits_are_events, loaded_now, measured, object, ours_loaded, root, short};
+use objects::{hits_are_events, measured, object, ours_loaded, root, short};
 use serde_json::Value;
 use serial_test::serial;
 
@@ -439,14 +441,19 @@ fn ctrl_c_mid_run_leaves_no_object_program_loaded() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
+    // Into the rounds: a program attached (a link held), not only loaded
+    // by the check before the run, and not waiting for the CPU, which
+    // another measuring run may hold for a while.
     let started = std::time::Instant::now();
-    while loaded_now().is_empty() && started.elapsed() < std::time::Duration::from_secs(30) {
-        std::thread::sleep(std::time::Duration::from_millis(20));
+    while procs::BpfFds::of(child.id()).links.is_empty()
+        && started.elapsed() < std::time::Duration::from_secs(120)
+    {
+        std::thread::sleep(std::time::Duration::from_millis(5));
     }
-    assert!(!loaded_now().is_empty(), "the run never loaded a program");
-    // Past the load check before the run (each program loaded once, then
-    // dropped): into the rounds.
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(
+        !procs::BpfFds::of(child.id()).links.is_empty(),
+        "the run never attached a program"
+    );
     kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
     let out = child.wait_with_output().unwrap();
     let doc: Value = serde_json::from_slice(&out.stdout)
