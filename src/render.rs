@@ -43,7 +43,16 @@ fn heading(doc: &Document) -> Vec<String> {
             ))
         ),
     ];
-    if let Some(how) = &doc.emulated {
+    if doc.exact() {
+        lines.push(format!(
+            "EXACT ({}): counted in guest instructions, 1 ns of the guest's clock each; \
+             each figure is a mechanism's fewest per event in any round{}",
+            doc.emulated.as_deref().unwrap_or("?"),
+            doc.emulator
+                .as_ref()
+                .map_or(String::new(), |e| format!(" ({e})"))
+        ));
+    } else if let Some(how) = &doc.emulated {
         lines.push(format!(
             "EMULATED ({how}): these rates are not performance figures"
         ));
@@ -91,6 +100,29 @@ pub const TABLE_COLUMNS: [&str; 10] = [
     "rounds",
 ];
 
+/// The columns of an exact run's table: counts, not times.
+pub const EXACT_COLUMNS: [&str; 10] = [
+    "mechanism",
+    "ev/M ins",
+    "min–max",
+    "mean ± sd",
+    "ins/ev",
+    "ins over",
+    "sees",
+    "ratio",
+    "prog ns",
+    "rounds",
+];
+
+/// What an exact run's columns mean.
+const EXACT_LEGEND: [&str; 5] = [
+    "ev/M ins  events per million guest instructions (the guest's clock counts them): median of the rounds, min–max, mean ± sd",
+    "ins/ev    guest instructions per event: the fewest of any round (an interrupt only adds; the fewest is a run none landed in)",
+    "ins over  instructions per event over the base (the same trigger, nothing attached): the fewest of the mechanism's rounds less the fewest of its base's runs around them",
+    "ratio     rate / base rate in the same round, median",
+    "rounds    timed runs",
+];
+
 /// What the table's columns mean, under it.
 const TABLE_LEGEND: [&str; 7] = [
     "K ev/s    thousands of events per second: median of the timed runs, min–max, mean ± sample stddev",
@@ -106,7 +138,12 @@ const TABLE_LEGEND: [&str; 7] = [
 /// stddev, ns/event, the overhead over its base, the rate as a ratio to
 /// base and the program's own run time. Skip and failure reasons follow.
 pub fn table(doc: &Document) -> String {
-    let mut rows = vec![TABLE_COLUMNS.map(String::from).to_vec()];
+    let columns = if doc.exact() {
+        EXACT_COLUMNS
+    } else {
+        TABLE_COLUMNS
+    };
+    let mut rows = vec![columns.map(String::from).to_vec()];
     let mut notes = Vec::new();
     for m in &doc.mechanisms {
         let (row, note) = table_row(m);
@@ -122,7 +159,12 @@ pub fn table(doc: &Document) -> String {
         let _ = writeln!(out, "{line}");
     }
     out.push('\n');
-    for legend in TABLE_LEGEND {
+    let legend: &[&str] = if doc.exact() {
+        &EXACT_LEGEND
+    } else {
+        &TABLE_LEGEND
+    };
+    for legend in legend {
         let _ = writeln!(out, "{legend}");
     }
     notes.extend(nop5_note(doc));
@@ -352,6 +394,24 @@ pub fn detail_line(doc: &Document, m: &MechanismResult) -> Option<String> {
     Some(line)
 }
 
+/// An exact run's diagnostic line: counts, no statistics.
+fn exact_figures_line(m: &MechanismResult) -> Option<String> {
+    let mut s = format!(
+        "{}: {:.1} instructions per event (fewest of {} rounds)",
+        m.name,
+        m.ns_per_event?,
+        m.k_events_per_sec.as_ref()?.samples.len()
+    );
+    if let Some(o) = &m.overhead_ns {
+        let _ = write!(
+            s,
+            ", {:+.1} instructions per event over {}",
+            o.median, m.base
+        );
+    }
+    Some(s)
+}
+
 /// One diagnostic line of figures, for KTAP.
 fn figures_line(m: &MechanismResult) -> Option<String> {
     let rate = m.k_events_per_sec.as_ref()?;
@@ -430,7 +490,12 @@ pub fn ktap(doc: &Document, gate: Option<&Findings>) -> String {
     let (mut pass, mut fail, mut skip) = (0, 0, 0);
     for (i, m) in doc.mechanisms.iter().enumerate() {
         let n = i + 1;
-        if let Some(line) = figures_line(m) {
+        let line = if doc.exact() {
+            exact_figures_line(m)
+        } else {
+            figures_line(m)
+        };
+        if let Some(line) = line {
             let _ = writeln!(out, "# {line}");
         }
         let gated = gate.and_then(|g| g.find(&m.name));

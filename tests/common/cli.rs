@@ -240,6 +240,8 @@ pub fn fixture() -> Value {
     doc["cpu_wait_s"] = 0.0.into();
     doc["arch"] = "x86_64".into();
     doc["against"] = serde_json::Value::Null;
+    doc["unit"] = "ns".into();
+    doc["emulator"] = serde_json::Value::Null;
     for m in doc["mechanisms"].as_array_mut().unwrap() {
         m["against"] = serde_json::Value::Null;
         m["pairs_ns"] = serde_json::Value::Null;

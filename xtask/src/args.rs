@@ -10,6 +10,9 @@ use clap::{Parser, Subcommand};
 
 use crate::arch::Arch;
 
+mod values;
+use values::{arch, directory, env_pair, percent, positive, positive_usize, secs, step_name};
+
 const VMTEST_ABOUT: &str = "\
 Boot KERNEL under qemu and run this crate's test binaries in it as root, with the
 host's root file system mounted read-only over 9p (plus a RAM overlay, so everything
@@ -294,6 +297,14 @@ struct VmtestCli {
     /// With --against: duets to boot, the host CPUs swapped between the sides each time
     #[arg(long, value_name = "N", default_value_t = 3, value_parser = positive, requires = "against")]
     sessions: u32,
+    /// Exact counts: TCG clocked by the guest's instructions (-icount shift=0), so the
+    /// command's figures are instructions per event, the same on any host
+    #[arg(long)]
+    exact: bool,
+    /// With --against --exact: B's count beyond A's by more than PERCENT is REGRESSED
+    /// (less by more: improved)
+    #[arg(long, value_name = "PERCENT", default_value_t = 1.0, value_parser = percent, requires = "exact")]
+    threshold: f64,
 }
 
 /// `cargo xtask ci`'s options.
@@ -373,7 +384,7 @@ pub enum Job {
 }
 
 /// `cargo xtask vmtest`'s arguments, checked.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq)]
 pub struct Args {
     pub kernel: String,
     pub arch: Arch,
@@ -400,6 +411,10 @@ pub struct Args {
     pub against: Option<String>,
     pub against_modules: Option<String>,
     pub sessions: u32,
+    /// `--exact`: TCG clocked by instructions, figures in instructions per event.
+    pub exact: bool,
+    /// `--threshold`, in percent: with `--against --exact`.
+    pub threshold: f64,
 }
 
 /// What the command line asks for.
@@ -495,59 +510,9 @@ fn vmtest_args(v: Box<VmtestCli>, dashdash: bool, env_accel: Option<&str>) -> Re
         against: v.against,
         against_modules: v.against_modules,
         sessions: v.sessions,
+        exact: v.exact,
+        threshold: v.threshold,
     })
-}
-
-// Value parsers: their message follows the option's name and precedes the
-// value (`--timeout wants a positive number of seconds, not '0'`).
-
-fn secs(v: &str) -> Result<u64, String> {
-    match v.parse::<u64>() {
-        Ok(n) if n > 0 => Ok(n),
-        _ => Err("wants a positive number of seconds".into()),
-    }
-}
-
-fn positive(v: &str) -> Result<u32, String> {
-    match v.parse::<u32>() {
-        Ok(n) if n > 0 => Ok(n),
-        _ => Err("wants a positive number".into()),
-    }
-}
-
-fn positive_usize(v: &str) -> Result<usize, String> {
-    positive(v).map(|n| n as usize)
-}
-
-fn env_pair(v: &str) -> Result<(String, String), String> {
-    match v.split_once('=') {
-        Some((k, val))
-            if !k.is_empty() && k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') =>
-        {
-            Ok((k.to_owned(), val.to_owned()))
-        }
-        _ => Err("wants NAME=VALUE".into()),
-    }
-}
-
-fn arch(v: &str) -> Result<Arch, String> {
-    Arch::parse(v).map_err(|e| e.to_string())
-}
-
-fn directory(v: &str) -> Result<String, String> {
-    if v.is_empty() {
-        Err("wants a directory".into())
-    } else {
-        Ok(v.to_owned())
-    }
-}
-
-fn step_name(v: &str) -> Result<String, String> {
-    if CI_STEPS.contains(&v) {
-        Ok(v.to_owned())
-    } else {
-        Err(format!("wants one of {}", CI_STEPS.join(", ")))
-    }
 }
 
 fn context(e: &clap::Error, kind: ContextKind) -> Option<String> {
