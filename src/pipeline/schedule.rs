@@ -230,6 +230,10 @@ fn run_here(plan: &Plan, privileged: &Privileged, mut progress: impl FnMut(&Step
     if let Ok(&cpu) = cpu.as_ref() {
         note_default_cpu(plan.options.cpu, cpu);
     }
+    // Not under an instruction clock: there no vCPU is descheduled, and a
+    // spinning keeper would turn every wait of a detach (RCU Tasks grace
+    // periods, timers), which would pass at once on an idle guest, into
+    // instructions emulated one by one: runs that took minutes, or hung.
     let _keeper = cpu
         .as_ref()
         .ok()
