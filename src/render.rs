@@ -778,4 +778,27 @@ mod tests {
             "{text}"
         );
     }
+
+    #[test]
+    fn an_exact_run_says_instructions() {
+        let mut doc = document();
+        doc.unit = crate::document::UNIT_INSTRUCTIONS.into();
+        doc.emulated = Some("tcg-icount".into());
+        doc.emulator = Some("QEMU emulator version 7.2.22".into());
+        let text = table(&doc);
+        assert!(
+            text.contains("EXACT (tcg-icount): counted in guest instructions"),
+            "{text}"
+        );
+        assert!(text.contains("(QEMU emulator version 7.2.22)"), "{text}");
+        let header = text.lines().find(|l| l.starts_with("mechanism")).unwrap();
+        assert!(
+            header.contains("ins/ev") && header.contains("ins over"),
+            "{header}"
+        );
+        assert!(!header.split("  ").any(|c| c.trim() == "ns/ev"), "{header}");
+        assert!(!text.contains("EMULATED"), "{text}");
+        let k = ktap(&doc, None);
+        assert!(k.contains("# raw_tp: 1058.2 instructions per event (fewest of 3 rounds), +100.0 instructions per event over base"), "{k}");
+    }
 }

@@ -497,4 +497,19 @@ pub(crate) mod tests {
             ]
         );
     }
+
+    #[test]
+    fn counts_and_times_are_not_put_side_by_side() {
+        let timed = document();
+        let mut exact = document();
+        exact.unit = crate::document::UNIT_INSTRUCTIONS.into();
+        assert!(same_unit([("a.json", &timed), ("b.json", &timed)]).is_ok());
+        let e = same_unit([("a.json", &timed), ("b.json", &exact)]).unwrap_err();
+        assert!(
+            e.starts_with("a.json counts ns per event and b.json instructions"),
+            "{e}"
+        );
+        let docs = vec![("a.json".to_string(), timed), ("b.json".to_string(), exact)];
+        assert!(Matrix::new(&docs).unwrap_err().contains("do not compare"));
+    }
 }

@@ -259,4 +259,39 @@ mod tests {
         let doc = document(&plan, &runs(&outcomes), host());
         assert_eq!(doc.interrupted.as_deref(), Some("SIGINT"));
     }
+
+    #[test]
+    fn exact_counts_are_the_fewest_less_the_fewest_base() {
+        // A tick landed in rounds 1 and 3 of raw_tp and in one base run:
+        // the count is the clean round less the clean base run.
+        let mut raw_tp = paired(m("raw_tp"), &[1130, 1121, 1127], &[1000, 1000, 1004]);
+        raw_tp.after = paired(m("raw_tp"), &[1], &[1009, 1000, 1000]).before;
+        let outcomes = [outcome(m("base"), &[1000, 1004, 1000]), raw_tp];
+        let plan = Plan::new(&[m("raw_tp")], Some(crate::measure::host::EXACT.into()));
+        assert!(plan.exact() && plan.warmup);
+        let doc = document(&plan, &runs(&outcomes), host());
+        assert_eq!((doc.unit.as_str(), doc.exact()), ("instructions", true));
+        let raw_tp = doc.mechanism("raw_tp").unwrap();
+        assert_eq!(raw_tp.overhead_ns.as_ref().unwrap().samples, [121.0]);
+        assert_eq!(raw_tp.ns_per_event, Some(1121.0));
+        assert!(raw_tp.detectable.is_none());
+        // Timed, the same runs give the rounds' paired overheads.
+        let timed = document(
+            &Plan::new(&[m("raw_tp")], Some("tcg".into())),
+            &runs(&outcomes),
+            host(),
+        );
+        assert_eq!(timed.unit, "ns");
+        assert_eq!(
+            timed
+                .mechanism("raw_tp")
+                .unwrap()
+                .overhead_ns
+                .as_ref()
+                .unwrap()
+                .samples
+                .len(),
+            3
+        );
+    }
 }
