@@ -30,6 +30,14 @@ pub fn compare(args: &CompareArgs) -> Result<ExitCode, Failure> {
             .collect()
     };
     let (a, b) = (load(&args.a)?, load(&args.against)?);
+    let names: Vec<String> = args
+        .a
+        .iter()
+        .chain(&args.against)
+        .map(|f| f.display().to_string())
+        .collect();
+    side_by_side::same_unit(names.iter().map(String::as_str).zip(a.iter().chain(&b)))
+        .map_err(|e| Failure::Input(format!("compare: {e}")))?;
     let name = |docs: &[Document]| kernels(docs);
     let (name_a, name_b) = (name(&a), name(&b));
     let doc = duet::pair_sessions(&a, &b, &format!("kernel {name_b}"))

@@ -12,7 +12,7 @@ mod validate;
 pub use files::{read_result_file, save_dir, set_files, MAX_FILE_BYTES};
 pub use schema::{
     Document, InputFile, MechanismResult, ProducerResult, Status, ORDER_BRACKETED,
-    ORDER_ROUND_ROBIN, READS_VERSIONS, SCHEMA, SCHEMA_VERSION,
+    ORDER_ROUND_ROBIN, READS_VERSIONS, SCHEMA, SCHEMA_VERSION, UNIT_INSTRUCTIONS, UNIT_NS,
 };
 
 /// A small document with fixed numbers, for the renderers and the gate.
@@ -55,6 +55,8 @@ pub(crate) mod fixtures {
             arch: "x86_64".into(),
             cpu: 0,
             emulated: None,
+            unit: UNIT_NS.into(),
+            emulator: None,
             iterations: 100_000,
             repeats: 3,
             budget_secs: 0.0,

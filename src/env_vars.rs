@@ -16,6 +16,10 @@ pub const ABSENT_ENV: &str = "BPF_OVERHEAD_ABSENT";
 /// measured there are not performance figures.
 pub const EMULATED_ENV: &str = "BPF_OVERHEAD_EMULATED";
 
+/// The emulator's version line (`QEMU emulator version 7.2.22 ...`), set
+/// by `cargo xtask vmtest --exact`: a count of instructions depends on it.
+pub const EMULATOR_ENV: &str = "BPF_OVERHEAD_EMULATOR";
+
 /// The file the suite appends its KTAP results to.
 pub const KTAP_ENV: &str = "BPF_OVERHEAD_KTAP";
 
@@ -30,7 +34,14 @@ mod tests {
     /// xtask forwards the host's variables by prefix: each name has it.
     #[test]
     fn every_name_has_the_prefix() {
-        for name in [STRICT_ENV, ABSENT_ENV, EMULATED_ENV, KTAP_ENV, CACHE_ENV] {
+        for name in [
+            STRICT_ENV,
+            ABSENT_ENV,
+            EMULATED_ENV,
+            EMULATOR_ENV,
+            KTAP_ENV,
+            CACHE_ENV,
+        ] {
             assert!(name.starts_with(ENV_PREFIX), "{name}");
             assert!(name.len() > ENV_PREFIX.len(), "{name}");
         }

@@ -191,6 +191,7 @@ fn plan(cli: &Cli, selection: &[Mechanism], against: Option<Variant>) -> Plan {
         stats_run: !cli.no_prog_stats,
         budget: cli.budget.unwrap_or(defaults.budget),
         precision: threshold(cli).precision(),
+        emulator: host::emulator(),
         ..defaults
     }
 }
@@ -238,6 +239,19 @@ fn load_baseline<'a>(
         let doc = Document::load(&file).map_err(Failure::Input)?;
         gate::check_overlap(&doc, &names)
             .map_err(|e| Failure::Input(format!("baseline {}: {e}", file.display())))?;
+        let unit = if plan.exact() {
+            document::UNIT_INSTRUCTIONS
+        } else {
+            document::UNIT_NS
+        };
+        if doc.unit != unit {
+            return Err(Failure::Input(format!(
+                "baseline {}: it counts {} per event and this run would count {unit}: exact \
+                 counts and timed runs do not compare",
+                file.display(),
+                doc.unit
+            )));
+        }
         docs.push(doc);
     }
     Ok(Some((path, docs)))

@@ -6,6 +6,7 @@
 //! side, as a table and an SVG chart. All tested on fixed values.
 
 mod findings;
+mod heading;
 pub mod pairs;
 pub mod report;
 
@@ -43,19 +44,7 @@ fn heading(doc: &Document) -> Vec<String> {
             ))
         ),
     ];
-    if !doc.objects.is_empty() {
-        let files: Vec<String> = doc.objects.iter().map(|f| f.short()).collect();
-        let packet = doc
-            .packet
-            .as_ref()
-            .map_or(String::new(), |p| format!("; packet {}", p.short()));
-        lines.push(format!("objects {}{packet}", files.join(", ")));
-    }
-    if let Some(how) = &doc.emulated {
-        lines.push(format!(
-            "EMULATED ({how}): these rates are not performance figures"
-        ));
-    }
+    lines.extend(heading::provenance(doc));
     if let Some(signal) = &doc.interrupted {
         // A round's count is its mechanisms': a base runs around each of
         // its mechanisms, so it has more runs than there were rounds (a
@@ -99,6 +88,29 @@ pub const TABLE_COLUMNS: [&str; 10] = [
     "rounds",
 ];
 
+/// The columns of an exact run's table: counts, not times.
+pub const EXACT_COLUMNS: [&str; 10] = [
+    "mechanism",
+    "ev/M ins",
+    "min–max",
+    "mean ± sd",
+    "ins/ev",
+    "ins over",
+    "sees",
+    "ratio",
+    "prog ns",
+    "rounds",
+];
+
+/// What an exact run's columns mean.
+const EXACT_LEGEND: [&str; 5] = [
+    "ev/M ins  events per million guest instructions (the guest's clock counts them): median of the rounds, min–max, mean ± sd",
+    "ins/ev    guest instructions per event: the fewest of any round (an interrupt only adds; the fewest is a run none landed in)",
+    "ins over  instructions per event over the base (the same trigger, nothing attached): the fewest of the mechanism's rounds less the fewest of its base's runs around them",
+    "ratio     rate / base rate in the same round, median",
+    "rounds    timed runs",
+];
+
 /// What the table's columns mean, under it.
 const TABLE_LEGEND: [&str; 7] = [
     "K ev/s    thousands of events per second: median of the timed runs, min–max, mean ± sample stddev",
@@ -114,7 +126,12 @@ const TABLE_LEGEND: [&str; 7] = [
 /// stddev, ns/event, the overhead over its base, the rate as a ratio to
 /// base and the program's own run time. Skip and failure reasons follow.
 pub fn table(doc: &Document) -> String {
-    let mut rows = vec![TABLE_COLUMNS.map(String::from).to_vec()];
+    let columns = if doc.exact() {
+        EXACT_COLUMNS
+    } else {
+        TABLE_COLUMNS
+    };
+    let mut rows = vec![columns.map(String::from).to_vec()];
     let mut notes = Vec::new();
     for m in &doc.mechanisms {
         let (row, note) = table_row(m);
@@ -130,7 +147,12 @@ pub fn table(doc: &Document) -> String {
         let _ = writeln!(out, "{line}");
     }
     out.push('\n');
-    for legend in TABLE_LEGEND {
+    let legend: &[&str] = if doc.exact() {
+        &EXACT_LEGEND
+    } else {
+        &TABLE_LEGEND
+    };
+    for legend in legend {
         let _ = writeln!(out, "{legend}");
     }
     notes.extend(nop5_note(doc));
@@ -360,6 +382,24 @@ pub fn detail_line(doc: &Document, m: &MechanismResult) -> Option<String> {
     Some(line)
 }
 
+/// An exact run's diagnostic line: counts, no statistics.
+fn exact_figures_line(m: &MechanismResult) -> Option<String> {
+    let mut s = format!(
+        "{}: {:.1} instructions per event (fewest of {} rounds)",
+        m.name,
+        m.ns_per_event?,
+        m.k_events_per_sec.as_ref()?.samples.len()
+    );
+    if let Some(o) = &m.overhead_ns {
+        let _ = write!(
+            s,
+            ", {:+.1} instructions per event over {}",
+            o.median, m.base
+        );
+    }
+    Some(s)
+}
+
 /// One diagnostic line of figures, for KTAP.
 fn figures_line(m: &MechanismResult) -> Option<String> {
     let rate = m.k_events_per_sec.as_ref()?;
@@ -438,7 +478,12 @@ pub fn ktap(doc: &Document, gate: Option<&Findings>) -> String {
     let (mut pass, mut fail, mut skip) = (0, 0, 0);
     for (i, m) in doc.mechanisms.iter().enumerate() {
         let n = i + 1;
-        if let Some(line) = figures_line(m) {
+        let line = if doc.exact() {
+            exact_figures_line(m)
+        } else {
+            figures_line(m)
+        };
+        if let Some(line) = line {
             let _ = writeln!(out, "# {line}");
         }
         let gated = gate.and_then(|g| g.find(&m.name));
@@ -720,5 +765,28 @@ mod tests {
             text.contains("FAILED tp: tp: attach failed (twice)"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn an_exact_run_says_instructions() {
+        let mut doc = document();
+        doc.unit = crate::document::UNIT_INSTRUCTIONS.into();
+        doc.emulated = Some("tcg-icount".into());
+        doc.emulator = Some("QEMU emulator version 7.2.22".into());
+        let text = table(&doc);
+        assert!(
+            text.contains("EXACT (tcg-icount): counted in guest instructions"),
+            "{text}"
+        );
+        assert!(text.contains("(QEMU emulator version 7.2.22)"), "{text}");
+        let header = text.lines().find(|l| l.starts_with("mechanism")).unwrap();
+        assert!(
+            header.contains("ins/ev") && header.contains("ins over"),
+            "{header}"
+        );
+        assert!(!header.split("  ").any(|c| c.trim() == "ns/ev"), "{header}");
+        assert!(!text.contains("EMULATED"), "{text}");
+        let k = ktap(&doc, None);
+        assert!(k.contains("# raw_tp: 1058.2 instructions per event (fewest of 3 rounds), +100.0 instructions per event over base"), "{k}");
     }
 }

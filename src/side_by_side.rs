@@ -94,6 +94,7 @@ impl Matrix {
                 "no result files: give one or more files written by --save or --format json".into(),
             );
         }
+        same_unit(docs.iter().map(|(f, d)| (f.as_str(), d)))?;
         check_common(docs)?;
         let labels = labels(docs);
         let runs = docs
@@ -188,6 +189,28 @@ fn mechanisms(doc: &Document) -> BTreeSet<&str> {
 
 /// Two or more documents must share a mechanism, bases aside; a
 /// mechanism skipped in one and measured in another counts.
+/// Refuses to put counts of instructions beside times: each document's
+/// `unit` must be the first's. `name` says which one is which.
+pub fn same_unit<'a>(
+    docs: impl IntoIterator<Item = (&'a str, &'a Document)>,
+) -> Result<(), String> {
+    let mut first: Option<(&str, &str)> = None;
+    for (name, d) in docs {
+        match first {
+            None => first = Some((name, &d.unit)),
+            Some((n0, u0)) if u0 != d.unit => {
+                return Err(format!(
+                    "{n0} counts {u0} per event and {name} {}: exact counts (cargo xtask vmtest \
+                     --exact) and timed runs do not compare; give runs of one kind",
+                    d.unit
+                ))
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(())
+}
+
 fn check_common(docs: &[(String, Document)]) -> Result<(), String> {
     if docs.len() < 2 {
         return Ok(());
@@ -473,5 +496,20 @@ pub(crate) mod tests {
                 ("uprobe_target", vec!["tp"])
             ]
         );
+    }
+
+    #[test]
+    fn counts_and_times_are_not_put_side_by_side() {
+        let timed = document();
+        let mut exact = document();
+        exact.unit = crate::document::UNIT_INSTRUCTIONS.into();
+        assert!(same_unit([("a.json", &timed), ("b.json", &timed)]).is_ok());
+        let e = same_unit([("a.json", &timed), ("b.json", &exact)]).unwrap_err();
+        assert!(
+            e.starts_with("a.json counts ns per event and b.json instructions"),
+            "{e}"
+        );
+        let docs = vec![("a.json".to_string(), timed), ("b.json".to_string(), exact)];
+        assert!(Matrix::new(&docs).unwrap_err().contains("do not compare"));
     }
 }

@@ -12,6 +12,15 @@ pub const SCHEMA_VERSION: u32 = 2;
 /// `detectable` and exactly `repeats` runs of everything.
 pub const READS_VERSIONS: [u32; 2] = [1, 2];
 
+/// The `unit` of a document whose times are times.
+pub const UNIT_NS: &str = "ns";
+/// The `unit` of a document whose times count the guest's instructions.
+pub const UNIT_INSTRUCTIONS: &str = "instructions";
+
+fn unit_ns() -> String {
+    UNIT_NS.into()
+}
+
 /// How the runs of different mechanisms were ordered (the `order` field).
 pub const ORDER_ROUND_ROBIN: &str = "round-robin";
 /// Rounds in which each base runs before and after each of its mechanisms
@@ -39,8 +48,18 @@ pub struct Document {
     pub arch: String,
     /// The CPU every run was pinned to.
     pub cpu: usize,
-    /// The emulator in use (`tcg`), or null on real or virtualised hardware.
+    /// The emulator in use (`tcg`, `tcg-icount`), or null on real or
+    /// virtualised hardware.
     pub emulated: Option<String>,
+    /// What every time in the document counts: [`UNIT_NS`], or
+    /// [`UNIT_INSTRUCTIONS`] under an emulator whose clock advances 1 ns
+    /// a guest instruction. Absent from older results: ns.
+    #[serde(default = "unit_ns")]
+    pub unit: String,
+    /// The emulator's own version line (`QEMU emulator version 7.2.22
+    /// ...`), given by whoever started it; null when not said.
+    #[serde(default)]
+    pub emulator: Option<String>,
     /// Events per run.
     pub iterations: u64,
     /// Timed rounds: the most any mechanism had (version 1: exactly this
@@ -266,6 +285,11 @@ impl MechanismResult {
 }
 
 impl Document {
+    /// Whether its figures count instructions ([`UNIT_INSTRUCTIONS`]).
+    pub fn exact(&self) -> bool {
+        self.unit == UNIT_INSTRUCTIONS
+    }
+
     pub fn mechanism(&self, name: &str) -> Option<&MechanismResult> {
         self.mechanisms.iter().find(|m| m.name == name)
     }

@@ -5,7 +5,7 @@
 use std::fs;
 use std::time::SystemTime;
 
-use crate::env_vars::EMULATED_ENV;
+use crate::env_vars::{EMULATED_ENV, EMULATOR_ENV};
 
 /// Facts about the machine recorded with a result.
 #[derive(Clone, Debug, PartialEq)]
@@ -27,11 +27,21 @@ impl Host {
     }
 }
 
-/// `Some("tcg")` when running under an emulator (see [`EMULATED_ENV`]).
+/// The emulator's name when its guest clock counts instructions (QEMU's
+/// `-icount shift=0`: 1 ns a guest instruction): times are counts.
+pub const EXACT: &str = "tcg-icount";
+
+/// `Some("tcg")` when running under an emulator (see [`EMULATED_ENV`]),
+/// `Some("tcg-icount")` ([`EXACT`]) under one clocked by instructions.
 pub fn emulated() -> Option<String> {
     std::env::var(EMULATED_ENV)
         .ok()
         .filter(|v| !v.is_empty() && v != "0")
+}
+
+/// The emulator's version, as its runner gave it ([`EMULATOR_ENV`]).
+pub fn emulator() -> Option<String> {
+    std::env::var(EMULATOR_ENV).ok().filter(|v| !v.is_empty())
 }
 
 pub fn kernel_release() -> String {

@@ -5,7 +5,7 @@ use super::plan::Plan;
 use super::schedule::{signal_name, MechanismRuns, Runs};
 use crate::document::{
     Document, InputFile, MechanismResult, ProducerResult, Status, ORDER_BRACKETED, SCHEMA,
-    SCHEMA_VERSION,
+    SCHEMA_VERSION, UNIT_INSTRUCTIONS, UNIT_NS,
 };
 use crate::measure::host::Host;
 use crate::measure::Sample;
@@ -33,6 +33,13 @@ pub fn document(plan: &Plan, runs: &Runs, host: Host) -> Document {
         arch: host.arch,
         cpu,
         emulated: plan.emulated.clone(),
+        unit: if plan.exact() {
+            UNIT_INSTRUCTIONS
+        } else {
+            UNIT_NS
+        }
+        .into(),
+        emulator: plan.emulator.clone(),
         iterations: plan.options.iterations.get(),
         repeats: runs.rounds.max(1),
         budget_secs: plan.budget.as_secs_f64(),
@@ -130,8 +137,17 @@ fn mechanism_result(plan: &Plan, o: &MechanismRuns) -> MechanismResult {
         status,
         reason,
         k_events_per_sec: ok.then(|| Summary::of(&rates)).flatten(),
-        ns_per_event: ok.then(|| crate::stats::median(&ns)),
-        overhead_ns: paired_ok.then(|| Summary::of(&o.overheads())).flatten(),
+        ns_per_event: ok.then(|| match plan.exact() {
+            true => ns.iter().copied().fold(f64::INFINITY, f64::min),
+            false => crate::stats::median(&ns),
+        }),
+        // Exact: one value, the count (overhead_exact), not a statistic.
+        overhead_ns: paired_ok
+            .then(|| match plan.exact() {
+                true => overhead_exact(o).and_then(|c| Summary::of(&[c])),
+                false => Summary::of(&o.overheads()),
+            })
+            .flatten(),
         ratio_to_base: paired(&|s, b, a| {
             s.events_per_sec() / ((b.events_per_sec() + a.events_per_sec()) / 2.0)
         }),
@@ -156,8 +172,12 @@ fn mechanism_result(plan: &Plan, o: &MechanismRuns) -> MechanismResult {
             (s.ns_per_event() - base_ns(b, a))
                 / ((2.0 * s.speed_ns + b.speed_ns + a.speed_ns) / 4.0)
         }),
-        detectable: paired_ok.then(|| o.detectable()).flatten(),
-        detectable_ns: paired_ok.then(|| o.detectable_ns()).flatten(),
+        detectable: (paired_ok && !plan.exact())
+            .then(|| o.detectable())
+            .flatten(),
+        detectable_ns: (paired_ok && !plan.exact())
+            .then(|| o.detectable_ns())
+            .flatten(),
         against: o
             .against
             .as_ref()
@@ -167,6 +187,17 @@ fn mechanism_result(plan: &Plan, o: &MechanismRuns) -> MechanismResult {
             .filter(|p| !p.is_empty() && o.against.as_ref().is_some_and(|b| b.status == Status::Ok))
             .and_then(|p| Summary::of(&p)),
     }
+}
+
+/// Under an instruction clock ([`Plan::exact`]), the count per event: a
+/// mechanism's fewest instructions per event in any round less the fewest
+/// of its base's runs around them. There nothing varies from run to run
+/// but what interrupts (the tick: every 4 million instructions at HZ=250)
+/// add to the runs they land in, so the smallest of a few short runs is
+/// one that none landed in.
+fn overhead_exact(o: &MechanismRuns) -> Option<f64> {
+    let least = |s: &mut dyn Iterator<Item = &Sample>| s.map(Sample::ns_per_event).reduce(f64::min);
+    Some(least(&mut o.samples.iter())? - least(&mut o.before.iter().chain(&o.after))?)
 }
 
 /// Each producer's rate over the rounds, and its hits.
@@ -267,5 +298,40 @@ mod tests {
         assert_eq!(plan.stopped_by(), Some(libc::SIGINT));
         let doc = document(&plan, &runs(&outcomes), host());
         assert_eq!(doc.interrupted.as_deref(), Some("SIGINT"));
+    }
+
+    #[test]
+    fn exact_counts_are_the_fewest_less_the_fewest_base() {
+        // A tick landed in rounds 1 and 3 of raw_tp and in one base run:
+        // the count is the clean round less the clean base run.
+        let mut raw_tp = paired(m("raw_tp"), &[1130, 1121, 1127], &[1000, 1000, 1004]);
+        raw_tp.after = paired(m("raw_tp"), &[1], &[1009, 1000, 1000]).before;
+        let outcomes = [outcome(m("base"), &[1000, 1004, 1000]), raw_tp];
+        let plan = Plan::new(&[m("raw_tp")], Some(crate::measure::host::EXACT.into()));
+        assert!(plan.exact() && plan.warmup);
+        let doc = document(&plan, &runs(&outcomes), host());
+        assert_eq!((doc.unit.as_str(), doc.exact()), ("instructions", true));
+        let raw_tp = doc.mechanism("raw_tp").unwrap();
+        assert_eq!(raw_tp.overhead_ns.as_ref().unwrap().samples, [121.0]);
+        assert_eq!(raw_tp.ns_per_event, Some(1121.0));
+        assert!(raw_tp.detectable.is_none());
+        // Timed, the same runs give the rounds' paired overheads.
+        let timed = document(
+            &Plan::new(&[m("raw_tp")], Some("tcg".into())),
+            &runs(&outcomes),
+            host(),
+        );
+        assert_eq!(timed.unit, "ns");
+        assert_eq!(
+            timed
+                .mechanism("raw_tp")
+                .unwrap()
+                .overhead_ns
+                .as_ref()
+                .unwrap()
+                .samples
+                .len(),
+            3
+        );
     }
 }

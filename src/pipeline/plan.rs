@@ -54,6 +54,10 @@ fn default_budget(emulated: bool) -> Duration {
 /// It costs (1/0.6)^2 = 2.8 times the rounds.
 pub const SURE_SHARE: f64 = 0.6;
 
+/// Under an instruction clock, runs of 250k instructions: a tick (HZ=250:
+/// every 4M) lands in about one in 16, so most runs count none.
+pub const EXACT_RUN_TIME: Duration = Duration::from_micros(250);
+
 /// [`DEFAULT_RUN_TIME`], or none under emulation: scaling needs the
 /// warm-up run's time per event, and there is no warm-up there.
 fn default_run_time(emulated: bool) -> Option<Duration> {
@@ -154,26 +158,42 @@ pub struct Plan {
     /// the defaults time nothing there. Given by the caller, who reads it
     /// from the environment ([`emulated`](crate::measure::host::emulated)).
     pub emulated: Option<String>,
+    /// The emulator's version, as its runner said it (recorded only).
+    pub emulator: Option<String>,
 }
 
 impl Plan {
+    /// Under an emulator clocked by the guest's instructions
+    /// ([`crate::measure::host::EXACT`]): its time per event is a count.
+    pub fn exact(&self) -> bool {
+        self.emulated.as_deref() == Some(crate::measure::host::EXACT)
+    }
+
     /// `selection` and each one's base, in catalogue order; an empty
     /// selection means every mechanism. Defaults for the rest, which
     /// depend on whether the run is `emulated` ([`Plan::emulated`]).
     pub fn new(selection: &[Mechanism], emulated: Option<String>) -> Self {
         let is_emulated = emulated.is_some();
+        let exact = emulated.as_deref() == Some(crate::measure::host::EXACT);
         Self {
             mechanisms: expand(selection),
             options: Options::default(),
-            run_time: default_run_time(is_emulated),
+            run_time: if exact {
+                Some(EXACT_RUN_TIME)
+            } else {
+                default_run_time(is_emulated)
+            },
             repeats: DEFAULT_REPEATS,
-            warmup: !is_emulated,
+            // Exact: the warm-up sizes the runs, and takes what a first
+            // run does once (faults, first allocations) out of the counts.
+            warmup: !is_emulated || exact,
             stats_run: true,
             budget: default_budget(is_emulated),
             precision: Precision::DEFAULT,
             stop: None,
             against: None,
             emulated,
+            emulator: None,
         }
     }
 

@@ -233,7 +233,9 @@ fn run_here(plan: &Plan, privileged: &Privileged, mut progress: impl FnMut(&Step
     if let Ok(&cpu) = cpu.as_ref() {
         note_default_cpu(plan.options.cpu, cpu);
     }
-    let _keeper = cpu.as_ref().ok().map(|&cpu| Keeper::start(cpu));
+    // Not under an instruction clock, where it turns each wait into emulated work (exact.md).
+    let keeper_cpu = cpu.as_ref().ok().filter(|_| !plan.exact());
+    let _keeper = keeper_cpu.map(|&cpu| Keeper::start(cpu));
     let context_before = context::snapshot(*cpu.as_ref().unwrap_or(&0));
 
     let mut step = Step {

@@ -242,6 +242,8 @@ pub fn fixture() -> Value {
     doc["against"] = serde_json::Value::Null;
     doc["objects"] = serde_json::json!([]);
     doc["packet"] = serde_json::Value::Null;
+    doc["unit"] = "ns".into();
+    doc["emulator"] = serde_json::Value::Null;
     for m in doc["mechanisms"].as_array_mut().unwrap() {
         m["against"] = serde_json::Value::Null;
         m["pairs_ns"] = serde_json::Value::Null;

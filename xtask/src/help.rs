@@ -68,6 +68,15 @@ fetching the kernel (apt, download, unpack and check), building, booting, in the
 all (fetch excluded), each guest step's exit status and seconds, the exit status and why.
 `cargo xtask ci` reads it.
 
+Exact counts (--exact): TCG clocked by the guest's instructions (-icount shift=0,
+sleep=off,align=off; not under KVM), nokaslr, the bpf-overhead command alone with
+--iterations 200 --repeat 7 --budget 0 --no-prog-stats: its figures are guest
+instructions per event, the same on any host. With --against KERNEL_B: each kernel
+booted in turn, B's count per mechanism against A's: REGRESSED or improved beyond
+--threshold percent (default 1), else unchanged; exit 0, or 1 if B regressed or lost a
+mechanism. Output: DIR (default <target dir>/vmtest/exact/KERNEL--KERNEL_B) holds a/
+and b/ (each kernel's vmtest output), compare.txt, compare.json and vmtest.json.
+
 Kernel against kernel (--against KERNEL_B): both kernels booted at once, each VM pinned
 to its own host CPU (swapped every session), KERNEL with `nokaslr`, each running the
 bpf-overhead command alone with the same fixed plan (--budget 0; under TCG --iterations

@@ -4,7 +4,13 @@
 use std::path::Path;
 
 use crate::args::{Accel, Args, Job};
-use crate::env_vars::{ABSENT_ENV, CACHE_ENV, EMULATED_ENV, ENV_PREFIX, KTAP_ENV, STRICT_ENV};
+use crate::env_vars::{
+    ABSENT_ENV, CACHE_ENV, EMULATED_ENV, EMULATOR_ENV, ENV_PREFIX, KTAP_ENV, STRICT_ENV,
+};
+
+/// What the command calls an emulator clocked by instructions (its
+/// `host::EXACT`; xtask does not depend on the main crate).
+pub const EXACT: &str = "tcg-icount";
 use crate::guest_build::test_name;
 use crate::summary;
 use crate::util::sh_quote;
@@ -37,12 +43,39 @@ impl Bench {
     }
 }
 
+/// The plan of `--exact`: under an instruction clock a run is a count, and
+/// the command keeps each mechanism's smallest (what no tick landed in).
+/// Runs of 200 events (0.2-0.6M instructions; a tick every 4M) make a
+/// tick-free one all but sure among 7 rounds; no budget beyond them, no
+/// prog-stats run.
+pub const EXACT_PLAN: &[&str] = &[
+    "--iterations",
+    "200",
+    "--repeat",
+    "7",
+    "--budget",
+    "0",
+    "--no-prog-stats",
+];
+
+impl Bench {
+    /// `--exact`: [`EXACT_PLAN`], then `extra`.
+    pub fn exact(exe: String, extra: &[String]) -> Bench {
+        let mut args: Vec<String> = EXACT_PLAN.iter().map(|s| s.to_string()).collect();
+        args.push("--save".into());
+        args.push(format!("{}/result.json", vm::GUEST_OUT));
+        args.extend(extra.iter().cloned());
+        Bench { exe, args }
+    }
+}
+
 /// The guest environment, in order of precedence (later wins).
 pub fn guest_env(
     a: &Args,
     accel: Accel,
     absent: Option<&Path>,
     host: &[(String, String)],
+    emulator: Option<&str>,
 ) -> Vec<(String, Option<String>)> {
     let mut env: Vec<(String, Option<String>)> = host
         .iter()
@@ -60,10 +93,17 @@ pub fn guest_env(
     env.push((STRICT_ENV.into(), Some("1".into())));
     env.push(("RUST_BACKTRACE".into(), Some("0".into())));
     // Rates under TCG are not performance figures: the suite labels them.
-    env.push((
-        EMULATED_ENV.into(),
-        (accel == Accel::Tcg).then(|| "tcg".into()),
-    ));
+    // Exact: the guest's clock counts its instructions, and the command
+    // records which emulator counted them.
+    let emulated = match (accel, a.exact) {
+        (Accel::Tcg, true) => Some(EXACT.into()),
+        (Accel::Tcg, false) => Some("tcg".into()),
+        (Accel::Kvm, _) => None,
+    };
+    env.push((EMULATED_ENV.into(), emulated));
+    if a.exact {
+        env.push((EMULATOR_ENV.into(), emulator.map(String::from)));
+    }
     if let Some(f) = absent {
         env.push((ABSENT_ENV.into(), Some(f.display().to_string())));
     }
@@ -197,7 +237,13 @@ mod tests {
             ),
             ("HOME".to_string(), "/root".to_string()),
         ];
-        let env = guest_env(&a, Accel::Tcg, Some(Path::new("/r/ci/absent/6.1")), &host);
+        let env = guest_env(
+            &a,
+            Accel::Tcg,
+            Some(Path::new("/r/ci/absent/6.1")),
+            &host,
+            None,
+        );
         let s = job_script(
             Path::new("/r"),
             &env,
@@ -225,7 +271,7 @@ mod tests {
         assert!(s.ends_with(want), "{s}");
         assert!(!s.contains("BPF_OVERHEAD_CACHE") && !s.contains("HOME=/root\n"));
         let a = args(&["6.1", "--exec", "/bin/x", "a b"]);
-        let env = guest_env(&a, Accel::Kvm, None, &[]);
+        let env = guest_env(&a, Accel::Kvm, None, &[], None);
         let s = job_script(Path::new("/r"), &env, &a.job, &[], None);
         assert!(s.contains("unset BPF_OVERHEAD_EMULATED\n"));
         assert!(!s.contains("BPF_OVERHEAD_ABSENT"));
@@ -240,7 +286,7 @@ mod tests {
     #[test]
     fn the_command_saves_its_result_after_the_tests() {
         let a = args(&["6.1"]);
-        let env = guest_env(&a, Accel::Tcg, None, &[]);
+        let env = guest_env(&a, Accel::Tcg, None, &[], None);
         let bench = Bench::new(
             "/r/target/debug/bpf-overhead".into(),
             Accel::Tcg,

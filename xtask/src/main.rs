@@ -15,13 +15,15 @@
 //! 2. the parts: the command line ([`args`]), kernels and their images, the
 //!    initramfs, the guest's build and job, qemu, the output directory, the
 //!    summary, the table of a CI run; they import each other without a cycle;
-//! 3. one module per task, [`vmtest`] (and [`duet`], vmtest with `--against`),
+//! 3. one module per task, [`vmtest`] (and [`duet`], vmtest with `--against`,
+//!    and [`exact`], with `--against --exact`),
 //!    [`ci`] and [`kselftest`]: no part imports a task and no task another,
 //!    so what two tasks share is a part.
 
 // The tasks.
 mod ci;
 mod duet;
+mod exact;
 mod flakes;
 mod kselftest;
 mod vmtest;
@@ -67,7 +69,7 @@ const TASKS: &[&str] = &["vmtest", "ci", "kselftest", "flakes"];
 /// The modules of the tasks: each task's, and `duet`, vmtest's with
 /// `--against`.
 #[cfg(test)]
-const TASK_MODULES: &[&str] = &["vmtest", "duet", "ci", "kselftest", "flakes"];
+const TASK_MODULES: &[&str] = &["vmtest", "duet", "exact", "ci", "kselftest", "flakes"];
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
@@ -77,6 +79,7 @@ fn main() -> ExitCode {
             print!("{h}");
             0
         }
+        Ok(Parsed::Vmtest(a)) if a.against.is_some() && a.exact => exact::main(*a),
         Ok(Parsed::Vmtest(a)) if a.against.is_some() => duet::main(*a),
         Ok(Parsed::Vmtest(a)) => vmtest::main(*a),
         Ok(Parsed::Ci(c)) => ci::main(c),

@@ -140,6 +140,8 @@ pub struct Vm<'a> {
     pub rundir: &'a Path,
     /// The host directory shared read-write as 9p tag `out`.
     pub out: Option<&'a Path>,
+    /// Clock the guest by its instructions (TCG only).
+    pub exact: bool,
 }
 
 /// A value inside a qemu `-opt a=b,c=d` list: a comma is written twice.
@@ -195,6 +197,9 @@ impl Vm<'_> {
             .iter()
             .map(|s| s.to_string())
             .collect();
+        if self.exact {
+            a.extend(ICOUNT.iter().map(|s| s.to_string()));
+        }
         let rest = [
             "-smp".to_owned(),
             self.smp.to_string(),
@@ -245,6 +250,28 @@ impl Vm<'_> {
     pub fn status_path(&self) -> PathBuf {
         self.rundir.join("status")
     }
+}
+
+/// Exact mode: the guest's clock advances 1 ns per guest instruction
+/// (shift=0), idle time passes at once (sleep=off), and the emulation is
+/// not slowed to keep up with the host's clock (align=off).
+pub const ICOUNT: &[&str] = &["-icount", "shift=0,sleep=off,align=off"];
+
+/// The first line of `qemu-system-ARCH --version`: an instruction count
+/// depends on it (how QEMU translates and counts), so results record it.
+pub fn qemu_version(arch: Arch) -> Result<String> {
+    let out = Command::new(arch.qemu())
+        .arg("--version")
+        .output()
+        .with_context(|| format!("running {} --version", arch.qemu()))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().next().unwrap_or_default().trim().to_owned();
+    ensure!(
+        out.status.success() && !line.is_empty(),
+        "{} --version said nothing",
+        arch.qemu()
+    );
+    Ok(line)
 }
 
 /// The machine, the accelerator and the CPU.
@@ -655,6 +682,7 @@ mod tests {
             ),
             rundir: Path::new("/tmp/vmtest.x"),
             out: None,
+            exact: false,
         };
         let a = vm.qemu_args().join(" ");
         assert!(
@@ -703,6 +731,7 @@ mod tests {
             cmdline: cmdline(Arch::Arm64, true, Path::new("/tmp/vmtest.x"), true, ""),
             rundir: Path::new("/tmp/vmtest.x"),
             out: Some(Path::new("/o")),
+            exact: false,
         };
         let a = vm.qemu_args().join(" ");
         assert!(

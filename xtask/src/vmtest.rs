@@ -41,6 +41,10 @@ fn run(a: &Args) -> Result<i32> {
     check_signal()?;
     let initrd = initramfs(&k, &bb)?;
     let accel = vm::choose_accel(a.accel, a.arch)?;
+    ensure!(
+        !a.exact || accel == Accel::Tcg,
+        "--exact counts instructions under TCG only, and this run would use KVM: add --accel tcg"
+    );
     let (rundir, rundir_path) = vm::job_dir()?;
     let out = open_out(a, &repo, &k.release)?;
 
@@ -55,9 +59,10 @@ fn run(a: &Args) -> Result<i32> {
         memory: &a.memory,
         kernel: &k.boot,
         initrd: &initrd,
-        cmdline: vm::cmdline(a.arch, !a.arch.is_host(), &rundir_path, true, &a.append),
+        cmdline: vm::cmdline(a.arch, !a.arch.is_host(), &rundir_path, true, &append(a)),
         rundir: &rundir_path,
         out: Some(out.staging.path()),
+        exact: a.exact,
     };
     let (o, status) = boot(a, &k, &vm)?;
     drop(rundir);
@@ -124,6 +129,16 @@ fn save_summary(s: &VmtestJson, dir: &Path, rc: i32) -> i32 {
     }
 }
 
+/// The kernel command line's additions: `--exact` boots with `nokaslr`, so
+/// that every boot lays the kernel out alike (a count may depend on where
+/// things are: hash buckets of addresses, alignment).
+fn append(a: &Args) -> String {
+    match a.exact {
+        true => format!("nokaslr {}", a.append).trim_end().to_owned(),
+        false => a.append.clone(),
+    }
+}
+
 /// Boots the VM and waits for it; the boot and the guest's exit status.
 fn boot(a: &Args, k: &Kernel, vm: &Vm) -> Result<(vm::Boot, Option<String>)> {
     say!(
@@ -152,9 +167,16 @@ fn prepare_job(a: &Args, repo: &Path, k: &Kernel, accel: Accel) -> Result<String
         Job::Tests(_) => build_tests(repo, a.arch, a.all_tests, &a.cargo_args)?,
         _ => (Vec::new(), None),
     };
+    // Exact: the command alone (the suite proves attach and count, which
+    // an instruction clock does not change; it would only cost time).
+    let exes = if a.exact { Vec::new() } else { exes };
     let bench = match (&a.job, command) {
+        (Job::Tests(_), _) if a.exact && !a.bench => {
+            bail!("--exact runs only the command: drop --no-bench")
+        }
         (Job::Tests(t), _) if !a.bench || t.iter().any(|t| t == "--list") => None,
         (Job::Tests(_), None) => bail!("cargo test built no bpf-overhead command"),
+        (Job::Tests(_), Some(exe)) if a.exact => Some(Bench::exact(exe, &a.bench_args)),
         (Job::Tests(_), Some(exe)) => Some(Bench::new(exe, accel, &a.bench_args)),
         _ => None,
     };
@@ -172,7 +194,8 @@ fn prepare_job(a: &Args, repo: &Path, k: &Kernel, accel: Accel) -> Result<String
         );
     }
     let host: Vec<(String, String)> = env::vars().collect();
-    let env = guest_env(a, accel, absent, &host);
+    let emulator = a.exact.then(|| vm::qemu_version(a.arch)).transpose()?;
+    let env = guest_env(a, accel, absent, &host, emulator.as_deref());
     Ok(job_script(repo, &env, &a.job, &exes, bench.as_ref()))
 }
 
@@ -196,7 +219,8 @@ pub fn absent_files(arch: Arch, series: &str) -> Vec<PathBuf> {
 /// The exit status and why, said as it is decided.
 fn judge(a: &Args, o: &vm::Boot, status: Option<&str>) -> (i32, Vec<String>) {
     let rules = Rules {
-        need_test_result: matches!(&a.job, Job::Tests(t) if !t.iter().any(|t| t == "--list")),
+        need_test_result: !a.exact
+            && matches!(&a.job, Job::Tests(t) if !t.iter().any(|t| t == "--list")),
         timeouts_secs: (a.timeout, a.alive_timeout, a.boot_timeout),
     };
     let (rc, why) = vm::verdict(o, status, &rules);
