@@ -132,7 +132,9 @@ mod tests {
         }
     }
 
+    // Serial too: the mechanisms' tests count this process's open files.
     #[test]
+    #[serial_test::serial]
     fn results_follow_one_header_numbered_in_order() {
         let file = TempFile::new("order");
         let lines = ["task_rename raw_tp\t5994K events per sec".to_string()];
@@ -163,6 +165,7 @@ mod tests {
     }
 
     #[test]
+    #[serial_test::serial]
     fn concurrent_writers_neither_interleave_nor_share_a_number() {
         const THREADS: usize = 8;
         const EACH: usize = 50;

@@ -13,6 +13,7 @@ use bpf_overhead::render::KtapResult;
 use bpf_overhead::{render, Mechanism};
 
 pub mod ktap;
+pub mod procs;
 
 /// A test failure that prints as its one-line message: the harness shows
 /// `Error: <message>` rather than a panic location and backtrace.
@@ -36,7 +37,9 @@ macro_rules! ensure {
 
 /// Measures `name` and its base with test_overhead's 100000 events (one
 /// timed round: base, `name`, base), and checks the program
-/// counted exactly one hit per event from the measuring thread. Prints the
+/// counted exactly one hit per event from the measuring thread and that
+/// the run left nothing behind in the process (tests/cleanup.rs checks
+/// the mounts and the BPF-stats run). Prints the
 /// selftest line and the overhead against the base measured in the same
 /// round. A missing kernel feature prints `SKIP <mechanism>: <reason>` and
 /// passes, unless strict mode says otherwise ([`Expectations`]: the
@@ -74,9 +77,14 @@ fn measure(name: &str) -> Result<Checked, Failure> {
     let expect = Expectations::from_env().map_err(Failure)?;
     let mechanism: Mechanism = name.parse().map_err(Failure)?;
     let plan = Plan::selftest(mechanism, emulated());
+    let before = procs::Footprint::now();
     let doc = Privileged::check(&plan.mechanisms)
         .and_then(|privileged| pipeline::execute(&plan, &privileged, Host::current, |_| {}))
         .map_err(|e| Failure(e.to_string()))?;
+    // Nothing left behind, whether it ran, skipped or failed.
+    if let Some(changed) = before.changed() {
+        return Err(Failure(format!("{name}: left behind: {changed}")));
+    }
     let result = doc
         .mechanism(name)
         .ok_or_else(|| Failure(format!("{name}: not in the result document")))?;

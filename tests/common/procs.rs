@@ -62,3 +62,62 @@ pub fn mounts() -> Vec<String> {
         .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
         .collect()
 }
+
+/// What a measuring run may change in this process and must put back:
+/// the BPF programs it holds, its open files, and the calling thread's
+/// name and CPU affinity.
+#[derive(Debug, PartialEq)]
+pub struct Footprint {
+    programs: BTreeSet<u32>,
+    files: usize,
+    name: std::ffi::CString,
+    affinity: Vec<bool>,
+}
+
+impl Footprint {
+    #[track_caller]
+    pub fn now() -> Self {
+        use nix::sched::{sched_getaffinity, CpuSet};
+        let set = sched_getaffinity(nix::unistd::Pid::from_raw(0)).unwrap();
+        Self {
+            programs: BpfFds::of(std::process::id()).programs,
+            files: std::fs::read_dir("/proc/self/fd").unwrap().count(),
+            name: nix::sys::prctl::get_name().unwrap(),
+            affinity: (0..CpuSet::count())
+                .map(|c| set.is_set(c).unwrap())
+                .collect(),
+        }
+    }
+
+    /// What differs from `self` now, if anything. The kernel frees a
+    /// detached program after an RCU grace period (raw_tp's takes a few
+    /// ms), so the programs get a bounded time to go.
+    pub fn changed(&self) -> Option<String> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        let mut now = Self::now();
+        while now.programs != self.programs && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            now = Self::now();
+        }
+        let mut changes = Vec::new();
+        if now.programs != self.programs {
+            changes.push(format!(
+                "BPF programs held: {:?}, before {:?}",
+                now.programs, self.programs
+            ));
+        }
+        if now.files != self.files {
+            changes.push(format!("open files: {}, before {}", now.files, self.files));
+        }
+        if now.name != self.name {
+            changes.push(format!(
+                "thread name not restored: {:?}, before {:?}",
+                now.name, self.name
+            ));
+        }
+        if now.affinity != self.affinity {
+            changes.push("CPU affinity not restored".into());
+        }
+        (!changes.is_empty()).then(|| changes.join("; "))
+    }
+}
