@@ -45,7 +45,7 @@ fn the_executable_replaced_mid_run_keeps_exact_counts() {
             // asked in the issue.
             "base,uprobe-nop,uretprobe-nop,uprobe.multi-nop,uprobe.session-nop,usdt",
             "--repeat",
-            "3",
+            "1",
             "--iterations",
             "5000",
             "--budget",
@@ -59,8 +59,8 @@ fn the_executable_replaced_mid_run_keeps_exact_counts() {
         .spawn()
         .unwrap();
     // Replace it once the first uprobe is attached (the warm-up): every
-    // later run loads and attaches again, after the replacement (three
-    // rounds of each mechanism: each attach is the same proof, and each
+    // later run loads and attaches again, after the replacement (one
+    // round of each mechanism: each attach is the same proof, and each
     // uprobe's detach waits ~0.1 s for RCU).
     let deadline = Instant::now() + Duration::from_secs(60);
     while !procs::holds_a_program(run.id()) {
@@ -99,7 +99,7 @@ fn the_executable_replaced_mid_run_keeps_exact_counts() {
         }
         assert_eq!(m["status"], "ok", "{m}");
         let events = m["events_per_run"].as_u64().unwrap();
-        assert_eq!(m["hits"], Value::from(vec![events; 3]), "{m}");
+        assert_eq!(m["hits"], Value::from(vec![events; 1]), "{m}");
         ok.push(name);
     }
     println!("exact counts after the replacement: {}", ok.join(" "));
