@@ -39,7 +39,7 @@ const RUN: [&str; 7] = [
     "-m",
     "raw_tp-loop",
     "--repeat",
-    "3",
+    "1",
     "--no-prog-stats",
     "--iterations=100000",
     "--budget=0",

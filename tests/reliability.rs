@@ -132,7 +132,7 @@ fn concurrent_runs_keep_tracefs_to_themselves() {
             "-m",
             "tp,uprobe-nop",
             "--repeat",
-            "2",
+            "1",
             "--iterations",
             "5000",
             "--no-prog-stats",
