@@ -118,7 +118,7 @@ const TABLE_LEGEND: [&str; 7] = [
     "overhead  ns per event over the base (the same trigger, nothing attached) in the runs just before and after, median over the rounds: what --baseline compares",
     "sees      the smallest change of the overhead this run could tell from noise against a baseline as noisy (rank test, p = 0.05, 4 times in 5)",
     "ratio     rate / base rate in the same round, median",
-    "prog ns   the BPF program's own run time (run_time_ns / run_cnt), from one extra run with BPF stats on",
+    "prog ns   the BPF program's own run time (run_time_ns / run_cnt), from one extra run with BPF stats on (an object's: from its timed runs)",
     "rounds    timed runs: a mechanism runs more rounds until it sees a change of the threshold, within --budget",
 ];
 

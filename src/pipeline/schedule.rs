@@ -5,6 +5,7 @@ use std::num::{NonZeroU64, NonZeroUsize};
 use std::time::{Duration, Instant};
 
 mod ab;
+mod stats_run;
 
 use super::plan::{Plan, FLOOR_OF_BASE, SURE_SHARE};
 use crate::document::Status;
@@ -258,7 +259,7 @@ fn run_here(plan: &Plan, privileged: &Privileged, mut progress: impl FnMut(&Step
     ab::prog_run_times_from_rounds(&mut outcomes);
     propagate_base_problems(&mut outcomes);
     if plan.stats_run {
-        stats_run(&mut at, &mut outcomes);
+        stats_run::stats_run(&mut at, &mut outcomes);
     }
     if let Some(signal) = plan.stopped_by() {
         cut_short(&mut outcomes, signal);
@@ -496,49 +497,6 @@ fn timed(
         sample = at.measure(o.mechanism, &opts)?;
     }
     Ok((single, sample))
-}
-
-/// Step 3: the program's own run time, with BPF stats on for this run only.
-fn stats_run(at: &mut Running<'_, impl FnMut(&Step)>, outcomes: &mut [MechanismRuns]) {
-    let plan = at.plan;
-    let todo = |o: &MechanismRuns| o.is_ok() && !o.mechanism.is_base();
-    at.step.total = at.step.done + outcomes.iter().filter(|o| todo(o)).count() as u64;
-    for outcome in outcomes.iter_mut().filter(|o| todo(o)) {
-        if plan.stopped_by().is_some() {
-            return;
-        }
-        // B's program run time too: what the variant did to the program.
-        if !stats_of(at, outcome) {
-            return;
-        }
-        if let Some(b) = outcome
-            .against
-            .as_deref_mut()
-            .filter(|b| b.is_ok() && b.prog_ns_per_event.is_none())
-        {
-            if !stats_of(at, b) {
-                return;
-            }
-        }
-        at.step.done += 1;
-    }
-}
-
-/// One stats run of `o`. False when the kernel has no BPF stats: no
-/// figures, not a failure, and no point trying the other mechanisms.
-fn stats_of(at: &mut Running<'_, impl FnMut(&Step)>, o: &mut MechanismRuns) -> bool {
-    let b_mark = if o.is_b { " (B)" } else { "" };
-    at.next(format!("BPF stats {}{b_mark}", o.mechanism));
-    match at.measure(o.mechanism, &at.plan.options_for(o, true)) {
-        Ok(sample) => o.prog_ns_per_event = sample.prog_ns_per_event(),
-        // Before 5.8.
-        Err(err) if err.is_unsupported() => {
-            log::warn!("no program run times: {}", err.reason());
-            return false;
-        }
-        Err(err) => o.fail(err),
-    }
-    true
 }
 
 /// After a stop: drops the round in progress (a mechanism's figures pair
