@@ -217,7 +217,12 @@ fn an_xdp_program_is_run_by_the_kernels_test_run_against_its_base() {
     if !root() {
         return;
     }
-    let default_packet = run(&short(&["--object", &object("xdp_pass"), "--format", "json"]));
+    let default_packet = run(&short(&[
+        "--object",
+        &object("xdp_pass"),
+        "--format",
+        "json",
+    ]));
     assert_eq!(default_packet.code, 0, "{}", default_packet.stderr);
     let default_packet: Value = serde_json::from_str(&default_packet.stdout).unwrap();
     for doc in [&default_packet, &packet_run().doc] {
