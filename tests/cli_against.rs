@@ -15,8 +15,8 @@ use cli::*;
 /// pair comes out the wrong way round only if the machine ran four times
 /// slower for A's run than for B's, next to it, where this host kind's
 /// speed jumps are 1.7x; these tests exercise the plumbing, not the
-/// statistics (examples/compare_power measures those). 20000 events a
-/// run keep B's runs short (~0.1 s). raw_tp, not a uprobe: it runs on
+/// statistics (examples/compare_power measures those). 10000 events a
+/// run keep B's runs short (~0.03 s). raw_tp, not a uprobe: it runs on
 /// every kernel too, and a round attaches and detaches in ~0.07 s, where a
 /// uprobe's perf event waits ~0.3 s for RCU. Seven rounds: two pairs the
 /// wrong way round still leave p <= 0.05.
@@ -24,7 +24,7 @@ const HEAVIER: [&str; 10] = [
     "-m",
     "raw_tp",
     "--iterations",
-    "20000",
+    "10000",
     "--repeat",
     "7",
     "--budget",
