@@ -41,6 +41,13 @@ fn heavier() -> &'static (Output, Value) {
     RUN.get_or_init(|| {
         let saved = TempFile::new("heavier.json");
         let out = run(&[&HEAVIER[..], &["--no-prog-stats", "--save", saved.path()]].concat());
+        // The verdict row, for `cargo xtask flakes` to collect the margin.
+        let row = out
+            .stdout
+            .lines()
+            .filter(|l| l.starts_with("raw_tp "))
+            .last();
+        println!("heavier B: {}", row.unwrap_or(""));
         assert_eq!(out.code, 1, "{}", out.stderr);
         let doc = serde_json::from_str(&std::fs::read_to_string(&saved.0).unwrap()).unwrap();
         (out, doc)

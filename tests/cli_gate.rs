@@ -185,6 +185,9 @@ fn assert_regressed(out: &Output, regressed: impl Fn(&Output)) {
 #[serial]
 fn gate_fails_against_a_cheaper_baseline_naming_the_mechanism() {
     let (doc, out) = gate("cheaper.json", &HEAVIER, |_| {});
+    // The verdict line, for `cargo xtask flakes` to collect the margin.
+    let line = out.stdout.lines().find(|l| l.contains(" raw_tp "));
+    println!("gated heavier: {}", line.unwrap_or("").trim());
     assert_regressed(&out, |out| {
         assert!(
             out.stdout

@@ -419,6 +419,16 @@ fn a_slower_build_is_regressed_and_the_same_build_is_not() {
     // how small a change the run sees.
     let threshold = ["--threshold", "50"];
     let slow = against(&a, &object("syscalls_slow"), &threshold);
+    // The verdict rows, for `cargo xtask flakes` to collect the margins.
+    let row = |out: &cli::Output| -> String {
+        out.stdout
+            .lines()
+            .filter(|l| l.starts_with("syscalls/enter_getpid ") && l.contains("%"))
+            .last()
+            .unwrap_or("")
+            .to_string()
+    };
+    println!("slower build: {}", row(&slow));
     assert_eq!(slow.code, 1, "{}{}", slow.stdout, slow.stderr);
     assert!(
         slow.stdout
@@ -428,6 +438,7 @@ fn a_slower_build_is_regressed_and_the_same_build_is_not() {
         slow.stdout
     );
     let same = against(&a, &object("syscalls"), &threshold);
+    println!("same build: {}", row(&same));
     assert_ne!(same.code, 1, "{}{}", same.stdout, same.stderr);
     assert!(!same.stdout.contains("REGRESSED"), "{}", same.stdout);
     assert!(ours_loaded().is_empty(), "{:?}", ours_loaded());
