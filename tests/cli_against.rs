@@ -42,11 +42,7 @@ fn heavier() -> &'static (Output, Value) {
         let saved = TempFile::new("heavier.json");
         let out = run(&[&HEAVIER[..], &["--no-prog-stats", "--save", saved.path()]].concat());
         // The verdict row, for `cargo xtask flakes` to collect the margin.
-        let row = out
-            .stdout
-            .lines()
-            .filter(|l| l.starts_with("raw_tp "))
-            .last();
+        let row = out.stdout.lines().rfind(|l| l.starts_with("raw_tp "));
         println!("heavier B: {}", row.unwrap_or(""));
         assert_eq!(out.code, 1, "{}", out.stderr);
         let doc = serde_json::from_str(&std::fs::read_to_string(&saved.0).unwrap()).unwrap();

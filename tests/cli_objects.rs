@@ -423,8 +423,7 @@ fn a_slower_build_is_regressed_and_the_same_build_is_not() {
     let row = |out: &cli::Output| -> String {
         out.stdout
             .lines()
-            .filter(|l| l.starts_with("syscalls/enter_getpid ") && l.contains("%"))
-            .last()
+            .rfind(|l| l.starts_with("syscalls/enter_getpid ") && l.contains("%"))
             .unwrap_or("")
             .to_string()
     };
