@@ -42,8 +42,8 @@ pub use catalogue::{Kind, Mechanism};
 pub use error::{Error, Result};
 pub use options::{Batch, Options, ProgWork, DEFAULT_ITERATIONS};
 pub use run::{
-    allowed_cpus, measure, note_default_cpu, on_measuring_thread, online_cpus, with_run, CpuPin,
-    ProducerSample, Run, Sample,
+    allowed_cpus, fitted, lead_in, measure, note_default_cpu, on_measuring_thread, online_cpus,
+    with_run, CpuPin, ProducerSample, Run, Sample,
 };
 pub use support::{Privileged, Ready, Support};
 pub use trigger::{Driver, Target, Trigger, MAX_BATCH};

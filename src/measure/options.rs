@@ -27,6 +27,9 @@ pub struct Options {
     pub prog_work: ProgWork,
     /// Threads firing at once, each on its own CPU (`--producers`).
     pub producers: NonZeroUsize,
+    /// Where its events are slow, a timed run fires only what its lead-in
+    /// says fits in this, down to a tenth of them ([`crate::measure::fitted`]).
+    pub longest_run: Option<std::time::Duration>,
 }
 
 impl Default for Options {
@@ -38,6 +41,7 @@ impl Default for Options {
             batch: Batch::default(),
             prog_work: ProgWork::default(),
             producers: NonZeroUsize::MIN,
+            longest_run: None,
         }
     }
 }

@@ -283,6 +283,7 @@ pub struct Run<'a, 'scope> {
     producers: Vec<Producer<'scope>>,
     bpf_stats: bool,
     cpu: usize,
+    longest_run: Option<Duration>,
 }
 
 impl Run<'_, '_> {
@@ -296,6 +297,7 @@ impl Run<'_, '_> {
         let counts = self.loaded.as_ref().map(|_| load::counts(m));
         let counting = counts == Some(Counts::Program);
         let lead_in_ns_per_event = self.lead_in(events)?;
+        let events = fitted(events, lead_in_ns_per_event, self.longest_run);
         let start = Arc::new(Barrier::new(1 + self.producers.len()));
         for p in &self.producers {
             p.order(events.get(), start.clone())?;
@@ -437,6 +439,18 @@ pub fn lead_in(events: u64) -> u64 {
     events.div_ceil(10)
 }
 
+/// `events`, or as many as fit in `longest` at the lead-in's
+/// `ns_per_event`, but never fewer than the lead-in's own tenth: a test
+/// that checks counts needs no 100000 events of 10 µs (a uprobe on `ret`,
+/// single-stepped under a hypervisor) to check them.
+pub fn fitted(events: NonZeroU64, ns_per_event: f64, longest: Option<Duration>) -> NonZeroU64 {
+    let Some(longest) = longest else {
+        return events;
+    };
+    let fit = (longest.as_nanos() as f64 / ns_per_event.max(0.01)) as u64;
+    NonZeroU64::new(fit.clamp(lead_in(events.get()), events.get())).unwrap_or(events)
+}
+
 /// Each mechanism fires exactly once per event of its trigger, and the
 /// program counts only the producers: any other count is a failure. (A
 /// base with no program: `None`.)
@@ -528,6 +542,7 @@ pub fn with_run<R>(
             producers,
             bpf_stats,
             cpu: pin.cpu,
+            longest_run: opts.longest_run,
         };
         f(&mut run)
     })
@@ -544,6 +559,16 @@ pub fn measure(ready: Ready<'_>, opts: &Options) -> Result<Sample> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn slow_events_are_fitted_to_the_longest_run_down_to_a_tenth() {
+        let n = NonZeroU64::new(100_000).unwrap();
+        let longest = Some(Duration::from_millis(200));
+        assert_eq!(fitted(n, 500.0, longest), n);
+        assert_eq!(fitted(n, 9_500.0, longest).get(), 21_052);
+        assert_eq!(fitted(n, 1e6, longest).get(), 10_000);
+        assert_eq!(fitted(n, 1e6, None), n);
+    }
 
     #[test]
     fn wrong_hit_counts_fail() {
