@@ -184,6 +184,7 @@ fn plan(cli: &Cli, selection: &[Mechanism], against: Option<Variant>) -> Plan {
             batch: cli.batch,
             prog_work: cli.prog_work,
             producers: cli.producers,
+            longest_run: None,
         },
         // A count asked for is a count: no sizing to a run time.
         run_time: defaults.run_time.filter(|_| cli.iterations.is_none()),
@@ -331,8 +332,11 @@ fn judge(cli: &Cli, path: &Path, old: &[Document], doc: &Document) -> Gate {
 
 /// B against A inside `doc`, a run made with `--against variant`.
 fn judge_against(cli: &Cli, variant: &Variant, doc: &Document) -> Gate {
-    let Threshold::Fixed(t) = threshold(cli) else {
-        unreachable!("--against has one threshold on every trigger")
+    let t = match threshold(cli) {
+        // Counts do not drift: a change of 1% is one.
+        _ if cli.threshold.is_none() && doc.exact() => against::EXACT_THRESHOLD,
+        Threshold::Fixed(t) => t,
+        Threshold::ByTrigger => unreachable!("--against has one threshold on every trigger"),
     };
     let findings = against::compare(doc, t);
     let text = render::against_report(doc, &findings, &variant.to_string())

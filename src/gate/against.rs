@@ -103,9 +103,16 @@ pub enum Speed {
     AsMeasured,
 }
 
+/// The in-run threshold where the figures are counts of instructions
+/// ([`Document::exact`]): they do not drift, so a change of 1% is one.
+pub const EXACT_THRESHOLD: f64 = 0.01;
+
 /// Judges every mechanism's B side against its A side in `doc`, a run
-/// made with `--against`.
+/// made with `--against`: counts by the threshold alone.
 pub fn compare(doc: &Document, threshold: f64) -> Findings {
+    if doc.exact() {
+        return compare_counts(doc, threshold);
+    }
     compare_with(
         doc,
         Threshold::Fixed(threshold),
@@ -167,6 +174,67 @@ pub fn compare_with(
         threshold,
         warnings: Vec::new(),
         comparisons,
+    }
+}
+
+/// Under an instruction clock each side's overhead is one count, the
+/// same in every run of the same build: B's against A's by the threshold
+/// alone, as `cargo xtask vmtest --against --exact` judges two kernels.
+/// Never inconclusive.
+fn compare_counts(doc: &Document, threshold: f64) -> Findings {
+    let comparisons = doc
+        .mechanisms
+        .iter()
+        .filter(|m| !m.is_base() && m.is_ok())
+        .filter_map(|a| Some(counted(a, a.against.as_deref()?, threshold)))
+        .collect();
+    Findings {
+        threshold: Threshold::Fixed(threshold),
+        warnings: Vec::new(),
+        comparisons,
+    }
+}
+
+fn counted(a: &MechanismResult, b: &MechanismResult, threshold: f64) -> Comparison {
+    let plain = |verdict, detail: String| Comparison::plain(&a.name, verdict, detail);
+    let why = || b.reason.as_deref().unwrap_or("no reason given").to_string();
+    match b.status {
+        Status::Failed => {
+            return plain(Verdict::Missing, format!("A counted, B failed: {}", why()))
+        }
+        Status::Skipped => return plain(Verdict::NotRun, format!("B skipped: {}", why())),
+        Status::Ok => {}
+    }
+    let (Some(ca), Some(cb)) = (&a.overhead_ns, &b.overhead_ns) else {
+        return plain(
+            Verdict::Missing,
+            "both sides ok but a count is missing".into(),
+        );
+    };
+    let diff = cb.median - ca.median;
+    let change = diff / ca.median.abs().max(f64::MIN_POSITIVE);
+    let verdict = if change > threshold {
+        Verdict::Regressed
+    } else if change < -threshold {
+        Verdict::Improved
+    } else {
+        Verdict::Unchanged
+    };
+    Comparison {
+        name: a.name.clone(),
+        verdict,
+        change: Some(change),
+        diff_ns: Some(diff),
+        p_value: None,
+        detectable: None,
+        detail: format!(
+            "instructions per event over {} A {:+.1} B {:+.1} (B-A {diff:+.1}, {:+.2}%)",
+            a.base,
+            ca.median,
+            cb.median,
+            change * 100.0
+        ),
+        by_drift: false,
     }
 }
 
@@ -292,6 +360,34 @@ mod tests {
                 .unwrap()
                 .verdict,
             Verdict::Inconclusive
+        );
+    }
+
+    /// raw_tp's counts: A `a`, B `b` instructions per event over base.
+    fn counts(a: f64, b: f64) -> Document {
+        use crate::stats::Summary;
+        let mut doc = crate::document::fixtures::document();
+        doc.unit = crate::document::UNIT_INSTRUCTIONS.into();
+        doc.mechanisms.retain(|m| m.name == "raw_tp" || m.is_base());
+        let m = doc.mechanism_mut("raw_tp").unwrap();
+        m.overhead_ns = Summary::of(&[a]);
+        let mut b_side = m.clone();
+        b_side.overhead_ns = Summary::of(&[b]);
+        m.against = Some(Box::new(b_side));
+        doc
+    }
+
+    #[test]
+    fn counts_are_judged_by_the_threshold_alone_never_unsure() {
+        let verdict = |a, b| compare(&counts(a, b), EXACT_THRESHOLD).comparisons[0].verdict;
+        assert_eq!(verdict(121.0, 122.3), Verdict::Regressed);
+        assert_eq!(verdict(121.0, 122.2), Verdict::Unchanged);
+        assert_eq!(verdict(121.0, 121.0), Verdict::Unchanged);
+        assert_eq!(verdict(121.0, 119.7), Verdict::Improved);
+        let c = &compare(&counts(100.0, 102.0), EXACT_THRESHOLD).comparisons[0];
+        assert_eq!(
+            (c.change, c.diff_ns, c.p_value),
+            (Some(0.02), Some(2.0), None)
         );
     }
 

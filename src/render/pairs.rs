@@ -13,6 +13,16 @@ use crate::measure::Mechanism;
 /// puts two builds: per mechanism A's and B's overhead over base, the
 /// difference of the pairs, what they could see, and the verdict.
 pub fn against_report(doc: &Document, report: &Findings, variant: &str) -> String {
+    if doc.exact() {
+        let head = format!(
+            "against: B ({variant}) against A (this run's settings), counted under an \
+             instruction clock: a regression is B's instructions per event over base more than \
+             A's by more than {}; improved, fewer by more; else unchanged (counts do not \
+             drift: no statistics, never UNSURE)",
+            report.threshold.describe()
+        );
+        return paired_report(doc, report, &head, "against", "");
+    }
     let head = format!(
         "against: B ({variant}) against A (this run's settings), in the same rounds: a \
          regression is B's overhead over base higher than A's by more than {}, sure from the \
@@ -74,11 +84,12 @@ pub fn duet_warning(w: &Warning) -> String {
 fn paired_report(doc: &Document, report: &Findings, head: &str, who: &str, advice: &str) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{head}");
+    let unit = if doc.exact() { "ins" } else { "ns" };
     let mut rows = vec![[
         "mechanism",
-        "A ns",
-        "B ns",
-        "B-A ns",
+        &format!("A {unit}"),
+        &format!("B {unit}"),
+        &format!("B-A {unit}"),
         "B-A",
         "p",
         "sees",
@@ -114,7 +125,8 @@ fn paired_report(doc: &Document, report: &Findings, head: &str, who: &str, advic
         let a_ns = a
             .and_then(|m| m.overhead_ns.as_ref())
             .map_or(0.0, |s| s.median.abs());
-        let mark = if a_ns < FLOOR_OF_BASE * base_ns {
+        // Counts are judged against A's own, however small.
+        let mark = if !doc.exact() && a_ns < FLOOR_OF_BASE * base_ns {
             floored = true;
             "*"
         } else {
@@ -170,6 +182,19 @@ mod tests {
         m.pairs_ns = Summary::of(&[1.0, 1.1, 0.9, 1.0, 1.05, 0.95]);
         m.against = Some(Box::new(b));
         doc
+    }
+
+    #[test]
+    fn counts_side_by_side_are_instructions_and_never_unsure() {
+        let mut doc = against(0.3);
+        doc.unit = crate::document::UNIT_INSTRUCTIONS.into();
+        let findings = crate::gate::against::compare(&doc, 0.01);
+        let text = against_report(&doc, &findings, "x");
+        assert!(
+            text.contains("A ins") && text.contains("never UNSURE"),
+            "{text}"
+        );
+        assert!(!text.contains('*'), "{text}");
     }
 
     /// A share of an overhead near zero is of the floor the gate judges
