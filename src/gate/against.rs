@@ -196,17 +196,12 @@ fn compare_counts(doc: &Document, threshold: f64) -> Findings {
 }
 
 fn counted(a: &MechanismResult, b: &MechanismResult, threshold: f64) -> Comparison {
-    let plain = |verdict, detail: String| Comparison::plain(&a.name, verdict, detail);
-    let why = || b.reason.as_deref().unwrap_or("no reason given").to_string();
-    match b.status {
-        Status::Failed => {
-            return plain(Verdict::Missing, format!("A counted, B failed: {}", why()))
-        }
-        Status::Skipped => return plain(Verdict::NotRun, format!("B skipped: {}", why())),
-        Status::Ok => {}
+    if let Some(c) = unmeasured(a, b) {
+        return c;
     }
     let (Some(ca), Some(cb)) = (&a.overhead_ns, &b.overhead_ns) else {
-        return plain(
+        return Comparison::plain(
+            &a.name,
             Verdict::Missing,
             "both sides ok but a count is missing".into(),
         );
@@ -238,6 +233,18 @@ fn counted(a: &MechanismResult, b: &MechanismResult, threshold: f64) -> Comparis
     }
 }
 
+/// A B side that was not measured: MISSING where it failed (the variant
+/// broke the mechanism), not run where the kernel lacks what it needs.
+fn unmeasured(a: &MechanismResult, b: &MechanismResult) -> Option<Comparison> {
+    let why = || b.reason.as_deref().unwrap_or("no reason given");
+    let (verdict, detail) = match b.status {
+        Status::Failed => (Verdict::Missing, format!("A measured, B failed: {}", why())),
+        Status::Skipped => (Verdict::NotRun, format!("B skipped: {}", why())),
+        Status::Ok => return None,
+    };
+    Some(Comparison::plain(&a.name, verdict, detail))
+}
+
 fn compared(
     doc: &Document,
     a: &MechanismResult,
@@ -246,13 +253,8 @@ fn compared(
     p: Option<(&Paired, f64)>,
 ) -> Comparison {
     let plain = |verdict, detail: String| Comparison::plain(&a.name, verdict, detail);
-    let why = || b.reason.as_deref().unwrap_or("no reason given").to_string();
-    match b.status {
-        Status::Failed => {
-            return plain(Verdict::Missing, format!("A measured, B failed: {}", why()))
-        }
-        Status::Skipped => return plain(Verdict::NotRun, format!("B skipped: {}", why())),
-        Status::Ok => {}
+    if let Some(c) = unmeasured(a, b) {
+        return c;
     }
     let (Some(oa), Some(ob), Some(pairs)) = (&a.overhead_ns, &b.overhead_ns, &a.pairs_ns) else {
         return plain(
