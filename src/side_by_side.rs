@@ -80,6 +80,21 @@ impl Row {
 pub struct Matrix {
     pub runs: Vec<ResultFile>,
     pub rows: Vec<Row>,
+    /// The figures are counts of instructions (`vmtest --exact`), not ns.
+    pub exact: bool,
+}
+
+/// Between two counts of the same mechanism side by side, a change of
+/// more than this share is marked: counts do not drift, so it is one.
+pub const COUNT_CHANGE: f64 = 0.01;
+
+/// A count's change from `before`, when beyond [`COUNT_CHANGE`].
+pub fn count_change(before: &Cell, now: &Cell) -> Option<f64> {
+    let (Cell::Overhead { median: b, .. }, Cell::Overhead { median: n, .. }) = (before, now) else {
+        return None;
+    };
+    let change = (n - b) / b.abs().max(f64::MIN_POSITIVE);
+    (change.abs() > COUNT_CHANGE).then_some(change)
 }
 
 impl Matrix {
@@ -142,7 +157,11 @@ impl Matrix {
                 .map(|(_, doc)| doc.mechanism(&row.name).map_or(Cell::Missing, cell))
                 .collect();
         }
-        Ok(Self { runs, rows })
+        Ok(Self {
+            runs,
+            rows,
+            exact: docs[0].1.exact(),
+        })
     }
 
     /// The triggers in row order, each with its rows that are not bases:

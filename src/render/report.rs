@@ -16,6 +16,27 @@ use crate::side_by_side::{Cell, Matrix, ResultFile, Row};
 /// What every figure is, for both renderers.
 const WHAT: &str =
     "ns per event over the base measured in the same run: median ± sample stddev over its rounds";
+/// The same, for counts (`vmtest --exact`).
+const WHAT_EXACT: &str = "instructions per event over the base, counted under an instruction \
+     clock (the fewest of the rounds less the base's); ▲ ▼ a change of more than 1% from the run \
+     to the left";
+
+fn what(m: &Matrix) -> &'static str {
+    if m.exact {
+        WHAT_EXACT
+    } else {
+        WHAT
+    }
+}
+
+/// The chart's axis.
+fn unit(m: &Matrix) -> &'static str {
+    if m.exact {
+        "instructions per event over the base"
+    } else {
+        "ns per event over the base"
+    }
+}
 
 fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
@@ -77,12 +98,21 @@ pub fn table(m: &Matrix) -> String {
         .iter()
         .map(|row| {
             let mut cells = vec![row.name.clone()];
-            cells.extend(row.cells.iter().map(|c| match c {
+            let before = std::iter::once(&Cell::Missing).chain(&row.cells);
+            cells.extend(row.cells.iter().zip(before).map(|(c, before)| match c {
+                Cell::Overhead { median, .. } if m.exact => {
+                    match crate::side_by_side::count_change(before, c) {
+                        Some(ch) if ch > 0.0 => format!("{median:+.1} ▲{:+.1}%", ch * 100.0),
+                        Some(ch) => format!("{median:+.1} ▼{:+.1}%", ch * 100.0),
+                        None => format!("{median:+.1}"),
+                    }
+                }
                 Cell::Overhead {
                     median,
                     stddev,
                     rounds,
                 } => overhead(*median, *stddev, *rounds),
+                Cell::Base { ns_per_event } if m.exact => format!("({ns_per_event:.1} ins)"),
                 Cell::Base { ns_per_event } => format!("({ns_per_event:.1} ns)"),
                 Cell::Skipped(_) => "skipped".into(),
                 Cell::Failed(_) => "FAILED".into(),
@@ -114,7 +144,7 @@ pub fn table(m: &Matrix) -> String {
     };
 
     let mut out = String::new();
-    let _ = writeln!(out, "bpf-overhead report: {WHAT}");
+    let _ = writeln!(out, "bpf-overhead report: {}", what(m));
     out.push('\n');
     let _ = writeln!(out, "{}", render(&header));
     for row in &rows {
@@ -133,10 +163,12 @@ pub fn table(m: &Matrix) -> String {
         let _ = writeln!(out, "{label}{pad}  {}", describe(run));
     }
     out.push('\n');
-    let _ = writeln!(
-        out,
+    let legend = if m.exact {
+        "(ins)  a base's own instructions per event; -  not in that run"
+    } else {
         "(ns)  a base's own ns per event; -  not in that run; ± only with more than one round"
-    );
+    };
+    let _ = writeln!(out, "{legend}");
     let notes = notes(m);
     if !notes.is_empty() {
         out.push('\n');
@@ -235,7 +267,7 @@ fn draw<DB: DrawingBackend>(
 ) -> DrawResult<DB> {
     root.fill(&WHITE)?;
     root.draw(&Text::new(
-        "bpf-overhead: what attaching costs, in ns per event over the base",
+        format!("bpf-overhead: what attaching costs, in {}", unit(m)),
         (20, 12),
         (FONT, 22).into_font().style(FontStyle::Bold),
     ))?;
@@ -365,7 +397,7 @@ fn panel<DB: DrawingBackend>(
     let x = x_range(m, rows, lo, hi, plot_width);
     let n = rows.len() as f64;
     let caption = format!("{trigger} — over {}", bases.join(", "));
-    let mut chart = frame(area, caption, x.clone(), n, name_width)?;
+    let mut chart = frame(area, caption, (x.clone(), n), name_width, unit(m))?;
     let band = 0.84 / m.runs.len() as f64;
     if lo < 0.0 {
         chart.draw_series(std::iter::once(PathElement::new(
@@ -450,9 +482,9 @@ fn x_range(m: &Matrix, rows: &[&Row], lo: f64, hi: f64, plot_width: f64) -> Rang
 fn frame<'a, DB: DrawingBackend>(
     area: &'a DrawingArea<DB, Shift>,
     caption: String,
-    x: Range<f64>,
-    n: f64,
+    (x, n): (Range<f64>, f64),
     name_width: u32,
+    unit: &str,
 ) -> Result<Chart<'a, DB>, DrawingAreaErrorKind<DB::ErrorType>> {
     let mut chart = ChartBuilder::on(area)
         .caption(caption, (FONT, 17).into_font().style(FontStyle::Bold))
@@ -468,7 +500,7 @@ fn frame<'a, DB: DrawingBackend>(
         .y_labels(0)
         .x_labels(10)
         .x_label_formatter(&|v| format!("{v:.0}"))
-        .x_desc("ns per event over the base")
+        .x_desc(unit)
         .label_style((FONT, 14))
         .axis_desc_style((FONT, 14))
         .light_line_style(TRANSPARENT)
@@ -555,6 +587,38 @@ fn bar<DB: DrawingBackend>(
 mod tests {
     use super::*;
     use crate::side_by_side::tests::matrix;
+
+    /// Two kernels' counts: raw_tp 105 -> 121 instructions (+15.2%), tp
+    /// 431 -> 432 (+0.2%).
+    #[test]
+    fn counts_are_marked_where_they_change_by_more_than_one_percent() {
+        use crate::stats::Summary;
+        let doc = |release: &str, raw_tp: f64, tp: f64| {
+            let mut d = crate::document::fixtures::document();
+            d.unit = crate::document::UNIT_INSTRUCTIONS.into();
+            d.kernel_release = release.into();
+            d.mechanism_mut("raw_tp").unwrap().overhead_ns = Summary::of(&[raw_tp]);
+            d.mechanism_mut("tp").unwrap().overhead_ns = Summary::of(&[tp]);
+            d
+        };
+        let m = Matrix::new(&[
+            ("a.json".into(), doc("6.1.0", 105.0, 431.0)),
+            ("b.json".into(), doc("6.12.0", 121.0, 432.0)),
+        ])
+        .unwrap();
+        let text = table(&m);
+        assert!(
+            text.starts_with("bpf-overhead report: instructions per event over the base"),
+            "{text}"
+        );
+        let row = |name: &str| text.lines().find(|l| l.starts_with(name)).unwrap();
+        assert!(row("raw_tp ").ends_with("+105.0  +121.0 ▲+15.2%"), "{text}");
+        let tp: Vec<&str> = row("tp ").split_whitespace().collect();
+        assert_eq!(tp, ["tp", "+431.0", "+432.0"], "{text}");
+        assert!(svg(&m)
+            .unwrap()
+            .contains("instructions per event over the base"));
+    }
 
     #[test]
     fn table_has_runs_across_and_mechanisms_down() {
