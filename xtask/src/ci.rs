@@ -15,7 +15,7 @@ use anyhow::{bail, ensure, Context, Result};
 
 use crate::arch::Arch;
 use crate::args::{CiArgs, CI_STEPS};
-use crate::collect::{collect, kernel_dir, KernelRun};
+use crate::collect::{collect, kernel_dir, KernelRun, EXACT_SUFFIX};
 use crate::guest_build::build_command;
 use crate::lint;
 use crate::util::{cargo, is_root, one_line, relay, repo_root, sh_quote, shown};
@@ -115,18 +115,22 @@ pub struct CiKernel {
     /// tarball (`cargo xtask kselftest`) through run_kselftest.sh, in a
     /// busybox-only root (scripts/kselftest-guest), instead of the suite.
     pub kselftest: bool,
+    /// `--exact`: the command's counts under the instruction clock
+    /// (`vmtest --exact --accel tcg`) instead of the suite.
+    pub exact: bool,
 }
 
 impl CiKernel {
-    /// `KERNEL [--arch ARCH] [--kselftest]`.
+    /// `KERNEL [--arch ARCH] [--kselftest | --exact]`.
     pub fn from_line(line: &str) -> Result<CiKernel> {
-        let usage = || format!("one KERNEL [--arch ARCH] [--kselftest] a line, not '{line}'");
+        let usage =
+            || format!("one KERNEL [--arch ARCH] [--kselftest | --exact] a line, not '{line}'");
         let words: Vec<&str> = line.split_whitespace().collect();
         let Some((kernel, mut rest)) = words.split_first() else {
             bail!(usage());
         };
         ensure!(!kernel.starts_with('-'), usage());
-        let (mut arch, mut kselftest) = (Arch::X86_64, false);
+        let (mut arch, mut kselftest, mut exact) = (Arch::X86_64, false, false);
         loop {
             rest = match rest {
                 [] => break,
@@ -138,25 +142,32 @@ impl CiKernel {
                     kselftest = true;
                     more
                 }
+                ["--exact", more @ ..] => {
+                    exact = true;
+                    more
+                }
                 _ => bail!(usage()),
             };
         }
+        ensure!(!(kselftest && exact), usage());
         Ok(CiKernel {
             kernel: (*kernel).to_owned(),
             arch,
             kselftest,
+            exact,
         })
     }
 
     /// Its name in tables, directories and artifacts: KERNEL, and for
     /// another architecture than x86_64 KERNEL-ARCH (`newest-arm64`), with
-    /// `-kselftest` after it for a kselftest run (`6.12-arm64-kselftest`).
+    /// `-kselftest` after it for a kselftest run (`6.12-arm64-kselftest`),
+    /// `-exact` for counts (`6.12-exact`).
     pub fn name(&self) -> String {
         let name = self.arch.tagged(&self.kernel);
-        if self.kselftest {
-            format!("{name}-kselftest")
-        } else {
-            name
+        match (self.kselftest, self.exact) {
+            (true, _) => format!("{name}-kselftest"),
+            (_, true) => format!("{name}{EXACT_SUFFIX}"),
+            _ => name,
         }
     }
 }
@@ -165,7 +176,8 @@ fn names(kernels: &[CiKernel]) -> Vec<String> {
     kernels.iter().map(CiKernel::name).collect()
 }
 
-/// The kernels file: one `KERNEL [--arch ARCH]` a line; `#` starts a comment.
+/// The kernels file: one `KERNEL [--arch ARCH] [--kselftest | --exact]` a
+/// line; `#` starts a comment.
 pub fn read_kernels(text: &str) -> Result<Vec<CiKernel>> {
     let kernels = text
         .lines()
@@ -188,6 +200,7 @@ pub fn matrix(kernels: &[CiKernel]) -> serde_json::Value {
                 "kernel": k.kernel,
                 "arch": k.arch.name(),
                 "kselftest": k.kselftest,
+                "exact": k.exact,
             })
         })
         .collect();
@@ -502,6 +515,9 @@ fn run_kernel(exe: &Path, k: &CiKernel, out: &Path, stdout: &Mutex<()>) -> Kerne
         if k.kselftest {
             cmd.arg("--cmd").arg(kselftest_cmd(out, k.arch)?);
         }
+        if k.exact {
+            cmd.args(["--exact", "--accel", "tcg"]);
+        }
         let mut child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -549,8 +565,14 @@ mod tests {
                 kernel: "newest".into(),
                 arch: Arch::Arm64,
                 kselftest: false,
+                exact: false,
             }
         );
+        let ex = read_kernels("6.12 --exact\n6.12 --arch arm64 --exact\n").unwrap();
+        assert_eq!(names(&ex), ["6.12-exact", "6.12-arm64-exact"]);
+        assert!(ex.iter().all(|k| k.exact && !k.kselftest));
+        assert_eq!(archs(&ex, false), [Arch::Arm64, Arch::X86_64]);
+        assert!(read_kernels("6.12 --exact --kselftest\n").is_err());
         let ks = read_kernels("6.12 --kselftest\n6.12 --arch arm64 --kselftest\n").unwrap();
         assert_eq!(names(&ks), ["6.12-kselftest", "6.12-arm64-kselftest"]);
         assert!(ks.iter().all(|k| k.kselftest));
@@ -576,7 +598,7 @@ mod tests {
         }
         assert_eq!(
             matrix(&k[2..]).to_string(),
-            r#"{"include":[{"arch":"x86_64","kernel":"newest","kselftest":false,"name":"newest"},{"arch":"arm64","kernel":"newest","kselftest":false,"name":"newest-arm64"}]}"#
+            r#"{"include":[{"arch":"x86_64","exact":false,"kernel":"newest","kselftest":false,"name":"newest"},{"arch":"arm64","exact":false,"kernel":"newest","kselftest":false,"name":"newest-arm64"}]}"#
         );
         let repo = repo_root();
         let ours = read_kernels(&fs::read_to_string(repo.join(KERNELS_FILE)).unwrap()).unwrap();
@@ -589,7 +611,12 @@ mod tests {
                 "newest",
                 "6.12-arm64",
                 "6.12-kselftest",
-                "6.12-arm64-kselftest"
+                "6.12-arm64-kselftest",
+                "5.10-exact",
+                "6.1-exact",
+                "6.12-exact",
+                "newest-exact",
+                "6.12-arm64-exact"
             ]
         );
     }

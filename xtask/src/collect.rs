@@ -81,6 +81,28 @@ fn ktap(dir: &Path) -> Result<Ktap> {
     Ok(parse_tap_summary(&String::from_utf8_lossy(&out.stdout)))
 }
 
+/// After the name of a kernel counted by `vmtest --exact` (ci/kernels'
+/// `--exact` lines).
+pub const EXACT_SUFFIX: &str = "-exact";
+
+/// An exact run's proof: its result counts instructions and measured
+/// something.
+fn exact_result(dir: &Path) -> Result<()> {
+    let path = dir.join("result.json");
+    let text = fs::read_to_string(&path).with_context(|| format!("no {}", path.display()))?;
+    let doc: serde_json::Value = serde_json::from_str(&text).context("result.json")?;
+    ensure!(
+        doc["unit"] == "instructions",
+        "result.json counts {}, not instructions",
+        doc["unit"]
+    );
+    let measured = doc["mechanisms"]
+        .as_array()
+        .is_some_and(|ms| ms.iter().any(|m| m["status"] == "ok"));
+    ensure!(measured, "result.json: no mechanism counted");
+    Ok(())
+}
+
 /// One row of the table.
 pub struct Row {
     pub kernel: String,
@@ -94,7 +116,17 @@ pub struct Row {
 fn row(out: &Path, kernel: &str, run: Option<&KernelRun>) -> Row {
     let dir = kernel_dir(out, kernel);
     let summary = VmtestJson::load(&dir).ok();
-    let ktap = ktap(&dir);
+    // Counts: only the command runs, no suite and no KTAP; its result is
+    // what it proves.
+    let exact = kernel.ends_with(EXACT_SUFFIX);
+    let ktap = if exact {
+        exact_result(&dir).map(|()| Ktap {
+            ok: true,
+            ..Ktap::default()
+        })
+    } else {
+        ktap(&dir)
+    };
     let exit = run.map(|r| r.exit).or(summary.as_ref().map(|s| s.exit));
     let verdict = match (&summary, &ktap, exit) {
         (_, _, None) => "FAIL: not run (no vmtest.json)".to_owned(),
@@ -115,7 +147,7 @@ fn row(out: &Path, kernel: &str, run: Option<&KernelRun>) -> Row {
     Row {
         kernel: kernel.to_owned(),
         summary,
-        ktap: ktap.ok(),
+        ktap: ktap.ok().filter(|_| !exact),
         wall,
         verdict,
     }
@@ -201,38 +233,48 @@ pub fn collect(out: &Path, kernels: &[String], runs: &[KernelRun], markdown: boo
         .map(|k| row(out, k, runs.iter().find(|r| &r.kernel == k)))
         .collect();
     let all_pass = rows.iter().all(|r| r.verdict == "PASS");
+    let reports = [REPORT, REPORT_EXACT].map(|stem| (stem, report(out, kernels, stem)));
+    let reports_ok = reports.iter().all(|(_, r)| r.is_ok());
     if markdown {
-        let report = report(out, kernels);
-        print!("{}", markdown_summary(&rows, &report, out));
-        return Ok(all_pass && report.is_ok());
+        print!("{}", markdown_summary(&rows, &reports, out));
+        return Ok(all_pass && reports_ok);
     }
     println!(
         "ci: VM runs (fetch: getting the kernel; boot: qemu start to the command; VM: qemu \
          start to exit; wall: the whole run less the fetch)"
     );
     print!("{}", table(&rows, false));
-    let report = report(out, kernels);
-    match &report {
-        Ok(text) if text.is_empty() => {}
-        Ok(text) => {
-            print!("{text}");
-            eprintln!(
-                "ci: report of the kernels: {}, {}",
-                out.join("report.txt").display(),
-                out.join("report.svg").display()
-            );
+    for (stem, report) in &reports {
+        match report {
+            Ok(text) if text.is_empty() => {}
+            Ok(text) => {
+                print!("{text}");
+                eprintln!(
+                    "ci: report of the kernels: {}, {}",
+                    out.join(format!("{stem}.txt")).display(),
+                    out.join(format!("{stem}.svg")).display()
+                );
+            }
+            Err(e) => eprintln!("ci: {stem}: {e:#}"),
         }
-        Err(e) => eprintln!("ci: report: {e:#}"),
     }
-    Ok(all_pass && report.is_ok())
+    Ok(all_pass && reports_ok)
 }
 
-/// `bpf-overhead report` over DIR/*/result.json into report.txt and .svg.
+/// The timed results side by side, and the exact ones (counts).
+const REPORT: &str = "report";
+const REPORT_EXACT: &str = "report-exact";
+
+/// `bpf-overhead report` over DIR/*/result.json into `stem`.txt and .svg:
+/// the suite's kernels' timed results (`report`), or the counts of the
+/// exact ones (`report-exact`), which report does not put beside times.
 /// A kernel that ran the kselftest collection saves no result.json: none
 /// of them is asked for, and with only those there is no report.
-fn report(out: &Path, kernels: &[String]) -> Result<String> {
+fn report(out: &Path, kernels: &[String], stem: &str) -> Result<String> {
+    let exact = stem.ends_with(EXACT_SUFFIX);
     let suites: Vec<PathBuf> = kernels
         .iter()
+        .filter(|k| k.ends_with(EXACT_SUFFIX) == exact)
         .map(|k| kernel_dir(out, k))
         .filter(|d| !d.join("kselftest.ktap").is_file())
         .collect();
@@ -258,7 +300,7 @@ fn report(out: &Path, kernels: &[String]) -> Result<String> {
         ])
         .args(&results)
         .arg("--svg")
-        .arg(out.join("report.svg"))
+        .arg(out.join(format!("{stem}.svg")))
         .stdin(Stdio::null())
         .stderr(Stdio::inherit())
         .output()
@@ -268,31 +310,37 @@ fn report(out: &Path, kernels: &[String]) -> Result<String> {
         "bpf-overhead report failed ({})",
         o.status
     );
-    fs::write(out.join("report.txt"), &o.stdout)?;
+    fs::write(out.join(format!("{stem}.txt")), &o.stdout)?;
     Ok(String::from_utf8_lossy(&o.stdout).into_owned())
 }
 
 /// For $GITHUB_STEP_SUMMARY: the table, the report, and the chart inline
 /// (also in the report artifact, as report.svg).
-fn markdown_summary(rows: &[Row], report: &Result<String>, out: &Path) -> String {
+fn markdown_summary(rows: &[Row], reports: &[(&str, Result<String>)], out: &Path) -> String {
     let mut s = String::from("## bpf-overhead: the suite on each kernel\n\n");
     s += &table(rows, true);
     s += "\nfetch: getting the kernel (apt, download, unpack; ~0 when cached); boot: qemu start \
           to the command; VM: qemu start to exit; wall: the whole run less the fetch. KTAP: \
           the suite's results as TAP::Parser reads them.\n\n";
-    match report {
-        Ok(text) => {
-            s += "## The kernels side by side (`bpf-overhead report`)\n\n```\n";
-            s += text;
-            s += "```\n\n";
-            if let Ok(svg) = fs::read(out.join("report.svg")) {
-                s += &format!(
-                    "<img alt=\"bpf-overhead report chart\" src=\"data:image/svg+xml;base64,{}\">\n\n",
-                    base64::engine::general_purpose::STANDARD.encode(&svg)
-                );
+    for (stem, report) in reports {
+        let what = if *stem == REPORT_EXACT {
+            "their counts side by side (`vmtest --exact`, `bpf-overhead report`)"
+        } else {
+            "side by side (`bpf-overhead report`)"
+        };
+        match report {
+            Ok(text) if text.is_empty() => {}
+            Ok(text) => {
+                s += &format!("## The kernels {what}\n\n```\n{text}```\n\n");
+                if let Ok(svg) = fs::read(out.join(format!("{stem}.svg"))) {
+                    s += &format!(
+                        "<img alt=\"bpf-overhead {stem} chart\" src=\"data:image/svg+xml;base64,{}\">\n\n",
+                        base64::engine::general_purpose::STANDARD.encode(&svg)
+                    );
+                }
             }
+            Err(e) => s += &format!("No {stem}: {e:#}\n"),
         }
-        Err(e) => s += &format!("No report: {e:#}\n"),
     }
     s
 }
@@ -310,10 +358,35 @@ mod tests {
             "TAP version 13\n",
         )
         .unwrap();
-        assert_eq!(report(d.path(), &["6.12-kselftest".into()]).unwrap(), "");
+        assert_eq!(
+            report(d.path(), &["6.12-kselftest".into()], REPORT).unwrap(),
+            ""
+        );
         fs::create_dir_all(d.path().join("6.12")).unwrap();
         let both = ["6.12-kselftest".to_owned(), "6.12".to_owned()];
-        assert!(report(d.path(), &both).is_err());
+        assert!(report(d.path(), &both, REPORT).is_err());
+        // The exact report leaves the suite's kernels out, and the other
+        // way round.
+        assert_eq!(report(d.path(), &both, REPORT_EXACT).unwrap(), "");
+    }
+
+    /// An exact kernel passes on a result that counted something, and
+    /// needs no KTAP.
+    #[test]
+    fn exact_kernels_need_a_result_that_counts() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join("6.12-exact");
+        fs::create_dir_all(&dir).unwrap();
+        assert!(exact_result(&dir).is_err());
+        let doc = |unit: &str, status: &str| {
+            format!(r#"{{"unit": "{unit}", "mechanisms": [{{"status": "{status}"}}]}}"#)
+        };
+        fs::write(dir.join("result.json"), doc("ns", "ok")).unwrap();
+        assert!(exact_result(&dir).is_err());
+        fs::write(dir.join("result.json"), doc("instructions", "skipped")).unwrap();
+        assert!(exact_result(&dir).is_err());
+        fs::write(dir.join("result.json"), doc("instructions", "ok")).unwrap();
+        assert!(exact_result(&dir).is_ok());
     }
 
     use super::*;

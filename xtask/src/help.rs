@@ -133,7 +133,9 @@ Steps (--skip NAME leaves one out):
                --against 6.12 --sessions 2 -m fentry-loop,raw_tp` into DIR/duet, both VMs at
                once; passes on any verdict (TCG) once both measured and the host compared
   report       DIR/report.txt and DIR/report.svg: `bpf-overhead report` over every
-               DIR/KERNEL/result.json
+               DIR/KERNEL/result.json; an `--exact` line (NAME-exact) runs `vmtest --exact
+               --accel tcg`, the command's counts, which DIR/report-exact.txt and .svg put
+               side by side
 
 Per kernel the summary table says: the release booted; fetch s, getting the kernel
 (apt, download, unpack; ~0 when cached); boot s, qemu start to the guest's command;
