@@ -34,7 +34,7 @@ use crate::stats::{mean, median, stddev, Summary};
 /// The largest change of a mechanism's overhead between two runs of one
 /// kernel seen on machines of this kind: raw_tp-loop at +16.5 ns in one
 /// run and +8.2 ns a few minutes later, as the host jumped between speed
-/// states (REFERENCE.md, "Drift"; docs/gate-power.md). Against one run, a
+/// states (docs/gate-power.md). Against one run, a
 /// smaller change may be the machine's.
 pub const ONE_RUN_DRIFT: f64 = 1.0;
 
