@@ -59,6 +59,26 @@ impl Cap {
     }
 }
 
+/// Fails with one line saying to use sudo unless this process may load
+/// tracing programs (CAP_SYS_ADMIN, or CAP_BPF with CAP_PERFMON). Read
+/// once per process: capabilities do not come back once dropped.
+pub fn check_privileges() -> super::error::Result<()> {
+    static PRIVILEGED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let may_load = *PRIVILEGED.get_or_init(|| {
+        let p = Privileges::current();
+        p.has(Cap::SysAdmin) || (p.has(Cap::Bpf) && p.has(Cap::Perfmon))
+    });
+    if may_load {
+        Ok(())
+    } else {
+        Err(super::error::Error::Environment(
+            "bpf-overhead must run as root (loading its BPF programs needs CAP_BPF and \
+             CAP_PERFMON; tp, uprobes and the prog ns run need more): run it with sudo"
+                .into(),
+        ))
+    }
+}
+
 /// The calling thread's effective capabilities and user id.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Privileges {

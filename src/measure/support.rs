@@ -10,7 +10,7 @@ use super::sys::{self, Tracefs};
 use Kind::*;
 
 /// Proof that this process may load tracing programs
-/// ([`sys::check_privileges`]), with what each of its mechanisms, and the
+/// ([`caps::check_privileges`]), with what each of its mechanisms, and the
 /// BPF-stats run, still lacks of the capabilities ([`caps`]). Only
 /// [`Privileged::check`] makes one.
 #[derive(Clone, Debug)]
@@ -21,7 +21,7 @@ pub struct Privileged {
 
 impl Privileged {
     pub fn check(mechanisms: &[Mechanism]) -> Result<Self> {
-        sys::check_privileges()?;
+        caps::check_privileges()?;
         Ok(Self {
             mechanisms: mechanisms.iter().map(|&m| (m, caps::missing(m))).collect(),
             stats: caps::missing_for_stats(),

@@ -16,41 +16,6 @@ use super::error::{Error, Result};
 use super::kind::ProbeType;
 use super::verifier_log::verdict_of;
 
-const CAP_SYS_ADMIN: u32 = 21;
-const CAP_PERFMON: u32 = 38;
-const CAP_BPF: u32 = 39;
-
-/// Fails with one line saying to use sudo unless this process may load
-/// tracing programs (CAP_SYS_ADMIN, or CAP_BPF with CAP_PERFMON). Read
-/// once per process: capabilities do not come back once dropped.
-pub fn check_privileges() -> Result<()> {
-    static PRIVILEGED: OnceLock<Result<(), String>> = OnceLock::new();
-    PRIVILEGED
-        .get_or_init(read_privileges)
-        .clone()
-        .map_err(Error::Environment)
-}
-
-fn read_privileges() -> Result<(), String> {
-    let status = fs::read_to_string("/proc/self/status")
-        .map_err(|e| format!("cannot read /proc/self/status: {e}"))?;
-    let caps = status
-        .lines()
-        .find_map(|l| l.strip_prefix("CapEff:"))
-        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
-        .unwrap_or(0);
-    let has = |cap: u32| caps & (1 << cap) != 0;
-    if has(CAP_SYS_ADMIN) || (has(CAP_BPF) && has(CAP_PERFMON)) {
-        Ok(())
-    } else {
-        Err(
-            "bpf-overhead must run as root (loading its BPF programs needs CAP_BPF and \
-             CAP_PERFMON; tp, uprobes and the prog ns run need more): run it with sudo"
-                .into(),
-        )
-    }
-}
-
 pub const TRACEFS: &str = "/sys/kernel/tracing";
 /// libbpf prefers this path when it exists (debugfs automounts tracefs there).
 const DEBUGFS_TRACING: &str = "/sys/kernel/debug/tracing";
