@@ -21,7 +21,7 @@
 #include <linux/ptrace.h>
 #include <bpf/usdt.bpf.h>
 /* MAX_SLOTS and MAX_PROG_WORK, shared with Rust: build.rs writes them from
- * src/measure/bpf_consts.rs. */
+ * src/measure/settings/bpf_consts.rs. */
 #include "bpf_consts.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -324,7 +324,7 @@ int prog_uprobe_session(void *ctx)
 }
 
 /* Attached to the binary's USDT note (USDT_PROVIDER:USDT_NAME in
- * src/measure/trigger.rs). */
+ * src/measure/mechanism/trigger.rs). */
 SEC("?usdt")
 int prog_usdt(void *ctx)
 {

@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 
 use bpf_overhead::document::Document;
 use bpf_overhead::gate::{self, Threshold, Verdict};
-use bpf_overhead::measure::host::{emulated, Host};
+use bpf_overhead::measure::kernel::host::{emulated, Host};
 use bpf_overhead::measure::{CpuPin, Options, ProgWork};
 use bpf_overhead::pipeline::{self, Plan};
 use bpf_overhead::stats::{mean, median, stddev};

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use bpf_overhead::measure::object::{self, Request};
-use bpf_overhead::measure::syscall::Syscall;
+use bpf_overhead::measure::mechanism::syscall::Syscall;
+use bpf_overhead::measure::objects::object::{self, Request};
 use bpf_overhead::measure::{Batch, ProgWork, Variant, MAX_BATCH, MAX_PROG_WORK};
 use bpf_overhead::pipeline::DEFAULT_REPEATS;
 use bpf_overhead::Mechanism;

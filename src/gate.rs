@@ -7,7 +7,7 @@
 //! behind a 240 ns syscall and inflates it over a 1 ns call.
 //!
 //! The gate compares ns. Each run also times a fixed piece of user-space
-//! work (src/measure/speed.rs), and an earlier gate compared the overhead
+//! work (src/measure/running/speed.rs), and an earlier gate compared the overhead
 //! divided by it, to take out the machine's speed; on a noisy machine that
 //! reference added more noise than it took out (docs/gate-power.md), so it
 //! is recorded, and a speed difference is only warned about.
@@ -824,7 +824,7 @@ mod tests {
     #[test]
     fn a_disturbed_run_is_not_judged() {
         let mut busy = document();
-        busy.context = Some(crate::measure::context::Context {
+        busy.context = Some(crate::measure::running::context::Context {
             cpu: 0,
             secs: 10.0,
             steal_pct: 0.0,
@@ -854,7 +854,7 @@ mod tests {
 
     #[test]
     fn different_conditions_are_warned_about() {
-        let quiet = crate::measure::context::Context {
+        let quiet = crate::measure::running::context::Context {
             cpu: 0,
             secs: 10.0,
             steal_pct: 0.5,
@@ -867,7 +867,7 @@ mod tests {
         let mut baseline = document();
         baseline.context = Some(quiet.clone());
         let mut current = document();
-        current.context = Some(crate::measure::context::Context {
+        current.context = Some(crate::measure::running::context::Context {
             steal_pct: 4.0,
             other_pct: 20.0,
             ..quiet

@@ -33,14 +33,37 @@ pub use measure::{Error, Mechanism, Result, Target, Trigger};
 mod tests {
     use std::path::Path;
 
+    /// The core's files, as (folder, module, text): `folder` is the
+    /// sub-folder of src/measure/ (empty for its own files), without mod.rs.
+    fn core_files() -> Vec<(String, String, String)> {
+        let core = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/measure");
+        let mut files = Vec::new();
+        let mut dirs = vec![core.clone()];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    dirs.push(path);
+                    continue;
+                }
+                let module = path.file_stem().unwrap().to_string_lossy().into_owned();
+                if module == "mod" {
+                    continue;
+                }
+                let folder = path.parent().unwrap().strip_prefix(&core).unwrap();
+                let folder = folder.to_string_lossy().into_owned();
+                files.push((folder, module, std::fs::read_to_string(&path).unwrap()));
+            }
+        }
+        files.sort();
+        files
+    }
+
     /// The core knows nothing of the layers above it.
     #[test]
     fn the_core_imports_nothing_from_above() {
-        let core = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/measure");
-        let mut checked = 0;
-        for entry in std::fs::read_dir(&core).unwrap() {
-            let path = entry.unwrap().path();
-            let text = std::fs::read_to_string(&path).unwrap();
+        let files = core_files();
+        for (folder, module, text) in &files {
             for upper in [
                 "pipeline",
                 "document",
@@ -50,17 +73,29 @@ mod tests {
                 "stats",
                 "expect",
             ] {
-                for pattern in [format!("crate::{upper}"), format!("super::super::{upper}")] {
-                    assert!(
-                        !text.contains(&pattern),
-                        "{} uses {pattern}: the core must not depend on the layers above it",
-                        path.display()
-                    );
-                }
+                assert!(
+                    !text.contains(&format!("crate::{upper}")),
+                    "src/measure/{folder}/{module}.rs uses crate::{upper}: the core must not \
+                     depend on the layers above it"
+                );
             }
-            checked += 1;
         }
-        assert!(checked >= 6, "only {checked} files in {}", core.display());
+        assert!(
+            files.len() >= 20,
+            "only {} files in src/measure",
+            files.len()
+        );
+    }
+
+    /// No folder of the core holds more than 10 files: a folder is one
+    /// concern.
+    #[test]
+    fn no_core_folder_holds_more_than_10_files() {
+        let files = core_files();
+        for (folder, _, _) in &files {
+            let n = files.iter().filter(|(f, _, _)| f == folder).count();
+            assert!(n <= 10, "src/measure/{folder} holds {n} files");
+        }
     }
 
     /// No two source files share a name: a name says which file it is.
@@ -101,6 +136,7 @@ mod tests {
     /// `crate::Error`), counted as a use of the module it comes from, so
     /// that a re-export cannot hide a cycle.
     fn core_imports(text: &str, modules: &[String], reexports: &[(String, String)]) -> Vec<String> {
+        let text = &without_folders(text);
         let code: String = text
             .split("#[cfg(test)]")
             .next()
@@ -138,6 +174,42 @@ mod tests {
         used
     }
 
+    /// The core's folders, each a module of `measure/mod.rs` that only
+    /// declares its files.
+    const FOLDERS: [&str; 7] = [
+        "kernel",
+        "cpu",
+        "mechanism",
+        "objects",
+        "settings",
+        "environment",
+        "running",
+    ];
+
+    /// `text` with each folder's name left out of its paths
+    /// (`crate::measure::running::run` reads `crate::measure::run`):
+    /// file names are unique across the core.
+    fn without_folders(text: &str) -> String {
+        let mut out = text.to_string();
+        for folder in FOLDERS {
+            let from = format!("{folder}::");
+            let mut kept = String::with_capacity(out.len());
+            let mut rest = out.as_str();
+            while let Some(at) = rest.find(&from) {
+                let before = rest[..at].chars().next_back();
+                let joins = before.is_some_and(|c| c.is_alphanumeric() || c == '_');
+                kept.push_str(&rest[..at]);
+                if joins {
+                    kept.push_str(&from);
+                }
+                rest = &rest[at + from.len()..];
+            }
+            kept.push_str(rest);
+            out = kept;
+        }
+        out
+    }
+
     /// The first name of each path at the start of `rest`: one path, or
     /// each top-level item of a `{...}` group.
     fn first_names(rest: &str) -> Vec<String> {
@@ -172,7 +244,7 @@ mod tests {
     /// `pub use module::{A, B};` lines of `text` as (name, module) pairs.
     fn reexports(text: &str, modules: &[String]) -> Vec<(String, String)> {
         let mut pairs = Vec::new();
-        for item in text.split(';') {
+        for item in without_folders(text).split(';') {
             let item = item.trim();
             let Some(path) = item
                 .rsplit("pub use ")
@@ -213,30 +285,22 @@ mod tests {
     }
 
     /// The core's modules use each other in layers: no cycle (a module
-    /// that needs one above it takes a name or a closure instead).
+    /// that needs one above it takes a name or a closure instead), and
+    /// its folders are layers too.
     #[test]
     fn the_core_has_no_import_cycle() {
-        let core = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/measure");
-        let mut files: Vec<(String, String)> = std::fs::read_dir(&core)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.file_stem().is_some_and(|s| s != "mod"))
-            .map(|p| {
-                let name = p.file_stem().unwrap().to_string_lossy().into_owned();
-                (name, std::fs::read_to_string(&p).unwrap())
-            })
-            .collect();
-        files.sort();
-        let modules: Vec<String> = files.iter().map(|(name, _)| name.clone()).collect();
+        let files = core_files();
+        let modules: Vec<String> = files.iter().map(|(_, m, _)| m.clone()).collect();
         // crate::Error and the like resolve through the same names: lib.rs
         // re-exports only measure's re-exports.
+        let core = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/measure");
         let reexported = reexports(
             &std::fs::read_to_string(core.join("mod.rs")).unwrap(),
             &modules,
         );
         let uses: Vec<Vec<String>> = files
             .iter()
-            .map(|(name, text)| {
+            .map(|(_, name, text)| {
                 let mut used = core_imports(text, &modules, &reexported);
                 used.retain(|u| u != name);
                 used
@@ -245,6 +309,7 @@ mod tests {
         // The import finder finds what it should.
         let load = modules.iter().position(|m| m == "load").unwrap();
         assert!(uses[load].contains(&"catalogue".to_string()), "{uses:?}");
+        assert!(uses[load].contains(&"sys".to_string()), "{uses:?}");
         let names: Vec<&str> = modules.iter().map(String::as_str).collect();
         if let Some(cycle) = crate::import_cycle::find(&names, &uses) {
             panic!(
@@ -252,6 +317,46 @@ mod tests {
                 cycle.join(" -> ")
             );
         }
+        // The same, a folder for its files (a file at the top is its own).
+        let folder = |i: usize| -> String {
+            let (f, m, _) = &files[i];
+            if f.is_empty() {
+                m.clone()
+            } else {
+                f.clone()
+            }
+        };
+        let mut folders: Vec<String> = (0..files.len()).map(folder).collect();
+        folders.sort();
+        folders.dedup();
+        let mut folder_uses = vec![Vec::new(); folders.len()];
+        for (i, used) in uses.iter().enumerate() {
+            let from = folders.iter().position(|f| *f == folder(i)).unwrap();
+            for u in used {
+                let to = folder(modules.iter().position(|m| m == u).unwrap());
+                if to != folders[from] && !folder_uses[from].contains(&to) {
+                    folder_uses[from].push(to);
+                }
+            }
+        }
+        let names: Vec<&str> = folders.iter().map(String::as_str).collect();
+        if let Some(cycle) = crate::import_cycle::find(&names, &folder_uses) {
+            panic!(
+                "import cycle among src/measure/ folders: {}",
+                cycle.join(" -> ")
+            );
+        }
+    }
+
+    #[test]
+    fn folders_are_left_out_of_paths() {
+        assert_eq!(
+            without_folders(
+                "use crate::measure::running::run;\nuse super::{kernel::sys, cpu::pin};"
+            ),
+            "use crate::measure::run;\nuse super::{sys, pin};"
+        );
+        assert_eq!(without_folders("my_kernel::x"), "my_kernel::x");
     }
 
     /// No source file of the crate or of xtask is longer than 600 lines

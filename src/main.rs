@@ -14,8 +14,10 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use bpf_overhead::document::{self, Document, Status};
 use bpf_overhead::gate::{self, against, Threshold};
-use bpf_overhead::measure::host::{self, Host};
-use bpf_overhead::measure::{allowed_cpus, cpulock, object, CpuPin, Options, Privileged, Variant};
+use bpf_overhead::measure::kernel::host::{self, Host};
+use bpf_overhead::measure::{
+    allowed_cpus, cpu::cpulock, objects::object, CpuPin, Options, Privileged, Variant,
+};
 use bpf_overhead::pipeline::{self, Plan};
 use bpf_overhead::side_by_side::{self, Matrix};
 use bpf_overhead::{render, Error, Mechanism};

@@ -2,7 +2,7 @@
 //! `--against object=`): opened and checked before the run, so that bad
 //! input is one line and exit 2 with nothing loaded.
 
-use bpf_overhead::measure::object::{self, Settings};
+use bpf_overhead::measure::objects::object::{self, Settings};
 use bpf_overhead::measure::Variant;
 use bpf_overhead::pipeline::Plan;
 use bpf_overhead::Mechanism;

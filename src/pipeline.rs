@@ -29,7 +29,7 @@
 //! ([`on_measuring_thread`]), so a run inside `cargo test` measures what a
 //! single-threaded process does.
 //!
-//! [`Keeper`]: crate::measure::keeper::Keeper
+//! [`Keeper`]: crate::measure::running::keeper::Keeper
 //! [`on_measuring_thread`]: crate::measure::on_measuring_thread
 
 mod assemble;
@@ -49,7 +49,7 @@ pub use schedule::{
 pub use survey::{survey, Availability};
 
 use crate::document::Document;
-use crate::measure::host::Host;
+use crate::measure::kernel::host::Host;
 use crate::measure::{Privileged, Result};
 
 /// Runs the plan and returns its document: [`run`], then [`document`].
@@ -70,7 +70,7 @@ mod fixtures {
     use std::time::Duration;
 
     use super::{MechanismRuns, Runs};
-    use crate::measure::host::Host;
+    use crate::measure::kernel::host::Host;
     use crate::measure::{Mechanism, Sample};
 
     pub(super) fn m(name: &str) -> Mechanism {

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use std::num::{NonZeroU64, NonZeroUsize};
 
 use bpf_overhead::document::Status;
-use bpf_overhead::measure::host::emulated;
-use bpf_overhead::measure::{cpulock, with_run, Options, Privileged, Support};
+use bpf_overhead::measure::kernel::host::emulated;
+use bpf_overhead::measure::{cpu::cpulock, with_run, Options, Privileged, Support};
 use bpf_overhead::pipeline::{self, Plan};
 use bpf_overhead::Mechanism;
 use libbpf_rs::query::ProgInfoIter;

@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use bpf_overhead::env_vars::EMULATED_ENV;
-use bpf_overhead::measure::cpulock::{self, Wait};
+use bpf_overhead::measure::cpu::cpulock::{self, Wait};
 use serial_test::serial;
 
 #[path = "common/procs.rs"]

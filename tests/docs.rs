@@ -45,7 +45,7 @@ fn spans(text: &str) -> impl Iterator<Item = &str> {
 /// The paths layout.md names: every span, as written (a path from the
 /// root: `src/gate.rs`), and in a table row whose first cell names a
 /// directory (`src/measure/`), every span of the row below that directory
-/// too (`catalogue.rs` there is `src/measure/catalogue.rs`).
+/// too (`catalogue.rs` there is `src/measure/mechanism/catalogue.rs`).
 fn named_in_layout() -> BTreeSet<String> {
     let layout = read("docs/layout.md");
     let mut named: BTreeSet<String> = spans(&layout).map(str::to_owned).collect();

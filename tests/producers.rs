@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use bpf_overhead::document::Status;
 use bpf_overhead::expect::{Expectations, Verdict};
-use bpf_overhead::measure::host::{emulated, Host};
+use bpf_overhead::measure::kernel::host::{emulated, Host};
 use bpf_overhead::measure::{allowed_cpus, Options, Privileged};
 use bpf_overhead::pipeline::{self, Plan};
 use bpf_overhead::Mechanism;

@@ -103,7 +103,7 @@ pub struct Document {
     /// What else the machine did on the measuring CPU during the run.
     /// Null where /proc could not tell, and in version 1.
     #[serde(default)]
-    pub context: Option<crate::measure::context::Context>,
+    pub context: Option<crate::measure::running::context::Context>,
     /// Seconds the run waited before it started for its CPU, which another
     /// measuring run held (a per-CPU lock: two runs on one CPU would both
     /// be wrong). Absent from older results: 0.
@@ -217,7 +217,7 @@ pub struct MechanismResult {
     #[serde(default)]
     pub scaling: Option<Summary>,
     /// Per round, the machine's speed around the run: ns per step of a
-    /// fixed piece of user-space work (src/measure/speed.rs). Null unless
+    /// fixed piece of user-space work (src/measure/running/speed.rs). Null unless
     /// ok, and in results written before it existed.
     #[serde(default)]
     pub speed_ns: Option<Summary>,

@@ -7,7 +7,7 @@ use crate::document::{
     Document, InputFile, MechanismResult, ProducerResult, Status, ORDER_BRACKETED, SCHEMA,
     SCHEMA_VERSION, UNIT_INSTRUCTIONS, UNIT_NS,
 };
-use crate::measure::host::Host;
+use crate::measure::kernel::host::Host;
 use crate::measure::Sample;
 use crate::stats::Summary;
 
@@ -87,14 +87,16 @@ fn objects(plan: &Plan) -> Vec<InputFile> {
 
 /// `--packet`'s file, when a program of the plan ran on it.
 fn packet(plan: &Plan) -> Option<InputFile> {
-    let path = crate::measure::object::packet_file()?;
+    let path = crate::measure::objects::object::packet_file()?;
     let m = plan
         .mechanisms
         .iter()
         .copied()
-        .find(|&m| crate::measure::object::uses_packet(m))?;
+        .find(|&m| crate::measure::objects::object::uses_packet(m))?;
     match m.trigger() {
-        crate::measure::trigger::Trigger::TestRun(t) => Some(InputFile::of(path, t.packet)),
+        crate::measure::mechanism::trigger::Trigger::TestRun(t) => {
+            Some(InputFile::of(path, t.packet))
+        }
         _ => None,
     }
 }
@@ -307,7 +309,10 @@ mod tests {
         let mut raw_tp = paired(m("raw_tp"), &[1130, 1121, 1127], &[1000, 1000, 1004]);
         raw_tp.after = paired(m("raw_tp"), &[1], &[1009, 1000, 1000]).before;
         let outcomes = [outcome(m("base"), &[1000, 1004, 1000]), raw_tp];
-        let plan = Plan::new(&[m("raw_tp")], Some(crate::measure::host::EXACT.into()));
+        let plan = Plan::new(
+            &[m("raw_tp")],
+            Some(crate::measure::kernel::host::EXACT.into()),
+        );
         assert!(plan.exact() && plan.warmup);
         let doc = document(&plan, &runs(&outcomes), host());
         assert_eq!((doc.unit.as_str(), doc.exact()), ("instructions", true));

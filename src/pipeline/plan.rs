@@ -162,7 +162,7 @@ pub struct Plan {
     /// The emulator the run is under (`tcg`), or none on real or
     /// virtualised hardware: its rates are no performance figures, and
     /// the defaults time nothing there. Given by the caller, who reads it
-    /// from the environment ([`emulated`](crate::measure::host::emulated)).
+    /// from the environment ([`emulated`](crate::measure::kernel::host::emulated)).
     pub emulated: Option<String>,
     /// The emulator's version, as its runner said it (recorded only).
     pub emulator: Option<String>,
@@ -170,9 +170,9 @@ pub struct Plan {
 
 impl Plan {
     /// Under an emulator clocked by the guest's instructions
-    /// ([`crate::measure::host::EXACT`]): its time per event is a count.
+    /// ([`crate::measure::kernel::host::EXACT`]): its time per event is a count.
     pub fn exact(&self) -> bool {
-        self.emulated.as_deref() == Some(crate::measure::host::EXACT)
+        self.emulated.as_deref() == Some(crate::measure::kernel::host::EXACT)
     }
 
     /// `selection` and each one's base, in catalogue order; an empty
@@ -180,7 +180,7 @@ impl Plan {
     /// depend on whether the run is `emulated` ([`Plan::emulated`]).
     pub fn new(selection: &[Mechanism], emulated: Option<String>) -> Self {
         let is_emulated = emulated.is_some();
-        let exact = emulated.as_deref() == Some(crate::measure::host::EXACT);
+        let exact = emulated.as_deref() == Some(crate::measure::kernel::host::EXACT);
         Self {
             mechanisms: expand(selection),
             options: Options::default(),
@@ -319,7 +319,7 @@ fn fastest_ns_per_event(trigger: Trigger, plan_batch: u32) -> f64 {
 }
 
 /// Checks, before anything runs, that this process has the privileges
-/// every mechanism of the plan needs ([`caps`](crate::measure::caps)), and the stats run's.
+/// every mechanism of the plan needs ([`caps`](crate::measure::environment::caps)), and the stats run's.
 /// The error is one line naming each missing capability and who needs it;
 /// the proof, what [`run`](super::run) takes.
 pub fn check_privileges(plan: &Plan) -> Result<Privileged> {

@@ -9,8 +9,8 @@ mod stats_run;
 
 use super::plan::{Plan, FLOOR_OF_BASE, SURE_SHARE};
 use crate::document::Status;
-use crate::measure::keeper::Keeper;
-use crate::measure::{context, cpulock, note_default_cpu, CpuPin};
+use crate::measure::running::keeper::Keeper;
+use crate::measure::{cpu::cpulock, note_default_cpu, running::context, CpuPin};
 use crate::measure::{
     measure, on_measuring_thread, Error, Mechanism, Options, Privileged, Result, Sample, Support,
 };

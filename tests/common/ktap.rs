@@ -22,7 +22,7 @@ use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
 use std::path::Path;
 
-use bpf_overhead::measure::host::kernel_release;
+use bpf_overhead::measure::kernel::host::kernel_release;
 use bpf_overhead::render::{self, KtapResult};
 use bpf_overhead::Mechanism;
 

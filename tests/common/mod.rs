@@ -6,7 +6,7 @@ use std::fmt;
 
 use bpf_overhead::document::{Document, MechanismResult};
 use bpf_overhead::expect::{Expectations, Verdict};
-use bpf_overhead::measure::host::{emulated, Host};
+use bpf_overhead::measure::kernel::host::{emulated, Host};
 use bpf_overhead::measure::Privileged;
 use bpf_overhead::pipeline::{self, Plan};
 use bpf_overhead::render::KtapResult;
@@ -155,6 +155,6 @@ pub fn check_coverage(tested: &[&str]) {
     catalogue.sort_unstable();
     assert_eq!(
         tested, catalogue,
-        "tests/overhead.rs and the catalogue (src/measure/catalogue.rs) list different mechanisms"
+        "tests/overhead.rs and the catalogue (src/measure/mechanism/catalogue.rs) list different mechanisms"
     );
 }

@@ -8,7 +8,7 @@
 use std::ffi::CStr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
-use super::error::{Error, Result};
+use crate::measure::error::{Error, Result};
 
 /// What one event of a syscall trigger is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -14,7 +14,7 @@ use libbpf_rs::libbpf_sys;
 use nix::sched::{sched_setaffinity, CpuSet};
 use nix::unistd::Pid;
 
-use super::error::{Error, Result};
+use crate::measure::error::{Error, Result};
 
 /// Polls ring buffers on another CPU until dropped.
 pub(crate) struct Consumer {

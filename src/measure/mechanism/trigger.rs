@@ -9,11 +9,11 @@ use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 
 use nix::sys::prctl;
 
-use super::error::{Error, Result};
 use super::program::{builtin, Program};
-use super::sys;
 use super::syscall::{Firing, Syscall};
 use super::test_run::{self, TestRun};
+use crate::measure::error::{Error, Result};
+use crate::measure::kernel::sys;
 
 /// What one event is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -30,9 +30,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, Once};
 use std::time::{Duration, Instant};
 
-use super::error::Error;
-use super::producer::producer_cpus;
-use super::run::CpuPin;
+use super::pin::{list, producer_cpus, CpuPin};
+use crate::measure::error::Error;
 
 /// Where the lock files are.
 pub const LOCK_DIR: &str = "/run/bpf-overhead";
@@ -129,7 +128,7 @@ pub fn waited() -> Duration {
 /// The CPUs a run with `cpu` and `producers` pins threads to: the
 /// measuring thread's ([`CpuPin`]: `cpu`, else 0 or the first allowed),
 /// then one per extra producer.
-pub fn cpus_of(cpu: Option<usize>, producers: usize) -> super::Result<Vec<usize>> {
+pub fn cpus_of(cpu: Option<usize>, producers: usize) -> crate::measure::Result<Vec<usize>> {
     let pin = CpuPin::new(cpu)?;
     producer_cpus(pin.cpu, &pin.allowed, producers)
 }
@@ -421,11 +420,4 @@ impl Status {
 
 fn seconds(d: Duration) -> String {
     format!("{:.1} s", d.as_secs_f64())
-}
-
-fn list(cpus: &[usize]) -> String {
-    cpus.iter()
-        .map(|c| c.to_string())
-        .collect::<Vec<_>>()
-        .join(",")
 }

@@ -16,7 +16,7 @@ use std::path::PathBuf;
 
 use libbpf_rs::{OpenProgramMut, ProgramMut};
 
-use super::skel::{OpenOverheadSkel, OverheadSkel};
+use crate::measure::skel::{OpenOverheadSkel, OverheadSkel};
 
 /// A BPF program a mechanism (or a trigger's driver) runs.
 #[derive(Clone, Copy)]
@@ -101,10 +101,9 @@ macro_rules! builtin {
         ) -> &'a ::libbpf_rs::ProgramMut<'obj> {
             &skel.progs.$field
         }
-        $crate::measure::program::Program::Builtin($crate::measure::program::Builtin {
-            open,
-            loaded,
-        })
+        $crate::measure::mechanism::program::Program::Builtin(
+            $crate::measure::mechanism::program::Builtin { open, loaded },
+        )
     }};
 }
 pub(crate) use builtin;

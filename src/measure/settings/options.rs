@@ -5,7 +5,7 @@
 use std::num::{NonZeroU64, NonZeroUsize};
 
 use super::bpf_consts::MAX_PROG_WORK;
-use super::trigger::{DEFAULT_BATCH, MAX_BATCH};
+use crate::measure::mechanism::trigger::{DEFAULT_BATCH, MAX_BATCH};
 
 /// test_overhead's MAX_CNT.
 pub const DEFAULT_ITERATIONS: NonZeroU64 = NonZeroU64::new(100_000).unwrap();

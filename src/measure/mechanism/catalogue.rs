@@ -516,6 +516,34 @@ impl FromStr for Mechanism {
     }
 }
 
+/// Who counts a run's hits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Counts {
+    /// The skeleton's programs, in its counters (and a loop's counting
+    /// driver in a base run).
+    Program,
+    /// The kernel's BPF stats (`run_cnt`): a user's object program.
+    Stats,
+    /// The kernel's test run, which returns only once it has run the
+    /// program as often as asked.
+    TestRun,
+}
+
+/// Who counts the hits of `mechanism`'s runs (when anything is loaded for
+/// them). Stats means the BPF stats are on in all its runs.
+pub(crate) fn counts(mechanism: Mechanism) -> Counts {
+    match (mechanism.trigger(), mechanism.object()) {
+        (Trigger::TestRun(_), _) => Counts::TestRun,
+        (Trigger::TaskRename | Trigger::Call(_) | Trigger::Loop(_) | Trigger::Syscall(_), None) => {
+            Counts::Program
+        }
+        (
+            Trigger::TaskRename | Trigger::Call(_) | Trigger::Loop(_) | Trigger::Syscall(_),
+            Some(_),
+        ) => Counts::Stats,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -559,7 +587,7 @@ mod tests {
     /// The README's table of mechanisms names each catalogue entry once.
     #[test]
     fn the_readme_table_lists_the_catalogue() {
-        let readme = include_str!("../../README.md");
+        let readme = include_str!("../../../README.md");
         let table = readme
             .split_once("| mechanisms | attaches to |")
             .expect("README.md has the table of mechanisms")

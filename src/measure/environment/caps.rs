@@ -20,10 +20,11 @@ use std::fmt;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use super::catalogue::{Kind, Mechanism};
-use super::kind::{Access, ProbeType};
-use super::sys;
-use super::trigger::Trigger;
+use crate::measure::kernel::sys;
+use crate::measure::kernel::sys::ProbeType;
+use crate::measure::mechanism::catalogue::{counts, Counts, Kind, Mechanism};
+use crate::measure::mechanism::kind::Access;
+use crate::measure::mechanism::trigger::Trigger;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Cap {
@@ -62,7 +63,7 @@ impl Cap {
 /// Fails with one line saying to use sudo unless this process may load
 /// tracing programs (CAP_SYS_ADMIN, or CAP_BPF with CAP_PERFMON). Read
 /// once per process: capabilities do not come back once dropped.
-pub fn check_privileges() -> super::error::Result<()> {
+pub fn check_privileges() -> crate::measure::error::Result<()> {
     static PRIVILEGED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     let may_load = *PRIVILEGED.get_or_init(|| {
         let p = Privileges::current();
@@ -71,7 +72,7 @@ pub fn check_privileges() -> super::error::Result<()> {
     if may_load {
         Ok(())
     } else {
-        Err(super::error::Error::Environment(
+        Err(crate::measure::error::Error::Environment(
             "bpf-overhead must run as root (loading its BPF programs needs CAP_BPF and \
              CAP_PERFMON; tp, uprobes and the prog ns run need more): run it with sudo"
                 .into(),
@@ -305,7 +306,7 @@ pub fn missing(mechanism: Mechanism) -> Option<Missing> {
         }
     };
     // A user's object program's hits are the BPF stats' run count.
-    if super::load::counts(mechanism) == super::load::Counts::Stats {
+    if counts(mechanism) == Counts::Stats {
         needs.push(ENABLE_STATS);
     }
     lacking(&needs, Privileges::current())

@@ -1,10 +1,10 @@
 //! What a user's object program's section says (`--object`): the
 //! built-in kind it attaches as, and the syscall trigger that reaches it.
 
-use super::kind::Kind;
-use super::syscall::Syscall;
-use super::test_run::{ProgType, TestRun};
-use super::trigger::Trigger;
+use crate::measure::mechanism::kind::Kind;
+use crate::measure::mechanism::syscall::Syscall;
+use crate::measure::mechanism::test_run::{ProgType, TestRun};
+use crate::measure::mechanism::trigger::Trigger;
 
 /// The built-in kind a section attaches as, and the trigger that fires
 /// it: from the event the section names, else `--trigger`.

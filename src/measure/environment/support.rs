@@ -1,12 +1,13 @@
 //! The checks a run needs, made once up front and carried as proof: a run
-//! ([`with_run`](super::with_run)) takes a [`Ready`], which only
+//! ([`with_run`](crate::measure::with_run)) takes a [`Ready`], which only
 //! [`Support::check`] makes, so it never checks again.
 
 use super::caps::{self, Missing};
-use super::catalogue::{Kind, Mechanism};
-use super::error::{errno_name, Error, Result, ENOTSUPP};
-use super::kind::{every_kind, Probe, ProbeType};
-use super::sys::{self, Tracefs};
+use crate::measure::error::{errno_name, Error, Result, ENOTSUPP};
+use crate::measure::kernel::sys::ProbeType;
+use crate::measure::kernel::sys::{self, Tracefs};
+use crate::measure::mechanism::catalogue::{Kind, Mechanism};
+use crate::measure::mechanism::kind::{every_kind, Probe};
 use Kind::*;
 
 /// Proof that this process may load tracing programs

@@ -62,6 +62,7 @@ macro_rules! every_kind {
 pub(crate) use every_kind;
 
 use super::test_run::ProgType;
+use crate::measure::kernel::sys::ProbeType;
 use Kind::*;
 
 /// Everything a [`Kind`] decides, in one place (as bench_trigger.c keeps a
@@ -97,23 +98,6 @@ pub enum Probe {
     /// The kernel's BTF, and `bpf` among the active LSMs: an LSM
     /// program on an inactive BPF LSM attaches but never runs.
     Lsm,
-}
-
-/// kprobe or uprobe: the two kinds of probe the perf PMU and tracefs make.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ProbeType {
-    Kprobe,
-    Uprobe,
-}
-
-impl ProbeType {
-    /// As sysfs and tracefs spell it.
-    pub const fn name(self) -> &'static str {
-        match self {
-            ProbeType::Kprobe => "kprobe",
-            ProbeType::Uprobe => "uprobe",
-        }
-    }
 }
 
 /// What a kind needs of the process besides loading its program.

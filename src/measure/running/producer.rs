@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use nix::sched::{sched_setaffinity, unshare, CloneFlags, CpuSet};
 use nix::unistd::{gettid, Pid};
 
-use super::error::{Error, Result};
-use super::trigger::Trigger;
+use crate::measure::error::{Error, Result};
+use crate::measure::mechanism::trigger::Trigger;
 
 /// What one producer did in one timed run.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -132,35 +132,5 @@ impl Drop for Producer<'_> {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
-    }
-}
-
-/// The CPUs for `n` producers: `first` (where the measuring thread is
-/// pinned), then the other CPUs this thread may use, in order.
-pub(crate) fn producer_cpus(first: usize, allowed: &[usize], n: usize) -> Result<Vec<usize>> {
-    let cpus: Vec<usize> = std::iter::once(first)
-        .chain(allowed.iter().copied().filter(|&c| c != first))
-        .take(n)
-        .collect();
-    if cpus.len() < n {
-        return Err(Error::environment(format!(
-            "{n} producers need {n} CPUs, one each, and this process may use {}: ask for at most \
-             that many",
-            allowed.len()
-        )));
-    }
-    Ok(cpus)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn producers_get_distinct_cpus_starting_with_the_pinned_one() {
-        assert_eq!(producer_cpus(2, &[0, 1, 2, 3], 3).unwrap(), vec![2, 0, 1]);
-        assert_eq!(producer_cpus(0, &[0, 1], 1).unwrap(), vec![0]);
-        let err = producer_cpus(0, &[0, 1], 3).unwrap_err().to_string();
-        assert!(err.contains("3 producers need 3 CPUs"), "{err}");
     }
 }

@@ -21,15 +21,15 @@ use libbpf_rs::btf::types::{DataSec, Var};
 use libbpf_rs::btf::Btf;
 use libbpf_rs::{AsRawLibbpf, Link, Object, ObjectBuilder, OpenObject};
 
-use super::catalogue::{self, Entry, Kind, Mechanism};
-use super::error::{Error, Result};
-pub use super::program::ObjectProgram;
-use super::program::Program;
 pub use super::section::list_triggers;
 use super::section::{hook, needs};
-use super::syscall::Syscall;
-use super::test_run::{first_packet, PACKET};
-use super::trigger::Trigger;
+use crate::measure::error::{Error, Result};
+use crate::measure::mechanism::catalogue::{self, Entry, Kind, Mechanism};
+pub use crate::measure::mechanism::program::ObjectProgram;
+use crate::measure::mechanism::program::Program;
+use crate::measure::mechanism::syscall::Syscall;
+use crate::measure::mechanism::test_run::{first_packet, PACKET};
+use crate::measure::mechanism::trigger::Trigger;
 
 /// `FILE[:PROG]`, as `--object` takes it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -155,12 +155,13 @@ pub(crate) fn inspect(
              build it with clang -target {target} (or -target bpf on this machine)"
         ));
     }
-    super::sys::capture_libbpf_log();
-    super::sys::clear_libbpf_log();
+    crate::measure::kernel::sys::capture_libbpf_log();
+    crate::measure::kernel::sys::clear_libbpf_log();
     let open = builder(path)
         .and_then(|mut b| b.open_memory(&bytes))
         .map_err(|e| {
-            let why = super::sys::libbpf_reason().unwrap_or_else(|| format!("{e:#}"));
+            let why =
+                crate::measure::kernel::sys::libbpf_reason().unwrap_or_else(|| format!("{e:#}"));
             format!("{shown}: libbpf cannot open it (truncated or not built for BPF?): {why}")
         })?;
     let rodata = rodata_vars(&open);
@@ -492,14 +493,14 @@ pub fn try_load(m: Mechanism, flag: &str) -> std::result::Result<(), String> {
     let Some(p) = m.object() else {
         return Ok(());
     };
-    super::sys::capture_libbpf_log();
-    super::sys::clear_libbpf_log();
+    crate::measure::kernel::sys::capture_libbpf_log();
+    crate::measure::kernel::sys::clear_libbpf_log();
     let Err(e) = load(p) else { return Ok(()) };
-    let why = match super::sys::libbpf_reason() {
+    let why = match crate::measure::kernel::sys::libbpf_reason() {
         Some(line) => format!("{e:#} (libbpf: {line})"),
         None => format!("{e:#}"),
     };
-    let err = m.load_error(super::error::errno_of(&e), why);
+    let err = m.load_error(crate::measure::error::errno_of(&e), why);
     // A program type this kernel lacks (a syscall program before 5.14)
     // fails to load as the verifier's refusal would: the run skips it
     // instead, with the probe's reason. Probed only when the load failed.
@@ -508,11 +509,11 @@ pub fn try_load(m: Mechanism, flag: &str) -> std::result::Result<(), String> {
     }
     // The verifier's reason is one line of a long log: that line, and
     // where the rest is.
-    let why = match super::sys::verifier_verdict() {
+    let why = match crate::measure::kernel::sys::verifier_verdict() {
         Some(verdict) => {
             let errno = err
                 .errno()
-                .map(|n| format!("{}; ", super::error::errno_name(n)))
+                .map(|n| format!("{}; ", crate::measure::error::errno_name(n)))
                 .unwrap_or_default();
             format!(
                 "the verifier refused it: {verdict} ({errno}RUST_LOG=debug prints its whole log)"

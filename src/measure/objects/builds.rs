@@ -3,8 +3,8 @@
 
 use std::path::PathBuf;
 
-use super::catalogue::Mechanism;
 use super::object::{entry, inspect, Found, Settings};
+use crate::measure::mechanism::catalogue::Mechanism;
 
 /// `--against object=FILE`: B's programs, paired with A's by program
 /// name. Unresolved (no pairs) until [`Against::resolve`].

@@ -2,29 +2,29 @@
 //! to back, read the clock and the hit counter. As in the kernel's
 //! test_overhead, the rate is N / elapsed.
 
-use std::fs;
 use std::mem::MaybeUninit;
 use std::num::NonZeroU64;
 use std::os::fd::OwnedFd;
-use std::sync::{Arc, Barrier, Once};
+use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use nix::sched::{sched_getaffinity, sched_setaffinity, unshare, CloneFlags, CpuSet};
+use nix::sched::{unshare, CloneFlags};
 use nix::sys::signal::{SigSet, Signal};
-use nix::unistd::{gettid, Pid};
+use nix::unistd::gettid;
 
-use super::catalogue::Mechanism;
 use super::context;
-use super::error::{Error, Result};
 use super::keeper;
-use super::load::{self, Counts, Loaded};
-use super::object;
-use super::options::Options;
-use super::producer::{producer_cpus, Fired, Producer};
+use super::load::{self, Loaded};
+use super::producer::{Fired, Producer};
 use super::speed;
-use super::support::Ready;
-use super::sys;
-use super::trigger::Armed;
+use crate::measure::cpu::pin::{producer_cpus, CpuPin};
+use crate::measure::environment::support::Ready;
+use crate::measure::error::{Error, Result};
+use crate::measure::kernel::sys;
+use crate::measure::mechanism::catalogue::{counts, Counts, Mechanism};
+use crate::measure::mechanism::trigger::Armed;
+use crate::measure::objects::object;
+use crate::measure::settings::options::Options;
 
 /// One timed run of one mechanism.
 #[derive(Clone, Debug, PartialEq)]
@@ -160,119 +160,6 @@ fn block_termination_signals() {
     }
 }
 
-/// Pins the calling thread to one CPU and restores its affinity on drop.
-pub struct CpuPin {
-    saved: CpuSet,
-    pub cpu: usize,
-    /// The CPUs the thread was allowed before.
-    pub allowed: Vec<usize>,
-}
-
-/// Says, once per process, that a measurement without `--cpu` pins to
-/// `cpu` because CPU 0 is not allowed. Only where timed rounds start, not
-/// at every pin: a listing or a bad input's one line stays one line.
-pub fn note_default_cpu(asked: Option<usize>, cpu: usize) {
-    static SAID: Once = Once::new();
-    if asked.is_none() && cpu != 0 {
-        SAID.call_once(|| log::warn!("CPU 0 is not in the allowed set: pinning to CPU {cpu}"));
-    }
-}
-
-/// The calling thread's affinity, and the CPUs in it.
-fn affinity() -> Result<(CpuSet, Vec<usize>)> {
-    let set = sched_getaffinity(Pid::from_raw(0))
-        .map_err(|e| Error::environment(format!("sched_getaffinity failed: {e}")))?;
-    let cpus = (0..CpuSet::count())
-        .filter(|&c| set.is_set(c).unwrap_or(false))
-        .collect();
-    Ok((set, cpus))
-}
-
-/// The CPUs the calling thread may run on, without pinning it.
-pub fn allowed_cpus() -> Result<Vec<usize>> {
-    affinity().map(|(_, cpus)| cpus)
-}
-
-impl CpuPin {
-    pub fn new(cpu: Option<usize>) -> Result<Self> {
-        let me = Pid::from_raw(0);
-        let (saved, allowed) = affinity()?;
-        let cpu = match cpu {
-            Some(c) => {
-                check_cpu_online(c)?;
-                if !allowed.contains(&c) {
-                    return Err(Error::environment(format!(
-                        "CPU {c} is not in this thread's allowed CPUs ({}): pick one of those",
-                        list(&allowed)
-                    )));
-                }
-                c
-            }
-            None if allowed.contains(&0) => 0,
-            None => *allowed
-                .first()
-                .ok_or_else(|| Error::environment("this thread may run on no CPU"))?,
-        };
-        let mut one = CpuSet::new();
-        one.set(cpu)
-            .map_err(|e| Error::environment(format!("CPU {cpu}: {e}")))?;
-        sched_setaffinity(me, &one)
-            .map_err(|e| Error::environment(format!("pinning to CPU {cpu} failed: {e}")))?;
-        Ok(Self {
-            saved,
-            cpu,
-            allowed,
-        })
-    }
-}
-
-impl Drop for CpuPin {
-    fn drop(&mut self) {
-        if let Err(e) = sched_setaffinity(Pid::from_raw(0), &self.saved) {
-            log::warn!("could not restore CPU affinity: {e}");
-        }
-    }
-}
-
-/// The online CPUs, from /sys/devices/system/cpu/online ("0-3,6").
-pub fn online_cpus() -> Result<Vec<usize>> {
-    const ONLINE: &str = "/sys/devices/system/cpu/online";
-    let text = fs::read_to_string(ONLINE)
-        .map_err(|e| Error::environment(format!("cannot read {ONLINE}: {e}")))?;
-    parse_cpu_list(text.trim())
-        .ok_or_else(|| Error::environment(format!("cannot parse {ONLINE}: {text:?}")))
-}
-
-pub fn check_cpu_online(cpu: usize) -> Result<()> {
-    let online = online_cpus()?;
-    if online.contains(&cpu) {
-        Ok(())
-    } else {
-        Err(Error::environment(format!(
-            "CPU {cpu} is offline or does not exist (online CPUs: {}): pick one of those",
-            list(&online)
-        )))
-    }
-}
-
-fn parse_cpu_list(s: &str) -> Option<Vec<usize>> {
-    let mut cpus = Vec::new();
-    for part in s.split(',').filter(|p| !p.is_empty()) {
-        match part.split_once('-') {
-            Some((a, b)) => cpus.extend(a.parse::<usize>().ok()?..=b.parse::<usize>().ok()?),
-            None => cpus.push(part.parse().ok()?),
-        }
-    }
-    Some(cpus)
-}
-
-fn list(cpus: &[usize]) -> String {
-    cpus.iter()
-        .map(|c| c.to_string())
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
 /// A mechanism attached and its trigger armed on the calling thread, pinned
 /// to one CPU, and on any extra producers. Lives only inside [`with_run`],
 /// which undoes everything.
@@ -294,8 +181,8 @@ impl Run<'_, '_> {
         // A program counts, and so does a loop's driver in a base run; a
         // user's object's program is counted by the BPF stats instead, and
         // a test run by the kernel.
-        let counts = self.loaded.as_ref().map(|_| load::counts(m));
-        let counting = counts == Some(Counts::Program);
+        let counted_by = self.loaded.as_ref().map(|_| counts(m));
+        let counting = counted_by == Some(Counts::Program);
         let lead_in_ns_per_event = self.lead_in(events)?;
         let events = fitted(events, lead_in_ns_per_event, self.longest_run);
         let start = Arc::new(Barrier::new(1 + self.producers.len()));
@@ -324,7 +211,7 @@ impl Run<'_, '_> {
         let events = producers.iter().map(|p| p.events).sum();
         // Reached at least once an event: then counted as the events, since
         // a system-wide hook counts other processes' events too.
-        let hits = match counts {
+        let hits = match counted_by {
             None => None,
             Some(Counts::Program) => Some(producers.iter().filter_map(|p| p.hits).sum()),
             Some(Counts::Stats) => {
@@ -482,7 +369,7 @@ pub fn with_run<R>(
 ) -> Result<R> {
     let mechanism = ready.mechanism();
     // A user's object's hits are its run count: stats on in all its runs.
-    let bpf_stats = opts.bpf_stats || load::counts(mechanism) == Counts::Stats;
+    let bpf_stats = opts.bpf_stats || counts(mechanism) == Counts::Stats;
     let stats = bpf_stats && !mechanism.is_base();
     if let Some(missing) = ready.stats_lacking().filter(|_| stats) {
         return Err(Error::unsupported(format!("no prog ns: needs {missing}")).of(mechanism));
@@ -580,13 +467,6 @@ mod tests {
             err.starts_with("raw_tp: ") && err.contains("999 hits") && err.contains("1000 events"),
             "{err}"
         );
-    }
-
-    #[test]
-    fn cpu_lists() {
-        assert_eq!(parse_cpu_list("0"), Some(vec![0]));
-        assert_eq!(parse_cpu_list("0-3,6"), Some(vec![0, 1, 2, 3, 6]));
-        assert_eq!(parse_cpu_list("0-x"), None);
     }
 
     #[test]

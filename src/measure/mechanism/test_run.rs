@@ -13,8 +13,8 @@ use std::os::fd::{AsRawFd, OwnedFd};
 
 use libbpf_rs::libbpf_sys as sys;
 
-use super::error::{Error, Result};
 use super::program::{builtin, Program};
+use crate::measure::error::{Error, Result};
 
 /// A program type `BPF_PROG_TEST_RUN` runs, and its input.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

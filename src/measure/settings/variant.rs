@@ -5,9 +5,9 @@
 
 use std::fmt;
 
-use super::builds::Against;
-use super::catalogue::Mechanism;
 use super::options::{Options, ProgWork};
+use crate::measure::mechanism::catalogue::Mechanism;
+use crate::measure::objects::builds::Against;
 
 /// A variant of a run's options, for B.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -12,17 +12,17 @@ use libbpf_rs::{Link, OpenObject, ProgramMut, UprobeOpts};
 
 use libbpf_rs::MapCore as _;
 
-use super::bpf_consts::MAX_SLOTS;
-use super::catalogue::Mechanism;
-use super::consumer::Consumer;
-use super::error::{errno_of, Error, Result};
-use super::kind::Attach;
-use super::object;
-use super::options::Options;
-use super::program::{Builtin, ObjectProgram, Program};
-use super::skel::{types, OpenOverheadSkel, OverheadSkel, OverheadSkelBuilder};
-use super::sys;
-use super::trigger::{Trigger, USDT_NAME, USDT_PROVIDER};
+use crate::measure::error::{errno_of, Error, Result};
+use crate::measure::kernel::sys;
+use crate::measure::mechanism::catalogue::Mechanism;
+use crate::measure::mechanism::kind::Attach;
+use crate::measure::mechanism::program::{Builtin, ObjectProgram, Program};
+use crate::measure::mechanism::trigger::{Trigger, USDT_NAME, USDT_PROVIDER};
+use crate::measure::objects::consumer::Consumer;
+use crate::measure::objects::object;
+use crate::measure::settings::bpf_consts::MAX_SLOTS;
+use crate::measure::settings::options::Options;
+use crate::measure::skel::{types, OpenOverheadSkel, OverheadSkel, OverheadSkelBuilder};
 
 /// The BPF object loaded for one run: the mechanism's program (attached
 /// by [`Loaded::attach`]) and the trigger's driver, if it has one. Dropping
@@ -33,19 +33,6 @@ pub(crate) struct Loaded<'obj> {
     prog_fd: Option<OwnedFd>,
     driver_fd: Option<OwnedFd>,
     held: Held<'obj>,
-}
-
-/// Who counts a run's hits.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Counts {
-    /// The skeleton's programs, in its counters (and a loop's counting
-    /// driver in a base run).
-    Program,
-    /// The kernel's BPF stats (`run_cnt`): a user's object program.
-    Stats,
-    /// The kernel's test run, which returns only once it has run the
-    /// program as often as asked.
-    TestRun,
 }
 
 /// What holds the loaded programs, and the one to attach.
@@ -63,21 +50,6 @@ enum Held<'obj> {
         object: libbpf_rs::Object,
         program: &'static ObjectProgram,
     },
-}
-
-/// Who counts the hits of `mechanism`'s runs (when anything is loaded for
-/// them). Stats means the BPF stats are on in all its runs.
-pub(crate) fn counts(mechanism: Mechanism) -> Counts {
-    match (mechanism.trigger(), mechanism.object()) {
-        (Trigger::TestRun(_), _) => Counts::TestRun,
-        (Trigger::TaskRename | Trigger::Call(_) | Trigger::Loop(_) | Trigger::Syscall(_), None) => {
-            Counts::Program
-        }
-        (
-            Trigger::TaskRename | Trigger::Call(_) | Trigger::Loop(_) | Trigger::Syscall(_),
-            Some(_),
-        ) => Counts::Stats,
-    }
 }
 
 /// The skeleton's own program, or `None` for a user's object's.
@@ -392,8 +364,8 @@ fn prog_info<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::measure::kind::SectionHook;
-    use crate::measure::test_run::{ProgType, TestRun};
+    use crate::measure::mechanism::kind::SectionHook;
+    use crate::measure::mechanism::test_run::{ProgType, TestRun};
     use std::collections::BTreeSet;
 
     /// The programs of every catalogue entry and trigger, by name as the

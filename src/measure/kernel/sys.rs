@@ -12,9 +12,25 @@ use std::sync::{Mutex, Once, OnceLock};
 use nix::mount::{mount, umount2, MntFlags, MsFlags};
 use nix::sched::{unshare, CloneFlags};
 
-use super::error::{Error, Result};
-use super::kind::ProbeType;
 use super::verifier_log::verdict_of;
+use crate::measure::error::{Error, Result};
+
+/// kprobe or uprobe: the two kinds of probe the perf PMU and tracefs make.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProbeType {
+    Kprobe,
+    Uprobe,
+}
+
+impl ProbeType {
+    /// As sysfs and tracefs spell it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            ProbeType::Kprobe => "kprobe",
+            ProbeType::Uprobe => "uprobe",
+        }
+    }
+}
 
 pub const TRACEFS: &str = "/sys/kernel/tracing";
 /// libbpf prefers this path when it exists (debugfs automounts tracefs there).
