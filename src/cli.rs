@@ -12,7 +12,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use bpf_overhead::measure::mechanism::syscall::Syscall;
 use bpf_overhead::measure::objects::object::{self, Request};
 use bpf_overhead::measure::{Batch, ProgWork, Variant, MAX_BATCH, MAX_PROG_WORK};
-use bpf_overhead::pipeline::DEFAULT_REPEATS;
+use bpf_overhead::pipeline::{Threshold, DEFAULT_REPEATS};
 use bpf_overhead::Mechanism;
 
 use crate::note;
@@ -157,12 +157,13 @@ pub struct Cli {
     /// mechanism's own cost) higher by more than this many percent, and
     /// beyond the noise of both runs (one-sided Mann-Whitney, p <= 0.05).
     /// Also what the rounds aim to see. Default: 6, and 15 on the comm
-    /// trigger, whose overheads are a small part of a syscall; with
+    /// and syscall triggers, whose overheads are a small part of a
+    /// syscall; with
     /// --against, 5 on every trigger (pairs in one run do not carry the
     /// drift between runs).
     #[arg(long, value_name = "PERCENT", allow_negative_numbers = true,
-          value_parser = parse_percent)]
-    pub threshold: Option<f64>,
+          value_parser = Threshold::parse)]
+    pub threshold: Option<Threshold>,
 
     /// Write the result as JSON to FILE (whatever --format), for later use
     /// as a --baseline. Written whole or not at all (a new file renamed
@@ -281,10 +282,10 @@ pub struct CompareArgs {
     pub against: Vec<PathBuf>,
 
     /// What B's overhead must exceed A's by, in percent, to be a
-    /// regression [default: 6, and 15 on the comm trigger].
+    /// regression [default: 6, and 15 on the comm and syscall triggers].
     #[arg(long, value_name = "PERCENT", allow_negative_numbers = true,
-          value_parser = parse_percent)]
-    pub threshold: Option<f64>,
+          value_parser = Threshold::parse)]
+    pub threshold: Option<Threshold>,
 
     /// Output format: the table, or the findings as JSON (the table then
     /// on stderr).
@@ -358,20 +359,6 @@ fn parse_prog_work(s: &str) -> Result<ProgWork, String> {
         .ok()
         .and_then(ProgWork::new)
         .ok_or_else(|| format!("must be a whole number from 0 to {MAX_PROG_WORK}"))
-}
-
-fn parse_percent(s: &str) -> Result<f64, String> {
-    let s = s.trim();
-    let v: f64 = s
-        .trim_end_matches('%')
-        .parse()
-        .map_err(|e| format!("{e}"))?;
-    if !(0.0..100.0).contains(&v) {
-        return Err(format!(
-            "{s} is out of range: must be a percentage from 0 to below 100"
-        ));
-    }
-    Ok(v)
 }
 
 /// clap's own errors take three to six lines (error, possible values,

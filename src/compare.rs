@@ -42,10 +42,7 @@ pub fn compare(args: &CompareArgs) -> Result<ExitCode, Failure> {
     let (name_a, name_b) = (name(&a), name(&b));
     let doc = duet::pair_sessions(&a, &b, &format!("kernel {name_b}"))
         .map_err(|e| Failure::Input(format!("compare: {e}")))?;
-    let threshold = match args.threshold {
-        Some(t) => Threshold::Fixed(t / 100.0),
-        None => Threshold::ByTrigger,
-    };
+    let threshold = args.threshold.unwrap_or(Threshold::ByTrigger);
     let findings = duet::compare(&a, &b, &doc, threshold);
     let mut text = render::duet_report(&doc, &findings, &name_a, &name_b);
     if let Some(e) = &doc.emulated {

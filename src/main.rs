@@ -193,7 +193,7 @@ fn plan(cli: &Cli, selection: &[Mechanism], against: Option<Variant>) -> Plan {
         repeats: cli.repeat,
         stats_run: !cli.no_prog_stats,
         budget: cli.budget.unwrap_or(defaults.budget),
-        precision: threshold(cli).precision(),
+        threshold: threshold(cli),
         emulator: host::emulator(),
         ..defaults
     }
@@ -202,7 +202,7 @@ fn plan(cli: &Cli, selection: &[Mechanism], against: Option<Variant>) -> Plan {
 /// `--threshold`, or the defaults by trigger.
 fn threshold(cli: &Cli) -> Threshold {
     match (cli.threshold, &cli.against) {
-        (Some(t), _) => Threshold::Fixed(t / 100.0),
+        (Some(t), _) => t,
         (None, Some(_)) => Threshold::Fixed(against::IN_RUN_THRESHOLD),
         (None, None) => Threshold::ByTrigger,
     }

@@ -36,10 +36,11 @@ mod assemble;
 mod plan;
 mod schedule;
 mod survey;
+mod threshold;
 
 pub use assemble::document;
 pub use plan::{
-    check_privileges, estimate_secs, expand, Plan, Precision, AGAINST_BUDGET, AGAINST_RUN_TIME,
+    check_privileges, estimate_secs, expand, Plan, AGAINST_BUDGET, AGAINST_RUN_TIME,
     DEFAULT_BUDGET, DEFAULT_REPEATS, DEFAULT_RUN_TIME, EMULATED_ITERATIONS, FLOOR_OF_BASE,
     SURE_SHARE,
 };
@@ -47,6 +48,7 @@ pub use schedule::{
     run, signal_name, MechanismRuns, Runs, Step, MAX_LOST, MAX_RETAKES, MAX_ROUNDS,
 };
 pub use survey::{survey, Availability};
+pub use threshold::{Threshold, COMM_THRESHOLD, DEFAULT_THRESHOLD};
 
 use crate::document::Document;
 use crate::measure::kernel::host::Host;

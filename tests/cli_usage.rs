@@ -40,7 +40,7 @@ fn help_describes_every_option() {
     for default in [
         "about 50 ms each",
         "[default: 7]",
-        "Default: 6, and 15 on the comm trigger",
+        "Default: 6, and 15 on the comm and syscall triggers",
         "[default: table]",
     ] {
         assert!(out.stdout.contains(default), "--help lacks {default}");

@@ -21,8 +21,10 @@ use crate::gate::{Comparison, Findings, Judgement, Threshold, Verdict, ALPHA, FL
 use crate::paired::{paired, speed_adjusted, Interval, Paired};
 
 /// What B must cost more than A, as a share of A's own cost, to be a
-/// regression, on every trigger.
-pub const IN_RUN_THRESHOLD: f64 = crate::pipeline::Precision::IN_RUN.other;
+/// regression, on every trigger: pairs a few ms apart carry none of the
+/// drift between runs that sets the defaults (the in-run A/A spread,
+/// docs/gate-power.md).
+pub const IN_RUN_THRESHOLD: f64 = 0.05;
 
 /// The gate's rule on per-round differences B - A in ns, against
 /// `reference_ns` (A's own cost, or the floor): **regressed** when the
@@ -167,7 +169,7 @@ pub fn compare_with(
         .zip(&summed)
         .map(|((a, b), p)| {
             let p = p.as_ref().map(|p| (p, tested.next().unwrap_or(1.0)));
-            compared(doc, a, b, threshold.of(&a.trigger), p)
+            compared(doc, a, b, threshold.of_label(&a.trigger), p)
         })
         .collect();
     Findings {

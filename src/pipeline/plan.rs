@@ -66,40 +66,9 @@ fn default_run_time(emulated: bool) -> Option<Duration> {
 
 /// The change a run must be able to detect, as a share of a mechanism's
 /// own cost (its overhead, or [`FLOOR_OF_BASE`] of its base's time if
-/// that is more), before it stops measuring it; the gate's default
-/// thresholds are the same.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Precision {
-    /// On the comm trigger, whose overheads are a small part of a
-    /// syscall's cost.
-    pub comm: f64,
-    /// On the kernel loop and the call trigger.
-    pub other: f64,
-}
-
-impl Precision {
-    pub const DEFAULT: Precision = Precision {
-        comm: 0.15,
-        other: 0.06,
-    };
-
-    /// An in-run comparison's (`--against`): the same on every trigger.
-    /// Pairs measured seconds apart do not carry the drift between runs
-    /// that sets [`Self::DEFAULT`]; this comes from the in-run A/A spread
-    /// (docs/gate-power.md).
-    pub const IN_RUN: Precision = Precision {
-        comm: 0.05,
-        other: 0.05,
-    };
-
-    pub fn of(self, trigger: Trigger) -> f64 {
-        match trigger {
-            // A syscall's overheads are as small a part of it as the comm's.
-            Trigger::TaskRename | Trigger::Syscall(_) => self.comm,
-            Trigger::Call(_) | Trigger::Loop(_) | Trigger::TestRun(_) => self.other,
-        }
-    }
-}
+/// that is more), before it stops measuring it: the threshold it will
+/// be judged by.
+pub use super::threshold::Threshold;
 
 /// A near-free mechanism's cost is taken as this share of its base's
 /// time per event: changes are judged against that.
@@ -152,7 +121,7 @@ pub struct Plan {
     pub budget: Duration,
     /// What "sure" means: the change this run could detect, as a share of
     /// the mechanism's own cost, by trigger.
-    pub precision: Precision,
+    pub threshold: Threshold,
     /// Set (to a signal number, by a signal handler) to stop the run
     /// after the run in progress: see [`run`](super::run).
     pub stop: Option<&'static AtomicUsize>,
@@ -195,7 +164,7 @@ impl Plan {
             warmup: !is_emulated || exact,
             stats_run: true,
             budget: default_budget(is_emulated),
-            precision: Precision::DEFAULT,
+            threshold: Threshold::ByTrigger,
             stop: None,
             against: None,
             emulated,

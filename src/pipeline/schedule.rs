@@ -141,7 +141,7 @@ impl MechanismRuns {
     /// [`SURE_SHARE`] of it (in-run, and the pairs decide:
     /// [`Self::pairs_sure`]).
     fn is_sure(&self, plan: &Plan) -> bool {
-        let threshold = plan.precision.of(self.mechanism.trigger());
+        let threshold = plan.threshold.of(self.mechanism.trigger());
         let target = SURE_SHARE * threshold;
         self.pairs_sure(threshold, target)
             .unwrap_or_else(|| self.detectable().is_some_and(|d| d <= target))

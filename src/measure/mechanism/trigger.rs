@@ -95,6 +95,27 @@ impl Trigger {
         }
     }
 
+    /// A trigger of the label `label` (a label names a family: every
+    /// loop driver is `kernel_loop`), to read a result document's back.
+    pub fn by_label(label: &str) -> Option<Trigger> {
+        let families = [
+            Trigger::TaskRename,
+            Trigger::Call(Target::Nop),
+            Trigger::Loop(Driver::Helper),
+        ];
+        let test_run = |prog_type| {
+            Trigger::TestRun(TestRun {
+                prog_type,
+                packet: &test_run::PACKET,
+            })
+        };
+        families
+            .into_iter()
+            .chain(Syscall::ALL.map(Trigger::Syscall))
+            .chain(test_run::ProgType::ALL.map(test_run))
+            .find(|t| t.label() == label)
+    }
+
     /// The BPF driver program the trigger needs loaded, if any.
     pub const fn driver(self) -> Option<Driver> {
         match self {
