@@ -16,7 +16,7 @@ use bpf_overhead::document::{self, Document, Status};
 use bpf_overhead::gate::{self, against, Threshold};
 use bpf_overhead::measure::kernel::host::{self, Host};
 use bpf_overhead::measure::{
-    allowed_cpus, cpu::cpulock, objects::object, CpuPin, Options, Privileged, Variant,
+    allowed_cpus, cpu, cpu::cpulock::Wait, objects::object, Options, Privileged, Variant,
 };
 use bpf_overhead::pipeline::{self, Plan};
 use bpf_overhead::side_by_side::{self, Matrix};
@@ -89,8 +89,7 @@ fn run(cli: &Cli) -> Result<ExitCode, Failure> {
     let (selection, against) = object_args::open(cli)?;
     // Bad input first, before anything needs root or takes time.
     if let Some(cpu) = cli.cpu {
-        // Pinning checks that the CPU is online and allowed; undone on drop.
-        CpuPin::new(Some(cpu)).map_err(|e| Failure::Input(e.to_string()))?;
+        cpu::pin::choose(Some(cpu)).map_err(|e| Failure::Input(e.to_string()))?;
     }
     if cli.list {
         return list(cli, &selection);
@@ -109,11 +108,23 @@ fn run(cli: &Cli) -> Result<ExitCode, Failure> {
     check_duration(&plan)?;
     let privileged = pipeline::check_privileges(&plan)?;
     object_args::try_load(&plan)?;
-    let Some(_cpus) = hold_cpus(cli, &plan)? else {
-        return Ok(ExitCode::from(cpulock::EXIT_BUSY));
-    };
+    plan.wait = if cli.no_wait { Wait::No } else { Wait::Yes };
     plan.stop = Some(stop_on_signal());
-    let doc = execute(&plan, &privileged)?;
+    let doc = match execute(&plan, &privileged) {
+        Err(Error::Busy(msg)) => {
+            note(&format!("error: {msg}"));
+            return Ok(ExitCode::from(EXIT_BUSY));
+        }
+        Err(Error::Stopped) => {
+            let signal = plan.stopped_by().unwrap_or(SIGINT);
+            note(&format!(
+                "interrupted by {} while waiting for the CPU: nothing measured",
+                pipeline::signal_name(signal)
+            ));
+            return Ok(ExitCode::from((128 + signal) as u8));
+        }
+        doc => doc?,
+    };
     let interrupted = plan.stopped_by();
 
     // The result file first: whatever happens to stdout, it is written.
@@ -260,25 +271,6 @@ fn load_baseline<'a>(
     Ok(Some((path, docs)))
 }
 
-/// One measuring run per CPU: waits for (or, --no-wait, refuses) a CPU
-/// that another run holds. Held until dropped, for the whole run. `None`:
-/// refused, said on stderr; the command exits [`cpulock::EXIT_BUSY`].
-fn hold_cpus(cli: &Cli, plan: &Plan) -> Result<Option<cpulock::CpuLock>, Failure> {
-    let wait = if cli.no_wait {
-        cpulock::Wait::No
-    } else {
-        cpulock::Wait::Yes
-    };
-    match cpulock::hold_for(plan.options.cpu, plan.options.producers.get(), wait) {
-        Ok(lock) => Ok(Some(lock)),
-        Err(cpulock::Refused::Busy(msg)) => {
-            note(&format!("error: {msg}"));
-            Ok(None)
-        }
-        Err(cpulock::Refused::Error(e)) => Err(e.into()),
-    }
-}
-
 /// SIGINT or SIGTERM: stop after the run in progress, undo everything,
 /// print what was measured, exit 128 + the signal. A second one ends the
 /// process at once (leaving nothing either: BPF programs and links go with
@@ -296,7 +288,7 @@ fn stop_on_signal() -> &'static AtomicUsize {
 }
 
 /// Runs the plan, with a progress bar on a terminal.
-fn execute(plan: &Plan, privileged: &Privileged) -> Result<Document, Failure> {
+fn execute(plan: &Plan, privileged: &Privileged) -> Result<Document, Error> {
     let bar = progress_bar();
     let doc = pipeline::execute(plan, privileged, Host::current, |step| {
         if bar.length() != Some(step.total) {
@@ -306,7 +298,7 @@ fn execute(plan: &Plan, privileged: &Privileged) -> Result<Document, Failure> {
         bar.set_position(step.done);
     });
     bar.finish_and_clear();
-    Ok(doc?)
+    doc
 }
 
 /// The gate's verdict on a run against its baseline, and its text.
@@ -481,6 +473,10 @@ fn check_duration(plan: &Plan) -> Result<(), Failure> {
 /// Exit status when the gate found no regression but could not decide
 /// every comparison (see --help).
 const INCONCLUSIVE: u8 = 3;
+
+/// Exit status of `--no-wait` when a CPU it needs is taken: sysexits'
+/// EX_TEMPFAIL ("try again later").
+const EXIT_BUSY: u8 = 75;
 
 /// kselftest's exit status for "skipped" (tools/testing/selftests/kselftest.h).
 const KSFT_SKIP: u8 = 4;

@@ -165,7 +165,8 @@ fn a_run_with_bpf_stats_leaves_nothing_behind() {
 fn a_panic_while_attached_leaves_nothing_behind() {
     own_mount_namespace();
     // A measuring run, as the pipeline's: one per CPU at a time.
-    let _cpu = cpulock::hold_for(None, 1, cpulock::Wait::Yes).unwrap();
+    let cpus = cpulock::cpus_of(None, 1).unwrap();
+    let _cpu = cpulock::hold(&cpus, cpulock::Wait::Yes).unwrap();
     // These work on every kernel this suite targets; tp mounts tracefs
     // where it is not mounted.
     for mechanism in ["raw_tp", "tp", "uprobe-nop"].map(|n| Mechanism::by_name(n).unwrap()) {

@@ -196,7 +196,7 @@ fn no_wait_fails_at_once_naming_the_holder() {
     assert_eq!(doc["cpu_wait_s"].as_f64(), Some(0.0));
 }
 
-/// Within one process the lock is re-entrant (the command holds it around
+/// Within one process the lock is re-entrant (a caller may hold it around
 /// its pipeline run, which takes it again), and it goes with the last hold.
 #[test]
 #[serial]
@@ -224,5 +224,47 @@ fn the_lock_is_reentrant_within_a_process() {
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Ctrl-C while waiting for the CPU stops the wait at once: one line, exit
+/// 128 + SIGINT, nothing attached, nothing measured.
+#[test]
+#[serial]
+fn a_signal_while_waiting_stops_the_wait() {
+    if !root() {
+        return;
+    }
+    let cpus = cpulock::cpus_of(None, 1).unwrap();
+    let _lock = cpulock::hold(&cpus, Wait::Yes).unwrap();
+    let mut run = spawn(&RUN);
+    let mut stderr = run.stderr.take().unwrap();
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 256];
+    while !String::from_utf8_lossy(&seen).contains("waiting for CPU") {
+        match std::io::Read::read(&mut stderr, &mut buf) {
+            Ok(0) | Err(_) => panic!("it ended: {}", String::from_utf8_lossy(&seen)),
+            Ok(n) => seen.extend_from_slice(&buf[..n]),
+        }
+    }
+    let asked = Instant::now();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(run.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let status = run.wait().unwrap();
+    std::io::Read::read_to_end(&mut stderr, &mut seen).unwrap();
+    let stderr = String::from_utf8_lossy(&seen);
+    print!("{stderr}");
+    assert!(
+        asked.elapsed() < Duration::from_secs(5),
+        "it went on waiting"
+    );
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(
+        stderr.lines().last().is_some_and(|l| l
+            == "bpf-overhead: interrupted by SIGINT while waiting for the CPU: nothing measured"),
+        "{stderr}"
     );
 }

@@ -30,6 +30,13 @@ pub enum Error {
         errno: Option<i32>,
         reason: String,
     },
+    /// Another measuring run holds a CPU this one needs, and the caller
+    /// said not to wait (`--no-wait`): try again later.
+    #[error("{0}")]
+    Busy(String),
+    /// Asked to stop (a signal) while waiting for the CPU: nothing ran.
+    #[error("stopped while waiting for the CPU")]
+    Stopped,
 }
 
 struct Prefix<'a>(&'a Option<&'static str>);
@@ -87,7 +94,7 @@ impl Error {
     pub fn errno(&self) -> Option<i32> {
         match self {
             Self::Unsupported { errno, .. } | Self::Failed { errno, .. } => *errno,
-            Self::Environment(_) => None,
+            Self::Environment(_) | Self::Busy(_) | Self::Stopped => None,
         }
     }
 
@@ -95,7 +102,7 @@ impl Error {
     pub fn mechanism(&self) -> Option<&'static str> {
         match self {
             Self::Unsupported { mechanism, .. } | Self::Failed { mechanism, .. } => *mechanism,
-            Self::Environment(_) => None,
+            Self::Environment(_) | Self::Busy(_) | Self::Stopped => None,
         }
     }
 
@@ -103,7 +110,8 @@ impl Error {
     pub fn reason(&self) -> &str {
         match self {
             Self::Unsupported { reason, .. } | Self::Failed { reason, .. } => reason,
-            Self::Environment(msg) => msg,
+            Self::Environment(msg) | Self::Busy(msg) => msg,
+            Self::Stopped => "stopped while waiting for the CPU",
         }
     }
 }

@@ -5,6 +5,7 @@ use std::num::{NonZeroU64, NonZeroUsize};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::measure::cpu::cpulock::Wait;
 use crate::measure::{
     Error, Mechanism, Options, Privileged, Result, Trigger, Variant, DEFAULT_ITERATIONS,
 };
@@ -125,6 +126,9 @@ pub struct Plan {
     /// Set (to a signal number, by a signal handler) to stop the run
     /// after the run in progress: see [`run`](super::run).
     pub stop: Option<&'static AtomicUsize>,
+    /// Whether to wait for a CPU another measuring run holds (`--no-wait`:
+    /// no, the run fails with [`Error::Busy`]).
+    pub wait: Wait,
     /// Measure each mechanism twice a round: as A with these options and
     /// as B with the variant's (`--against`), each bracketed by its base.
     pub against: Option<Variant>,
@@ -166,6 +170,7 @@ impl Plan {
             budget: default_budget(is_emulated),
             threshold: Threshold::ByTrigger,
             stop: None,
+            wait: Wait::Yes,
             against: None,
             emulated,
             emulator: None,

@@ -10,7 +10,7 @@ mod stats_run;
 use super::plan::{Plan, FLOOR_OF_BASE, SURE_SHARE};
 use crate::document::Status;
 use crate::measure::running::keeper::Keeper;
-use crate::measure::{cpu::cpulock, note_default_cpu, running::context, CpuPin};
+use crate::measure::{cpu::cpulock, note_default_cpu, running::context};
 use crate::measure::{
     measure, on_measuring_thread, Error, Mechanism, Options, Privileged, Result, Sample, Support,
 };
@@ -196,19 +196,25 @@ pub fn run(
     privileged: &Privileged,
     progress: impl FnMut(&Step) + Send,
 ) -> Result<Runs> {
-    // One measuring run per CPU at a time, across processes (re-entrant:
-    // the command holds it already).
-    let _cpus = cpulock::hold_for(
+    // The CPUs are chosen and held here, once: one measuring run per CPU
+    // at a time, across processes.
+    let cpus = cpulock::hold_for(
         plan.options.cpu,
         plan.options.producers.get(),
-        cpulock::Wait::Yes,
+        plan.wait,
+        plan.stop,
     )?;
-    let mut runs = on_measuring_thread(|| Ok(run_here(plan, privileged, progress)))?;
+    let mut runs = on_measuring_thread(|| Ok(run_here(plan, privileged, cpus.cpu, progress)))?;
     runs.cpu_wait_s = cpulock::waited_for_held().as_secs_f64();
     Ok(runs)
 }
 
-fn run_here(plan: &Plan, privileged: &Privileged, mut progress: impl FnMut(&Step)) -> Runs {
+fn run_here(
+    plan: &Plan,
+    privileged: &Privileged,
+    cpu: usize,
+    mut progress: impl FnMut(&Step),
+) -> Runs {
     let mut outcomes: Vec<MechanismRuns> = plan
         .mechanisms
         .iter()
@@ -230,14 +236,10 @@ fn run_here(plan: &Plan, privileged: &Privileged, mut progress: impl FnMut(&Step
         }
     }
     // The CPU never idles between runs (see keeper.rs).
-    let cpu = CpuPin::new(plan.options.cpu).map(|pin| pin.cpu);
-    if let Ok(&cpu) = cpu.as_ref() {
-        note_default_cpu(plan.options.cpu, cpu);
-    }
+    note_default_cpu(plan.options.cpu, cpu);
     // Not under an instruction clock, where it turns each wait into emulated work (exact.md).
-    let keeper_cpu = cpu.as_ref().ok().filter(|_| !plan.exact());
-    let _keeper = keeper_cpu.map(|&cpu| Keeper::start(cpu));
-    let context_before = context::snapshot(*cpu.as_ref().unwrap_or(&0));
+    let _keeper = (!plan.exact()).then(|| Keeper::start(cpu));
+    let context_before = context::snapshot(cpu);
 
     let mut step = Step {
         done: 0,

@@ -27,18 +27,15 @@ use std::io::{IsTerminal, Write as _};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, Once};
 use std::time::{Duration, Instant};
 
-use super::pin::{list, producer_cpus, CpuPin};
+use super::pin::{allowed_cpus, choose, list, producer_cpus};
 use crate::measure::error::Error;
 
 /// Where the lock files are.
 pub const LOCK_DIR: &str = "/run/bpf-overhead";
-
-/// Exit status of `bpf-overhead --no-wait` when a CPU it needs is taken:
-/// sysexits' EX_TEMPFAIL ("try again later").
-pub const EXIT_BUSY: u8 = 75;
 
 /// Whether to wait for a CPU another run holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,6 +53,8 @@ pub enum Refused {
     Busy(String),
     /// The CPUs themselves could not be worked out (bad `--cpu`...).
     Error(Error),
+    /// Asked to stop while waiting.
+    Stopped,
 }
 
 impl std::fmt::Display for Refused {
@@ -63,6 +62,7 @@ impl std::fmt::Display for Refused {
         match self {
             Refused::Busy(msg) => f.write_str(msg),
             Refused::Error(e) => e.fmt(f),
+            Refused::Stopped => f.write_str("stopped while waiting"),
         }
     }
 }
@@ -70,8 +70,9 @@ impl std::fmt::Display for Refused {
 impl From<Refused> for Error {
     fn from(r: Refused) -> Self {
         match r {
-            Refused::Busy(msg) => Error::environment(msg),
+            Refused::Busy(msg) => Error::Busy(msg),
             Refused::Error(e) => e,
+            Refused::Stopped => Error::Stopped,
         }
     }
 }
@@ -93,6 +94,8 @@ static WAITED: Mutex<Duration> = Mutex::new(Duration::ZERO);
 #[must_use = "the CPUs are released when this is dropped"]
 #[derive(Debug)]
 pub struct CpuLock {
+    /// The measuring thread's CPU, the first of those asked for.
+    pub cpu: usize,
     cpus: Vec<usize>,
     /// How long getting them took (zero: free at once, or already ours).
     pub waited: Duration,
@@ -129,19 +132,20 @@ pub fn waited() -> Duration {
 /// measuring thread's ([`CpuPin`]: `cpu`, else 0 or the first allowed),
 /// then one per extra producer.
 pub fn cpus_of(cpu: Option<usize>, producers: usize) -> crate::measure::Result<Vec<usize>> {
-    let pin = CpuPin::new(cpu)?;
-    producer_cpus(pin.cpu, &pin.allowed, producers)
+    producer_cpus(choose(cpu)?, &allowed_cpus()?, producers)
 }
 
 /// Holds the CPUs a run with `cpu` and `producers` uses
-/// ([`cpus_of`]), waiting for them or not as `wait` says.
+/// ([`cpus_of`]), waiting for them or not as `wait` says, and giving up
+/// waiting once `stop` is set (to a signal's number).
 pub fn hold_for(
     cpu: Option<usize>,
     producers: usize,
     wait: Wait,
+    stop: Option<&AtomicUsize>,
 ) -> std::result::Result<CpuLock, Refused> {
     let cpus = cpus_of(cpu, producers).map_err(Refused::Error)?;
-    hold(&cpus, wait)
+    hold_until(&cpus, wait, stop)
 }
 
 /// Holds `cpus` for this process until the result is dropped. A CPU that
@@ -150,11 +154,21 @@ pub fn hold_for(
 /// [`Wait::No`] refused at once. CPUs are taken in ascending order, so two
 /// runs needing several CPUs cannot deadlock.
 pub fn hold(cpus: &[usize], wait: Wait) -> std::result::Result<CpuLock, Refused> {
+    hold_until(cpus, wait, None)
+}
+
+fn hold_until(
+    cpus: &[usize],
+    wait: Wait,
+    stop: Option<&AtomicUsize>,
+) -> std::result::Result<CpuLock, Refused> {
+    let cpu = cpus.first().copied().unwrap_or_default();
     let mut cpus = cpus.to_vec();
     cpus.sort_unstable();
     cpus.dedup();
     let start = Instant::now();
     let mut lock = CpuLock {
+        cpu,
         cpus: Vec::with_capacity(cpus.len()),
         waited: Duration::ZERO,
     };
@@ -186,6 +200,12 @@ pub fn hold(cpus: &[usize], wait: Wait) -> std::result::Result<CpuLock, Refused>
                         }
                         None => "a process this one cannot see".into(),
                     };
+                    if stop.is_some_and(|s| s.load(Ordering::SeqCst) != 0) {
+                        if status.shown {
+                            status.done();
+                        }
+                        return Err(Refused::Stopped);
+                    }
                     if wait == Wait::No {
                         // `lock` drops what it took so far.
                         return Err(Refused::Busy(format!(

@@ -43,30 +43,41 @@ pub fn allowed_cpus() -> Result<Vec<usize>> {
     affinity().map(|(_, cpus)| cpus)
 }
 
-impl CpuPin {
-    pub fn new(cpu: Option<usize>) -> Result<Self> {
-        let me = Pid::from_raw(0);
-        let (saved, allowed) = affinity()?;
-        let cpu = match cpu {
-            Some(c) => {
-                check_cpu_online(c)?;
-                if !allowed.contains(&c) {
-                    return Err(Error::environment(format!(
-                        "CPU {c} is not in this thread's allowed CPUs ({}): pick one of those",
-                        list(&allowed)
-                    )));
-                }
-                c
+/// The CPU a run with `--cpu` `asked` measures on: `asked`, checked
+/// online and allowed, else 0 or the first allowed CPU.
+pub fn choose(asked: Option<usize>) -> Result<usize> {
+    choose_in(asked, &allowed_cpus()?)
+}
+
+fn choose_in(asked: Option<usize>, allowed: &[usize]) -> Result<usize> {
+    match asked {
+        Some(c) => {
+            check_cpu_online(c)?;
+            if !allowed.contains(&c) {
+                return Err(Error::environment(format!(
+                    "CPU {c} is not in this thread's allowed CPUs ({}): pick one of those",
+                    list(allowed)
+                )));
             }
-            None if allowed.contains(&0) => 0,
-            None => *allowed
-                .first()
-                .ok_or_else(|| Error::environment("this thread may run on no CPU"))?,
-        };
+            Ok(c)
+        }
+        None if allowed.contains(&0) => Ok(0),
+        None => allowed
+            .first()
+            .copied()
+            .ok_or_else(|| Error::environment("this thread may run on no CPU")),
+    }
+}
+
+impl CpuPin {
+    /// Pins the calling thread to [`choose`]'s CPU.
+    pub fn new(cpu: Option<usize>) -> Result<Self> {
+        let (saved, allowed) = affinity()?;
+        let cpu = choose_in(cpu, &allowed)?;
         let mut one = CpuSet::new();
         one.set(cpu)
             .map_err(|e| Error::environment(format!("CPU {cpu}: {e}")))?;
-        sched_setaffinity(me, &one)
+        sched_setaffinity(Pid::from_raw(0), &one)
             .map_err(|e| Error::environment(format!("pinning to CPU {cpu} failed: {e}")))?;
         Ok(Self {
             saved,
