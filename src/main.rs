@@ -1,34 +1,40 @@
 //! `bpf-overhead`: the benchmark matrix, its statistics and a regression
-//! gate, on top of the library the tests use. Thin on purpose: argument
-//! parsing (`cli.rs`), exit codes and wiring; the logic lives in the
-//! library's pipeline, document, render and gate modules.
+//! gate, on top of the library the tests use. This file parses the
+//! command line, dispatches to a subcommand of `src/command/` and owns
+//! the exit codes; the logic lives in the library.
 
-use std::io::{IsTerminal, Write as _};
-use std::path::Path;
+use std::io::Write as _;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, AtomicUsize};
 
-use signal_hook::consts::{SIGINT, SIGTERM};
+use bpf_overhead::Error;
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+/// The command: its arguments and each subcommand, a module apiece.
+mod command {
+    pub mod cli;
+    pub mod compare;
+    pub mod measure;
+    pub mod object_args;
+    pub mod report;
+    pub mod save;
+}
 
-use bpf_overhead::document::{self, Document, Status};
-use bpf_overhead::gate::{self, against, Threshold};
-use bpf_overhead::measure::kernel::host::{self, Host};
-use bpf_overhead::measure::{
-    allowed_cpus, cpu, cpu::cpulock::Wait, objects::object, Options, Privileged, Variant,
-};
-use bpf_overhead::pipeline::{self, Plan};
-use bpf_overhead::side_by_side::{self, Matrix};
-use bpf_overhead::{render, Error, Mechanism};
+use command::cli::{parse_args, Command};
 
-mod cli;
-mod compare;
-mod object_args;
-mod save;
-
-use cli::{parse_args, Cli, Command, Format, ReportArgs};
-use save::{save_target, SaveTarget};
+/// Every exit code of the command (see --help), but 0 and 128 + a signal.
+mod exit {
+    /// A mechanism failed, the run could not be made, or a regression.
+    pub const FAILED: u8 = 1;
+    /// Bad input.
+    pub const INPUT: u8 = 2;
+    /// The gate found no regression but could not decide every
+    /// comparison.
+    pub const INCONCLUSIVE: u8 = 3;
+    /// kselftest's "skipped" (tools/testing/selftests/kselftest.h).
+    pub const KSFT_SKIP: u8 = 4;
+    /// `--no-wait` and a CPU it needs is taken: sysexits' EX_TEMPFAIL
+    /// ("try again later").
+    pub const BUSY: u8 = 75;
+}
 
 /// One line on stderr, `bpf-overhead: <msg>`. A closed or full stderr
 /// does not stop the command (eprintln! would panic).
@@ -50,385 +56,6 @@ impl From<Error> for Failure {
     }
 }
 
-/// The library reports through `log`: warnings (tracefs mounted for the
-/// run, say) print as `bpf-overhead: ...`; RUST_LOG=debug adds libbpf's log.
-fn init_log() {
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn"))
-        .format(|buf, record| writeln!(buf, "bpf-overhead: {}", record.args()))
-        .init();
-}
-
-fn main() -> ExitCode {
-    let cli = match parse_args() {
-        Ok(cli) => cli,
-        Err(code) => return code,
-    };
-    init_log();
-    match run(&cli) {
-        Ok(code) => code,
-        Err(Failure::Input(msg)) => {
-            note(&format!("error: {msg}"));
-            ExitCode::from(2)
-        }
-        Err(Failure::Run(msg)) => {
-            note(&format!("error: {msg}"));
-            ExitCode::from(1)
-        }
-    }
-}
-
-fn run(cli: &Cli) -> Result<ExitCode, Failure> {
-    match &cli.command {
-        Some(Command::Report(args)) => return report(args),
-        Some(Command::Compare(args)) => return compare::compare(args),
-        None => {}
-    }
-    if cli.list_triggers {
-        return print(&object::list_triggers()).map(|()| ExitCode::SUCCESS);
-    }
-    let (selection, against) = object_args::open(cli)?;
-    // Bad input first, before anything needs root or takes time.
-    if let Some(cpu) = cli.cpu {
-        cpu::pin::choose(Some(cpu)).map_err(|e| Failure::Input(e.to_string()))?;
-    }
-    if cli.list {
-        return list(cli, &selection);
-    }
-    check_producers(cli)?;
-    let mut plan = plan(cli, &selection, against);
-    let baseline = load_baseline(cli, &plan)?;
-    let save = match &cli.save {
-        Some(path) => Some(save_target(
-            path,
-            cli.baseline.as_deref(),
-            cli.overwrite_baseline,
-        )?),
-        None => None,
-    };
-    check_duration(&plan)?;
-    let privileged = pipeline::check_privileges(&plan)?;
-    object_args::try_load(&plan)?;
-    plan.wait = if cli.no_wait { Wait::No } else { Wait::Yes };
-    plan.stop = Some(stop_on_signal());
-    let doc = match execute(&plan, &privileged) {
-        Err(Error::Busy(msg)) => {
-            note(&format!("error: {msg}"));
-            return Ok(ExitCode::from(EXIT_BUSY));
-        }
-        Err(Error::Stopped) => {
-            let signal = plan.stopped_by().unwrap_or(SIGINT);
-            note(&format!(
-                "interrupted by {} while waiting for the CPU: nothing measured",
-                pipeline::signal_name(signal)
-            ));
-            return Ok(ExitCode::from((128 + signal) as u8));
-        }
-        doc => doc?,
-    };
-    let interrupted = plan.stopped_by();
-
-    // The result file first: whatever happens to stdout, it is written.
-    let saved = match (&save, interrupted) {
-        (Some(SaveTarget::File(path)), None) => Some(doc.save(path).map(|()| path.clone())),
-        (Some(SaveTarget::Set(dir)), None) => Some(doc.save_into_set(dir)),
-        _ => None,
-    };
-    // An interrupted run is not judged: it has fewer rounds.
-    let gate = baseline
-        .as_ref()
-        .filter(|_| interrupted.is_none())
-        .map(|(path, old)| judge(cli, path, old, &doc))
-        .or_else(|| {
-            plan.against
-                .as_ref()
-                .filter(|_| interrupted.is_none())
-                .map(|variant| judge_against(cli, variant, &doc))
-        });
-    let printed = output(cli, &doc, gate.as_ref());
-
-    if let Some(signal) = interrupted {
-        let unsaved = if save.is_some() {
-            "; nothing saved"
-        } else {
-            ""
-        };
-        note(&format!(
-            "interrupted by {}: the result holds only the rounds every mechanism completed{unsaved}",
-            pipeline::signal_name(signal)
-        ));
-        return Ok(ExitCode::from((128 + signal) as u8));
-    }
-    match saved {
-        Some(Ok(path)) => note(&format!("result saved to {}", path.display())),
-        Some(Err(e)) => return Err(Failure::Run(e)),
-        None => {}
-    }
-    printed?;
-    Ok(exit_code(cli, &doc, gate.as_ref().map(|g| &g.findings)))
-}
-
-/// Each producer needs a CPU of its own, among those this process may use.
-fn check_producers(cli: &Cli) -> Result<(), Failure> {
-    // Counted from the affinity: nothing here needs the thread pinned.
-    let usable = allowed_cpus()
-        .map(|cpus| cpus.len())
-        .map_err(|e| Failure::Input(e.to_string()))?;
-    if cli.producers.get() > usable {
-        return Err(Failure::Input(format!(
-            "--producers {}: each producer needs a CPU of its own, and this process may use {usable}",
-            cli.producers
-        )));
-    }
-    Ok(())
-}
-
-/// The run the command line asks for.
-fn plan(cli: &Cli, selection: &[Mechanism], against: Option<Variant>) -> Plan {
-    let defaults = Plan::new(selection, host::emulated());
-    let defaults = match against {
-        Some(variant) => defaults.against(variant),
-        None => defaults,
-    };
-    Plan {
-        options: Options {
-            iterations: cli.iterations.unwrap_or(defaults.options.iterations),
-            cpu: cli.cpu,
-            bpf_stats: false,
-            batch: cli.batch,
-            prog_work: cli.prog_work,
-            producers: cli.producers,
-            longest_run: None,
-        },
-        // A count asked for is a count: no sizing to a run time.
-        run_time: defaults.run_time.filter(|_| cli.iterations.is_none()),
-        repeats: cli.repeat,
-        stats_run: !cli.no_prog_stats,
-        budget: cli.budget.unwrap_or(defaults.budget),
-        threshold: threshold(cli),
-        emulator: host::emulator(),
-        ..defaults
-    }
-}
-
-/// `--threshold`, or the defaults by trigger.
-fn threshold(cli: &Cli) -> Threshold {
-    match (cli.threshold, &cli.against) {
-        (Some(t), _) => t,
-        (None, Some(_)) => Threshold::Fixed(against::IN_RUN_THRESHOLD),
-        (None, None) => Threshold::ByTrigger,
-    }
-}
-
-/// `--baseline`'s runs, checked before the run: a result file, or a
-/// directory of them (a baseline set, as `--save DIR/` fills it), each
-/// readable, a result, and with a mechanism in common with the plan.
-fn load_baseline<'a>(
-    cli: &'a Cli,
-    plan: &Plan,
-) -> Result<Option<(&'a Path, Vec<Document>)>, Failure> {
-    let Some(path) = &cli.baseline else {
-        return Ok(None);
-    };
-    let names: Vec<&str> = plan
-        .mechanisms
-        .iter()
-        .filter(|m| !m.is_base())
-        .map(|m| m.name())
-        .collect();
-    let files = if path.is_dir() {
-        let files = document::set_files(path).map_err(Failure::Input)?;
-        if files.is_empty() {
-            return Err(Failure::Input(format!(
-                "baseline {}: no result files (*.json) in this directory; fill it with --save {}/",
-                path.display(),
-                path.display()
-            )));
-        }
-        files
-    } else {
-        vec![path.clone()]
-    };
-    let mut docs = Vec::new();
-    for file in files {
-        let doc = Document::load(&file).map_err(Failure::Input)?;
-        gate::check_overlap(&doc, &names)
-            .map_err(|e| Failure::Input(format!("baseline {}: {e}", file.display())))?;
-        let unit = if plan.exact() {
-            document::UNIT_INSTRUCTIONS
-        } else {
-            document::UNIT_NS
-        };
-        if doc.unit != unit {
-            return Err(Failure::Input(format!(
-                "baseline {}: it counts {} per event and this run would count {unit}: exact \
-                 counts and timed runs do not compare",
-                file.display(),
-                doc.unit
-            )));
-        }
-        docs.push(doc);
-    }
-    Ok(Some((path, docs)))
-}
-
-/// SIGINT or SIGTERM: stop after the run in progress, undo everything,
-/// print what was measured, exit 128 + the signal. A second one ends the
-/// process at once (leaving nothing either: BPF programs and links go with
-/// their fds, tracefs with its namespace). Returns [`Plan::stop`]'s flag.
-fn stop_on_signal() -> &'static AtomicUsize {
-    static STOP: AtomicUsize = AtomicUsize::new(0);
-    static ASKED: AtomicBool = AtomicBool::new(false);
-    for signal in [SIGINT, SIGTERM] {
-        // The shutdown first: it looks at ASKED before the second sets it.
-        let _ = signal_hook::flag::register_conditional_shutdown(signal, 128 + signal, &ASKED);
-        let _ = signal_hook::flag::register(signal, &ASKED);
-        let _ = signal_hook::flag::register_usize(signal, &STOP, signal as usize);
-    }
-    &STOP
-}
-
-/// Runs the plan, with a progress bar on a terminal.
-fn execute(plan: &Plan, privileged: &Privileged) -> Result<Document, Error> {
-    let bar = progress_bar();
-    let doc = pipeline::execute(plan, privileged, Host::current, |step| {
-        if bar.length() != Some(step.total) {
-            bar.set_length(step.total);
-        }
-        bar.set_message(step.what.clone());
-        bar.set_position(step.done);
-    });
-    bar.finish_and_clear();
-    doc
-}
-
-/// The gate's verdict on a run against its baseline, and its text.
-struct Gate {
-    findings: gate::Findings,
-    text: String,
-}
-
-/// Compares `doc` with the baseline `old`, read from `path`.
-fn judge(cli: &Cli, path: &Path, old: &[Document], doc: &Document) -> Gate {
-    let findings = gate::set::compare_set(old, doc, threshold(cli));
-    let newest = old.iter().max_by(|a, b| a.timestamp.cmp(&b.timestamp));
-    let label = match (old.len(), newest) {
-        (1, Some(one)) => format!(
-            "baseline {} ({}, kernel {})",
-            path.display(),
-            one.timestamp,
-            one.kernel_release
-        ),
-        (n, _) => format!("baseline set {} ({n} runs)", path.display()),
-    };
-    let text = render::gate_report(&findings, &label);
-    Gate { findings, text }
-}
-
-/// B against A inside `doc`, a run made with `--against variant`.
-fn judge_against(cli: &Cli, variant: &Variant, doc: &Document) -> Gate {
-    let t = match threshold(cli) {
-        // Counts do not drift: a change of 1% is one.
-        _ if cli.threshold.is_none() && doc.exact() => against::EXACT_THRESHOLD,
-        Threshold::Fixed(t) => t,
-        Threshold::ByTrigger => unreachable!("--against has one threshold on every trigger"),
-    };
-    let findings = against::compare(doc, t);
-    let text = render::against_report(doc, &findings, &variant.to_string())
-        + &object_args::unpaired(variant);
-    Gate { findings, text }
-}
-
-/// The result in the chosen format on stdout. Beside a machine-readable
-/// format, stdout carries nothing else: the gate's text and (selftest)
-/// the mechanisms that did not run go to stderr. Stderr is written even
-/// when stdout fails, whose error is returned.
-fn output(cli: &Cli, doc: &Document, gate: Option<&Gate>) -> Result<(), Failure> {
-    let mut out = String::new();
-    match cli.format {
-        Format::Table => {
-            out.push_str(&render::table(doc));
-            if let Some(gate) = gate {
-                out.push('\n');
-                out.push_str(&gate.text);
-            }
-        }
-        Format::Json => out.push_str(&doc.to_json()),
-        Format::Ktap => out.push_str(&render::ktap(doc, gate.map(|g| &g.findings))),
-        Format::Selftest => out.push_str(&render::selftest(doc)),
-    }
-    let printed = print(&out);
-    if cli.format != Format::Table {
-        if cli.format == Format::Selftest {
-            note_not_ok(doc);
-        }
-        if let Some(gate) = gate {
-            let _ = std::io::stderr().write_all(gate.text.as_bytes());
-        }
-    }
-    printed
-}
-
-/// One line on stderr for each mechanism skipped or failed, with why:
-/// the selftest's lines name only those that ran.
-fn note_not_ok(doc: &Document) {
-    for m in doc.mechanisms.iter().filter(|m| !m.is_ok()) {
-        let what = if m.status == Status::Skipped {
-            "skipped"
-        } else {
-            "FAILED"
-        };
-        note(&format!(
-            "{what} {}: {}",
-            m.name,
-            m.reason.as_deref().unwrap_or("no reason given")
-        ));
-    }
-}
-
-/// The exit code of a completed run (see --help), with the failed
-/// mechanisms named on stderr.
-fn exit_code(cli: &Cli, doc: &Document, findings: Option<&gate::Findings>) -> ExitCode {
-    let failed: Vec<&str> = doc
-        .mechanisms
-        .iter()
-        .filter(|m| m.status == Status::Failed)
-        .map(|m| m.name.as_str())
-        .collect();
-    if !failed.is_empty() {
-        note(&format!("failed: {}", failed.join(", ")));
-    }
-    let regressed = findings.is_some_and(|r| !r.passed());
-    let unsure = findings.is_some_and(|r| !r.conclusive_pass());
-    if !failed.is_empty() || regressed {
-        ExitCode::from(1)
-    } else if unsure {
-        ExitCode::from(INCONCLUSIVE)
-    } else if objects_unmeasured(cli, doc) {
-        note(
-            "--object: nothing of it was measured: every program was skipped (the result says why)",
-        );
-        ExitCode::from(KSFT_SKIP)
-    } else if cli.format == Format::Ktap && doc.all_skipped() {
-        // kselftest's runner shows exit 4 as a skipped test, not a pass.
-        ExitCode::from(KSFT_SKIP)
-    } else {
-        ExitCode::SUCCESS
-    }
-}
-
-/// With `--object`: whether none of the objects' programs was measured,
-/// every one skipped.
-fn objects_unmeasured(cli: &Cli, doc: &Document) -> bool {
-    let mut programs = doc
-        .mechanisms
-        .iter()
-        .filter(|m| Mechanism::by_name(&m.name).is_some_and(|m| m.object().is_some()))
-        .peekable();
-    !cli.objects.is_empty()
-        && programs.peek().is_some()
-        && programs.all(|m| m.status == Status::Skipped)
-}
-
 /// Writes the output to stdout. A reader that went away (`| head`, a
 /// closed pipe) ends it quietly, as it ends `cat`; any other failure
 /// (`>/dev/full`) is the run's, in one line.
@@ -446,116 +73,34 @@ fn print(text: &str) -> Result<(), Failure> {
     }
 }
 
-/// Refuses, before the run, a run that cannot finish within a day: the
-/// triggers alone, timed for a moment, give a lower bound of its length.
-fn check_duration(plan: &Plan) -> Result<(), Failure> {
-    const DAY: f64 = 86_400.0;
-    let secs = pipeline::estimate_secs(plan);
-    if secs <= DAY {
-        return Ok(());
-    }
-    let days = secs / DAY;
-    let days = if days < 1e4 {
-        format!("{days:.1} days")
-    } else {
-        format!("{days:.1e} days")
-    };
-    let fit = (plan.options.iterations.get() as f64 * DAY / secs)
-        .floor()
-        .max(1.0);
-    Err(Failure::Input(format!(
-        "--iterations {} with --repeat {}: this run would take at least {days}; \
-         at most about {fit:.0} iterations finish in a day",
-        plan.options.iterations, plan.repeats
-    )))
+/// The library reports through `log`: warnings (tracefs mounted for the
+/// run, say) print as `bpf-overhead: ...`; RUST_LOG=debug adds libbpf's log.
+fn init_log() {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn"))
+        .format(|buf, record| writeln!(buf, "bpf-overhead: {}", record.args()))
+        .init();
 }
 
-/// Exit status when the gate found no regression but could not decide
-/// every comparison (see --help).
-const INCONCLUSIVE: u8 = 3;
-
-/// Exit status of `--no-wait` when a CPU it needs is taken: sysexits'
-/// EX_TEMPFAIL ("try again later").
-const EXIT_BUSY: u8 = 75;
-
-/// kselftest's exit status for "skipped" (tools/testing/selftests/kselftest.h).
-const KSFT_SKIP: u8 = 4;
-
-/// A progress bar on stderr when it is a terminal; nothing otherwise.
-/// Drawn only between runs (no ticker thread to disturb the timed ones).
-fn progress_bar() -> ProgressBar {
-    let target = if std::io::stderr().is_terminal() {
-        ProgressDrawTarget::stderr()
-    } else {
-        ProgressDrawTarget::hidden()
+fn main() -> ExitCode {
+    let cli = match parse_args() {
+        Ok(cli) => cli,
+        Err(code) => return code,
     };
-    let bar = ProgressBar::with_draw_target(Some(0), target);
-    bar.set_style(
-        ProgressStyle::with_template("{bar:30} {pos}/{len} runs  {msg}").expect("a valid template"),
-    );
-    bar
-}
-
-/// `--list`: every mechanism (or the selection and its bases), its hook
-/// and needs, and whether this kernel runs it — found by a one-event run
-/// when privileged.
-fn list(cli: &Cli, selection: &[Mechanism]) -> Result<ExitCode, Failure> {
-    let mechanisms = pipeline::expand(selection);
-    print(&render::list(&pipeline::survey(&mechanisms, cli.cpu)))?;
-    Ok(ExitCode::SUCCESS)
-}
-
-/// `report FILE... [--svg OUT]`: the table on stdout, the chart into OUT.
-/// No files, an unreadable or foreign one, or results with nothing in
-/// common are bad input.
-fn report(args: &ReportArgs) -> Result<ExitCode, Failure> {
-    if args.files.is_empty() {
-        return Err(Failure::Input(
-            "report: no result files: bpf-overhead report FILE... [--svg OUT], each FILE \
-             written by --save or --format json"
-                .into(),
-        ));
-    }
-    let svg_out = match &args.svg {
-        Some(out) => match save_target(out, None, false)? {
-            SaveTarget::File(path) => Some(path),
-            SaveTarget::Set(_) => {
-                return Err(Failure::Input(format!(
-                    "cannot save to {}: it is a directory; name a file to write",
-                    out.display()
-                )))
-            }
-        },
-        None => None,
+    init_log();
+    let ran = match &cli.command {
+        Some(Command::Report(args)) => command::report::report(args),
+        Some(Command::Compare(args)) => command::compare::compare(args),
+        None => command::measure::measure(&cli),
     };
-    let docs = args
-        .files
-        .iter()
-        .map(|path| side_by_side::load(path).map(|doc| (path.display().to_string(), doc)))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| Failure::Input(format!("report: {e}")))?;
-    // An --against run is two columns, A and B, side by side.
-    let docs: Vec<(String, Document)> = docs
-        .into_iter()
-        .flat_map(|(label, doc)| match doc.side_b() {
-            Some(b) => vec![
-                (format!("{label} A"), doc.side_a()),
-                (
-                    format!("{label} B ({})", doc.against.as_deref().unwrap_or("")),
-                    b,
-                ),
-            ],
-            None => vec![(label, doc)],
-        })
-        .collect();
-    let matrix = Matrix::new(&docs).map_err(|e| Failure::Input(format!("report: {e}")))?;
-    print(&render::report::table(&matrix))?;
-    if let Some(out) = &svg_out {
-        let svg = render::report::svg(&matrix)
-            .map_err(|e| Failure::Run(format!("report: cannot draw the chart: {e}")))?;
-        std::fs::write(out, svg)
-            .map_err(|e| Failure::Run(format!("report: cannot write {}: {e}", out.display())))?;
-        note(&format!("chart written to {}", out.display()));
+    match ran {
+        Ok(code) => code,
+        Err(Failure::Input(msg)) => {
+            note(&format!("error: {msg}"));
+            ExitCode::from(exit::INPUT)
+        }
+        Err(Failure::Run(msg)) => {
+            note(&format!("error: {msg}"));
+            ExitCode::from(exit::FAILED)
+        }
     }
-    Ok(ExitCode::SUCCESS)
 }

@@ -7,8 +7,8 @@
 
 mod findings;
 mod heading;
+pub mod matrix;
 pub mod pairs;
-pub mod report;
 
 use findings::conclusion;
 pub use findings::{gate_report, warning};

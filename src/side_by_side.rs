@@ -313,14 +313,6 @@ fn labels(docs: &[(String, Document)]) -> Vec<String> {
         .collect()
 }
 
-/// Reads a result file for the report; the message names the file.
-pub fn load(path: &Path) -> Result<Document, String> {
-    // Not fs::read_to_string: a FIFO would hang it, /dev/zero never end.
-    let text = crate::document::read_result_file(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    Document::from_json(&text).map_err(|e| format!("{}: {e}", path.display()))
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;

@@ -143,3 +143,17 @@ fn the_readme_quick_start_is_what_ci_runs() {
         "no file in xtask/src runs cargo with {in_xtask}, the README's test command"
     );
 }
+
+/// One line per folder or file: no cell of layout.md's table runs past
+/// 300 characters.
+#[test]
+fn layout_cells_are_short() {
+    let layout = read("docs/layout.md");
+    let long: Vec<&str> = layout
+        .lines()
+        .filter(|l| l.starts_with('|'))
+        .flat_map(|row| row.split('|'))
+        .filter(|cell| cell.trim().chars().count() > 300)
+        .collect();
+    assert!(long.is_empty(), "cells over 300 characters: {long:?}");
+}

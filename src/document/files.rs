@@ -1,4 +1,4 @@
-//! Result files: reading one back (`--baseline`, `report`) and writing one
+//! Result files: reading one back (`--baseline`, `report`, `compare`) and writing one
 //! (`--save`).
 
 use std::fs;
@@ -8,24 +8,69 @@ use std::path::{Path, PathBuf};
 
 use super::schema::Document;
 
+/// What a reader needs of a result file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Need {
+    /// Any result of this schema (`report` shows what there is).
+    Any,
+    /// A complete run whose figures make sense, to judge by.
+    Complete,
+}
+
+/// Why a result file was refused; each reader words it, and this is the
+/// plain wording.
+#[derive(Debug)]
+pub enum ReadError {
+    /// Not a file that can be read as a result.
+    Unreadable(String),
+    /// Not a result of this schema, or its figures make no sense.
+    Invalid(String),
+    /// An interrupted run, by this signal.
+    Interrupted(String),
+}
+
+impl ReadError {
+    /// One line naming `path`.
+    pub fn about(&self, path: &Path) -> String {
+        let p = path.display();
+        match self {
+            ReadError::Unreadable(e) => format!("cannot read {p}: {e}"),
+            ReadError::Invalid(e) => format!("{p}: {e}"),
+            ReadError::Interrupted(_) => format!("{p}: an interrupted run; rerun it"),
+        }
+    }
+}
+
 impl Document {
-    /// Reads a saved result (a `--baseline` file): a regular file of at
-    /// most [`MAX_FILE_BYTES`], a document of this schema version whose
-    /// figures make sense ([`Document::validate`]), of a complete run.
-    pub fn load(path: &Path) -> Result<Self, String> {
-        let text = read_result_file(path)
-            .map_err(|e| format!("cannot read baseline {}: {e}", path.display()))?;
-        let doc = Self::from_json(&text)
-            .and_then(|doc| doc.validate().map(|()| doc))
-            .map_err(|e| format!("baseline {}: {e}", path.display()))?;
-        if let Some(signal) = &doc.interrupted {
-            return Err(format!(
-                "baseline {}: the run was interrupted ({signal}) and is incomplete: \
-                 save a complete run as the baseline",
-                path.display()
-            ));
+    /// Reads a result file, the one way every reader does (`--baseline`,
+    /// `report`, `compare`): a regular file of at most [`MAX_FILE_BYTES`]
+    /// and a document of this schema version; with [`Need::Complete`],
+    /// also figures that make sense ([`Document::validate`]) from a run
+    /// that was not interrupted.
+    pub fn read(path: &Path, need: Need) -> Result<Self, ReadError> {
+        let text = read_result_file(path).map_err(ReadError::Unreadable)?;
+        let doc = Self::from_json(&text).map_err(ReadError::Invalid)?;
+        if need == Need::Complete {
+            doc.validate().map_err(ReadError::Invalid)?;
+            if let Some(signal) = &doc.interrupted {
+                return Err(ReadError::Interrupted(signal.clone()));
+            }
         }
         Ok(doc)
+    }
+
+    /// Reads a saved result as a `--baseline`: complete, and the message
+    /// names it a baseline.
+    pub fn load(path: &Path) -> Result<Self, String> {
+        let p = path.display();
+        Self::read(path, Need::Complete).map_err(|e| match e {
+            ReadError::Unreadable(e) => format!("cannot read baseline {p}: {e}"),
+            ReadError::Invalid(e) => format!("baseline {p}: {e}"),
+            ReadError::Interrupted(signal) => format!(
+                "baseline {p}: the run was interrupted ({signal}) and is incomplete: save a \
+                 complete run as the baseline"
+            ),
+        })
     }
 
     /// Writes the result for later use (`--save`), atomically: into a new
@@ -191,4 +236,32 @@ fn umask() -> u32 {
             u32::from_str_radix(v.trim(), 8).ok()
         })
         .unwrap_or(0o022)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::document::fixtures::document;
+
+    /// Every reader reads here: `report` takes what there is, the gate and
+    /// `compare` only a complete run.
+    #[test]
+    fn an_interrupted_run_is_read_only_where_nothing_is_judged() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.json");
+        let mut doc = document();
+        doc.interrupted = Some("SIGINT".into());
+        doc.save(&path).unwrap();
+        assert!(Document::read(&path, Need::Any).is_ok());
+        let err = Document::read(&path, Need::Complete).unwrap_err();
+        assert!(matches!(err, ReadError::Interrupted(ref s) if s == "SIGINT"), "{err:?}");
+        assert_eq!(
+            err.about(&path),
+            format!("{}: an interrupted run; rerun it", path.display())
+        );
+        let gone = dir.path().join("gone.json");
+        let err = Document::read(&gone, Need::Any).unwrap_err();
+        assert!(err.about(&gone).starts_with("cannot read "), "{err:?}");
+        assert!(Document::load(&gone).unwrap_err().starts_with("cannot read baseline "));
+    }
 }

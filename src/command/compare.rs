@@ -4,28 +4,20 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use bpf_overhead::document::Document;
+use bpf_overhead::document::{Document, Need};
 use bpf_overhead::gate::{duet, Findings, Threshold};
 use bpf_overhead::{render, side_by_side};
 
-use crate::cli::{CompareArgs, CompareFormat};
-use crate::{print, Failure, INCONCLUSIVE};
+use super::cli::{CompareArgs, CompareFormat};
+use crate::{exit, print, Failure};
 
 pub fn compare(args: &CompareArgs) -> Result<ExitCode, Failure> {
     let load = |files: &[PathBuf]| -> Result<Vec<Document>, Failure> {
         files
             .iter()
             .map(|f| {
-                let doc = side_by_side::load(f)
-                    .and_then(|d| d.validate().map(|()| d))
-                    .map_err(|e| Failure::Input(format!("compare: {e}")))?;
-                if doc.interrupted.is_some() {
-                    return Err(Failure::Input(format!(
-                        "compare: {}: an interrupted run; rerun it",
-                        f.display()
-                    )));
-                }
-                Ok(doc)
+                Document::read(f, Need::Complete)
+                    .map_err(|e| Failure::Input(format!("compare: {}", e.about(f))))
             })
             .collect()
     };
@@ -69,12 +61,12 @@ fn kernels(docs: &[Document]) -> String {
     releases.join(", ")
 }
 
-/// 0 passed and decided, 1 a regression, [`INCONCLUSIVE`] otherwise.
+/// 0 passed and decided, 1 a regression, [`exit::INCONCLUSIVE`] otherwise.
 fn exit_code(findings: &Findings) -> u8 {
     if !findings.passed() {
-        1
+        exit::FAILED
     } else if !findings.conclusive_pass() {
-        INCONCLUSIVE
+        exit::INCONCLUSIVE
     } else {
         0
     }

@@ -7,7 +7,7 @@ use bpf_overhead::measure::Variant;
 use bpf_overhead::pipeline::Plan;
 use bpf_overhead::Mechanism;
 
-use crate::cli::Cli;
+use super::cli::Cli;
 use crate::Failure;
 
 /// Opens the objects and adds their programs to the catalogue; pairs
