@@ -3,6 +3,7 @@
 //! they are tested on fixed values, never on timings.
 
 use serde::{Deserialize, Serialize};
+use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
 
 /// What is reported for a series of values (rates, ratios, overheads).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -143,101 +144,19 @@ fn mann_whitney_normal(x: &[f64], y: &[f64]) -> f64 {
     upper_tail(z)
 }
 
-/// P(Z > z) for a standard normal Z (W. J. Cody's erfc via
-/// Abramowitz & Stegun 7.1.26: absolute error under 1.5e-7).
+/// P(Z > z) for a standard normal Z.
 pub fn upper_tail(z: f64) -> f64 {
-    let x = z.abs() / std::f64::consts::SQRT_2;
-    let t = 1.0 / (1.0 + 0.327_591_1 * x);
-    let poly = t
-        * (0.254_829_592
-            + t * (-0.284_496_736
-                + t * (1.421_413_741 + t * (-1.453_152_027 + t * 1.061_405_429))));
-    let erfc = poly * (-x * x).exp();
-    if z >= 0.0 {
-        erfc / 2.0
-    } else {
-        1.0 - erfc / 2.0
-    }
+    Normal::standard().sf(z)
 }
 
-/// P(T > t) for Student's t with `df` degrees of freedom (df ≥ 1): half
-/// the regularized incomplete beta I_x(df/2, 1/2) at x = df/(df + t²),
-/// by its continued fraction (Numerical Recipes' betacf, Lentz's method).
+/// P(T > t) for Student's t with `df` degrees of freedom (df ≥ 1); NaN
+/// for a `df` that is not positive.
 pub fn student_upper_tail(t: f64, df: f64) -> f64 {
+    // statrs panics on a NaN t: it gets 1, as an infinite one gets its limit.
     if !t.is_finite() {
         return if t > 0.0 { 0.0 } else { 1.0 };
     }
-    let half = 0.5 * incomplete_beta(df / (df + t * t), df / 2.0, 0.5);
-    if t >= 0.0 {
-        half
-    } else {
-        1.0 - half
-    }
-}
-
-fn incomplete_beta(x: f64, a: f64, b: f64) -> f64 {
-    if x <= 0.0 {
-        return 0.0;
-    }
-    if x >= 1.0 {
-        return 1.0;
-    }
-    let front =
-        (ln_gamma(a + b) - ln_gamma(a) - ln_gamma(b) + a * x.ln() + b * (1.0 - x).ln()).exp();
-    if x < (a + 1.0) / (a + b + 2.0) {
-        front * beta_fraction(x, a, b) / a
-    } else {
-        1.0 - front * beta_fraction(1.0 - x, b, a) / b
-    }
-}
-
-fn beta_fraction(x: f64, a: f64, b: f64) -> f64 {
-    const TINY: f64 = 1e-300;
-    let (qab, qap, qam) = (a + b, a + 1.0, a - 1.0);
-    let mut c = 1.0;
-    let mut d = 1.0 - qab * x / qap;
-    d = 1.0 / if d.abs() < TINY { TINY } else { d };
-    let mut h = d;
-    for m in 1..300 {
-        let m = m as f64;
-        let m2 = 2.0 * m;
-        for aa in [
-            m * (b - m) * x / ((qam + m2) * (a + m2)),
-            -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2)),
-        ] {
-            d = 1.0 + aa * d;
-            d = 1.0 / if d.abs() < TINY { TINY } else { d };
-            c = 1.0 + aa / c;
-            c = if c.abs() < TINY { TINY } else { c };
-            h *= d * c;
-        }
-        if (d * c - 1.0).abs() < 1e-12 {
-            break;
-        }
-    }
-    h
-}
-
-/// ln Γ(x) for x > 0 (Lanczos, g = 7: about 15 digits).
-fn ln_gamma(x: f64) -> f64 {
-    const G: [f64; 9] = [
-        0.999_999_999_999_809_9,
-        676.520_368_121_885_1,
-        -1_259.139_216_722_402_8,
-        771.323_428_777_653_1,
-        -176.615_029_162_140_6,
-        12.507_343_278_686_905,
-        -0.138_571_095_265_720_12,
-        9.984_369_578_019_572e-6,
-        1.505_632_735_149_311_6e-7,
-    ];
-    let x = x - 1.0;
-    let mut sum = G[0];
-    for (i, g) in G.iter().enumerate().skip(1) {
-        sum += g / (x + i as f64);
-    }
-    let t = x + 7.5;
-    0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + sum.ln()
+    StudentsT::new(0.0, 1.0, df).map_or(f64::NAN, |dist| dist.sf(t))
 }
 
 /// A spread that one odd value cannot inflate: 1.4826 times the median
