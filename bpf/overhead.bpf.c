@@ -426,69 +426,69 @@ int prog_count_kfunc(void *ctx)
 }
 
 SEC("?kprobe/bpf_get_numa_node_id")
-int prog_batch_kprobe(void *ctx)
+int prog_loop_kprobe(void *ctx)
 {
 	count_loop_hit();
 	return 0;
 }
 
 SEC("?kretprobe/bpf_get_numa_node_id")
-int prog_batch_kretprobe(void *ctx)
+int prog_loop_kretprobe(void *ctx)
 {
 	count_loop_hit();
 	return 0;
 }
 
 SEC("?kprobe.multi/bpf_get_numa_node_id")
-int prog_batch_kprobe_multi(void *ctx)
+int prog_loop_kprobe_multi(void *ctx)
 {
 	count_loop_hit();
 	return 0;
 }
 
 SEC("?kretprobe.multi/bpf_get_numa_node_id")
-int prog_batch_kretprobe_multi(void *ctx)
+int prog_loop_kretprobe_multi(void *ctx)
 {
 	count_loop_hit();
 	return 0;
 }
 
 SEC("?kprobe.session/bpf_get_numa_node_id")
-int prog_batch_kprobe_session(void *ctx)
+int prog_loop_kprobe_session(void *ctx)
 {
 	return session_hit(ctx, driver_slot());
 }
 
 SEC("?fentry/bpf_get_numa_node_id")
-int prog_batch_fentry(void *ctx)
+int prog_loop_fentry(void *ctx)
 {
 	count_loop_hit();
 	return 0;
 }
 
 SEC("?fexit/bpf_get_numa_node_id")
-int prog_batch_fexit(void *ctx)
+int prog_loop_fexit(void *ctx)
 {
 	count_loop_hit();
 	return 0;
 }
 
 SEC("?raw_tp/bpf_trigger_tp")
-int prog_batch_raw_tp(void *ctx)
+int prog_loop_raw_tp(void *ctx)
 {
 	count_loop_hit();
 	return 0;
 }
 
 SEC("?tp/bpf_test_run/bpf_trigger_tp")
-int prog_batch_tp(void *ctx)
+int prog_loop_tp(void *ctx)
 {
 	count_loop_hit();
 	return 0;
 }
 
 SEC("?tp_btf/bpf_trigger_tp")
-int prog_batch_tp_btf(void *ctx)
+int prog_loop_tp_btf(void *ctx)
 {
 	count_loop_hit();
 	return 0;
@@ -496,7 +496,7 @@ int prog_batch_tp_btf(void *ctx)
 
 /* bpf_modify_return_test_tp is on the error-injection list: modifiable. */
 SEC("?fmod_ret/bpf_modify_return_test_tp")
-int prog_batch_fmod_ret(void *ctx)
+int prog_loop_fmod_ret(void *ctx)
 {
 	count_loop_hit();
 	return 0;

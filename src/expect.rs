@@ -25,9 +25,9 @@ pub struct Expectations {
     pub source: Option<PathBuf>,
 }
 
-/// What a test makes of a mechanism's outcome.
+/// What a test makes of a mechanism's result.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Verdict {
+pub enum Conclusion {
     Pass,
     Skip(String),
     Fail(String),
@@ -62,22 +62,22 @@ impl Expectations {
     }
 
     /// The verdict on one mechanism's status and reason.
-    pub fn judge(&self, name: &str, status: Status, reason: Option<&str>) -> Verdict {
+    pub fn judge(&self, name: &str, status: Status, reason: Option<&str>) -> Conclusion {
         let reason = reason.unwrap_or("no reason given");
         let declared = self.absent.get(name);
         match (status, declared) {
-            (Status::Failed, _) => Verdict::Fail(reason.to_string()),
-            (Status::Ok, Some(why)) if self.strict => Verdict::Fail(format!(
+            (Status::Failed, _) => Conclusion::Fail(reason.to_string()),
+            (Status::Ok, Some(why)) if self.strict => Conclusion::Fail(format!(
                 "{name}: ran, but {} declares it absent on this kernel ({why}): remove it from the list",
                 self.source()
             )),
-            (Status::Ok, _) => Verdict::Pass,
-            (Status::Skipped, _) if !self.strict => Verdict::Skip(reason.to_string()),
-            (Status::Skipped, Some(_)) => Verdict::Skip(format!(
+            (Status::Ok, _) => Conclusion::Pass,
+            (Status::Skipped, _) if !self.strict => Conclusion::Skip(reason.to_string()),
+            (Status::Skipped, Some(_)) => Conclusion::Skip(format!(
                 "{reason} (declared absent in {})",
                 self.source()
             )),
-            (Status::Skipped, None) => Verdict::Fail(format!(
+            (Status::Skipped, None) => Conclusion::Fail(format!(
                 "{name}: {reason} (a skip, failed because {STRICT_ENV}=1{})",
                 match &self.source {
                     Some(p) => format!(" and {} does not declare it absent", p.display()),
@@ -111,12 +111,12 @@ pub fn parse(text: &str) -> Result<BTreeMap<String, String>, String> {
     Ok(absent)
 }
 
-impl fmt::Display for Verdict {
+impl fmt::Display for Conclusion {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Verdict::Pass => f.write_str("pass"),
-            Verdict::Skip(why) => write!(f, "skip: {why}"),
-            Verdict::Fail(why) => write!(f, "fail: {why}"),
+            Conclusion::Pass => f.write_str("pass"),
+            Conclusion::Skip(why) => write!(f, "skip: {why}"),
+            Conclusion::Fail(why) => write!(f, "fail: {why}"),
         }
     }
 }
@@ -157,9 +157,9 @@ mod tests {
         let skip = e.judge("raw_tp-loop", Status::Skipped, Some("no kfunc"));
         assert_eq!(
             skip,
-            Verdict::Skip("no kfunc (declared absent in ci/absent/6.1)".into())
+            Conclusion::Skip("no kfunc (declared absent in ci/absent/6.1)".into())
         );
-        let Verdict::Fail(why) = e.judge("fentry", Status::Skipped, Some("EPERM")) else {
+        let Conclusion::Fail(why) = e.judge("fentry", Status::Skipped, Some("EPERM")) else {
             panic!("an undeclared skip passed strict mode");
         };
         assert!(
@@ -174,7 +174,7 @@ mod tests {
 
     #[test]
     fn a_declared_absence_that_runs_fails_strict_mode() {
-        let Verdict::Fail(why) = list().judge("tp-loop", Status::Ok, None) else {
+        let Conclusion::Fail(why) = list().judge("tp-loop", Status::Ok, None) else {
             panic!("a stale declaration went unnoticed");
         };
         assert!(why.contains("remove it from the list"), "{why}");
@@ -182,7 +182,7 @@ mod tests {
             strict: false,
             ..list()
         };
-        assert_eq!(lenient.judge("tp-loop", Status::Ok, None), Verdict::Pass);
+        assert_eq!(lenient.judge("tp-loop", Status::Ok, None), Conclusion::Pass);
     }
 
     #[test]
@@ -190,11 +190,11 @@ mod tests {
         let e = Expectations::default();
         assert_eq!(
             e.judge("fentry", Status::Skipped, Some("EPERM")),
-            Verdict::Skip("EPERM".into())
+            Conclusion::Skip("EPERM".into())
         );
         assert_eq!(
             e.judge("tp", Status::Failed, Some("tp: attach failed")),
-            Verdict::Fail("tp: attach failed".into())
+            Conclusion::Fail("tp: attach failed".into())
         );
     }
 }

@@ -79,10 +79,14 @@ mod fixtures {
         name.parse().unwrap()
     }
 
-    pub(super) fn runs(outcomes: &[MechanismRuns]) -> Runs {
+    pub(super) fn runs(per_mechanism: &[MechanismRuns]) -> Runs {
         Runs {
-            outcomes: outcomes.to_vec(),
-            rounds: outcomes.iter().map(|o| o.samples.len()).max().unwrap_or(0),
+            per_mechanism: per_mechanism.to_vec(),
+            rounds: per_mechanism
+                .iter()
+                .map(|o| o.samples.len())
+                .max()
+                .unwrap_or(0),
             retaken_runs: 0,
             context: None,
             cpu_wait_s: 0.0,
@@ -92,7 +96,7 @@ mod fixtures {
     fn sample(mech: Mechanism, ns_per_event: u64, hits: Option<u64>) -> Sample {
         Sample {
             mechanism: mech,
-            iterations: 1000,
+            events: 1000,
             elapsed: Duration::from_nanos(ns_per_event * 1000),
             hits,
             prog_run: None,
@@ -106,7 +110,7 @@ mod fixtures {
 
     /// A base's runs, or a mechanism's with the same base time before
     /// and after each: `base_ns` (or 1000 ns when not given).
-    pub(super) fn outcome(mech: Mechanism, ns: &[u64]) -> MechanismRuns {
+    pub(super) fn m_runs(mech: Mechanism, ns: &[u64]) -> MechanismRuns {
         paired(mech, ns, &vec![1000; ns.len()])
     }
 

@@ -147,9 +147,11 @@ fn a_run_with_bpf_stats_leaves_nothing_behind() {
     };
     assert!(plan.stats_run);
     let privileged = Privileged::check(&plan.mechanisms).unwrap();
-    let outcomes = pipeline::run(&plan, &privileged, |_| {}).unwrap().outcomes;
+    let per_mechanism = pipeline::run(&plan, &privileged, |_| {})
+        .unwrap()
+        .per_mechanism;
     let mut ran = Vec::new();
-    for o in &outcomes {
+    for o in &per_mechanism {
         match o.status {
             Status::Ok => ran.push(o.mechanism.name()),
             Status::Skipped => println!("({} not supported: {:?})", o.mechanism, o.reason),

@@ -41,11 +41,11 @@ fn kprobes_fentries_and_lsm_programs_on_what_a_syscall_reaches_are_measured_wher
             serde_json::from_value(m["status"].clone()).unwrap();
         let reason = m["reason"].as_str();
         match expect.judge(peer, status, reason) {
-            bpf_overhead::expect::Verdict::Pass => hits_are_events(m),
-            bpf_overhead::expect::Verdict::Skip(why) => {
+            bpf_overhead::expect::Conclusion::Pass => hits_are_events(m),
+            bpf_overhead::expect::Conclusion::Skip(why) => {
                 eprintln!("SKIP: kernel_hooks/{program}: {why}")
             }
-            bpf_overhead::expect::Verdict::Fail(why) => panic!("kernel_hooks/{program}: {why}"),
+            bpf_overhead::expect::Conclusion::Fail(why) => panic!("kernel_hooks/{program}: {why}"),
         }
     }
     assert!(ours_loaded().is_empty(), "{:?}", ours_loaded());

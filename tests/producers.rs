@@ -5,7 +5,7 @@ use std::num::NonZeroUsize;
 use std::time::Duration;
 
 use bpf_overhead::document::Status;
-use bpf_overhead::expect::{Expectations, Verdict};
+use bpf_overhead::expect::{Conclusion, Expectations};
 use bpf_overhead::measure::kernel::host::{emulated, Host};
 use bpf_overhead::measure::{allowed_cpus, Options, Privileged};
 use bpf_overhead::pipeline::{self, Plan};
@@ -43,12 +43,12 @@ fn exact_per_producer(name: &str) {
     let result = doc.mechanism(name).unwrap();
     let expect = Expectations::from_env().unwrap();
     match expect.judge(name, result.status, result.reason.as_deref()) {
-        Verdict::Pass => assert_eq!(result.status, Status::Ok),
-        Verdict::Skip(why) => {
+        Conclusion::Pass => assert_eq!(result.status, Status::Ok),
+        Conclusion::Skip(why) => {
             println!("SKIP {name}: {why}");
             return;
         }
-        Verdict::Fail(why) => panic!("{why}"),
+        Conclusion::Fail(why) => panic!("{why}"),
     }
     let producers = result.producers.as_ref().expect("per-producer figures");
     assert_eq!(producers.len(), 2);

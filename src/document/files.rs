@@ -254,7 +254,10 @@ mod tests {
         doc.save(&path).unwrap();
         assert!(Document::read(&path, Need::Any).is_ok());
         let err = Document::read(&path, Need::Complete).unwrap_err();
-        assert!(matches!(err, ReadError::Interrupted(ref s) if s == "SIGINT"), "{err:?}");
+        assert!(
+            matches!(err, ReadError::Interrupted(ref s) if s == "SIGINT"),
+            "{err:?}"
+        );
         assert_eq!(
             err.about(&path),
             format!("{}: an interrupted run; rerun it", path.display())
@@ -262,6 +265,8 @@ mod tests {
         let gone = dir.path().join("gone.json");
         let err = Document::read(&gone, Need::Any).unwrap_err();
         assert!(err.about(&gone).starts_with("cannot read "), "{err:?}");
-        assert!(Document::load(&gone).unwrap_err().starts_with("cannot read baseline "));
+        assert!(Document::load(&gone)
+            .unwrap_err()
+            .starts_with("cannot read baseline "));
     }
 }

@@ -1,4 +1,4 @@
-//! Document assembly: a run's outcomes as the result document. Overhead
+//! Document assembly: each mechanism's runs as the result document. Overhead
 //! and ratio to base are computed here and nowhere else.
 
 use super::plan::Plan;
@@ -11,18 +11,21 @@ use crate::measure::kernel::host::Host;
 use crate::measure::Sample;
 use crate::stats::Summary;
 
-/// Turns outcomes into the result document. Pure: the statistics of fixed
+/// Turns each mechanism's runs into the result document. Pure: the statistics of fixed
 /// samples are unit-tested.
 pub fn document(plan: &Plan, runs: &Runs, host: Host) -> Document {
-    let outcomes = &runs.outcomes;
-    let cpu = outcomes
+    let per_mechanism = &runs.per_mechanism;
+    let cpu = per_mechanism
         .iter()
         .flat_map(|o| o.samples.first())
         .map(|s| s.cpu)
         .next()
         .or(plan.options.cpu)
         .unwrap_or(0);
-    let mechanisms = outcomes.iter().map(|o| mechanism_result(plan, o)).collect();
+    let mechanisms = per_mechanism
+        .iter()
+        .map(|o| mechanism_result(plan, o))
+        .collect();
     Document {
         schema: SCHEMA.into(),
         schema_version: SCHEMA_VERSION,
@@ -135,7 +138,7 @@ fn mechanism_result(plan: &Plan, o: &MechanismRuns) -> MechanismResult {
         events_per_run: o
             .samples
             .first()
-            .map_or_else(|| m.events(plan.options.iterations.get()), |s| s.iterations),
+            .map_or_else(|| m.events(plan.options.iterations.get()), |s| s.events),
         status,
         reason,
         k_events_per_sec: ok.then(|| Summary::of(&rates)).flatten(),
@@ -227,13 +230,13 @@ mod tests {
 
     use super::*;
     use crate::measure::{Error, Options};
-    use crate::pipeline::fixtures::{host, m, outcome, paired, runs};
+    use crate::pipeline::fixtures::{host, m, m_runs, paired, runs};
 
     #[test]
     fn figures_are_paired_per_repeat() {
         // Base 1000, 500, 1000 ns/event; raw_tp 100 ns more in each pass.
-        let outcomes = [
-            outcome(m("base"), &[1000, 500, 1000]),
+        let per_mechanism = [
+            m_runs(m("base"), &[1000, 500, 1000]),
             paired(m("raw_tp"), &[1100, 600, 1100], &[1000, 500, 1000]),
         ];
         let plan = Plan {
@@ -244,7 +247,7 @@ mod tests {
             repeats: NonZeroUsize::new(3).unwrap(),
             ..Plan::new(&[m("raw_tp")], None)
         };
-        let doc = document(&plan, &runs(&outcomes), host());
+        let doc = document(&plan, &runs(&per_mechanism), host());
         assert_eq!(doc.cpu, 1);
         let base = doc.mechanism("base").unwrap();
         let rate = base.k_events_per_sec.as_ref().unwrap();
@@ -274,10 +277,10 @@ mod tests {
     fn skipped_and_failed_have_reasons_and_no_figures() {
         let mut kprobe = MechanismRuns::new(m("kprobe"));
         kprobe.fail(Error::unsupported("no kprobes"));
-        let mut tp = outcome(m("tp"), &[1100]);
+        let mut tp = m_runs(m("tp"), &[1100]);
         tp.fail(Error::failed("tp: attach failed"));
-        let outcomes = [outcome(m("base"), &[1000]), kprobe, tp];
-        let doc = document(&Plan::new(&[], None), &runs(&outcomes), host());
+        let per_mechanism = [m_runs(m("base"), &[1000]), kprobe, tp];
+        let doc = document(&Plan::new(&[], None), &runs(&per_mechanism), host());
         let kprobe = doc.mechanism("kprobe").unwrap();
         assert_eq!(kprobe.status, Status::Skipped);
         assert_eq!(kprobe.reason.as_deref(), Some("no kprobes"));
@@ -294,11 +297,14 @@ mod tests {
             stop: Some(&STOP),
             ..Plan::new(&[m("raw_tp")], None)
         };
-        let outcomes = [outcome(m("base"), &[1000]), outcome(m("raw_tp"), &[1100])];
-        assert_eq!(document(&plan, &runs(&outcomes), host()).interrupted, None);
+        let per_mechanism = [m_runs(m("base"), &[1000]), m_runs(m("raw_tp"), &[1100])];
+        assert_eq!(
+            document(&plan, &runs(&per_mechanism), host()).interrupted,
+            None
+        );
         STOP.store(libc::SIGINT as usize, Ordering::SeqCst);
         assert_eq!(plan.stopped_by(), Some(libc::SIGINT));
-        let doc = document(&plan, &runs(&outcomes), host());
+        let doc = document(&plan, &runs(&per_mechanism), host());
         assert_eq!(doc.interrupted.as_deref(), Some("SIGINT"));
     }
 
@@ -308,13 +314,13 @@ mod tests {
         // the count is the clean round less the clean base run.
         let mut raw_tp = paired(m("raw_tp"), &[1130, 1121, 1127], &[1000, 1000, 1004]);
         raw_tp.after = paired(m("raw_tp"), &[1], &[1009, 1000, 1000]).before;
-        let outcomes = [outcome(m("base"), &[1000, 1004, 1000]), raw_tp];
+        let per_mechanism = [m_runs(m("base"), &[1000, 1004, 1000]), raw_tp];
         let plan = Plan::new(
             &[m("raw_tp")],
             Some(crate::measure::kernel::host::EXACT.into()),
         );
         assert!(plan.exact() && plan.warmup);
-        let doc = document(&plan, &runs(&outcomes), host());
+        let doc = document(&plan, &runs(&per_mechanism), host());
         assert_eq!((doc.unit.as_str(), doc.exact()), ("instructions", true));
         let raw_tp = doc.mechanism("raw_tp").unwrap();
         assert_eq!(raw_tp.overhead_ns.as_ref().unwrap().samples, [121.0]);
@@ -323,7 +329,7 @@ mod tests {
         // Timed, the same runs give the rounds' paired overheads.
         let timed = document(
             &Plan::new(&[m("raw_tp")], Some("tcg".into())),
-            &runs(&outcomes),
+            &runs(&per_mechanism),
             host(),
         );
         assert_eq!(timed.unit, "ns");

@@ -48,7 +48,7 @@ pub struct Step {
 /// What a [`run`] came to.
 #[derive(Clone, Debug, Default)]
 pub struct Runs {
-    pub outcomes: Vec<MechanismRuns>,
+    pub per_mechanism: Vec<MechanismRuns>,
     /// Timed rounds run (the most any mechanism had).
     pub rounds: usize,
     /// Timed runs measured again because the measuring thread lost the CPU
@@ -171,26 +171,26 @@ impl MechanismRuns {
 }
 
 impl Plan {
-    /// The options of `outcome`'s runs: its own iterations when scaled.
-    fn options_for(&self, outcome: &MechanismRuns, bpf_stats: bool) -> Options {
+    /// The options of `m_runs`: its own iterations when scaled.
+    fn options_for(&self, m_runs: &MechanismRuns, bpf_stats: bool) -> Options {
         let a = Options {
-            iterations: outcome.iterations.unwrap_or(self.options.iterations),
+            iterations: m_runs.iterations.unwrap_or(self.options.iterations),
             bpf_stats,
             ..self.options.clone()
         };
         match &self.against {
-            Some(variant) if outcome.is_b => variant.apply(&a),
+            Some(variant) if m_runs.is_b => variant.apply(&a),
             _ => a,
         }
     }
 }
 
 /// Runs the plan (see the module documentation for the order) and
-/// returns one outcome per planned mechanism. `privileged` is the check
+/// returns the runs of each planned mechanism. `privileged` is the check
 /// made before ([`check_privileges`](super::check_privileges), or [`Privileged::check`] where a
 /// mechanism's missing capabilities should fail only that mechanism).
 /// Fails only for problems that stop the whole run; a mechanism's own
-/// problems end up in its outcome.
+/// problems end up in its runs.
 pub fn run(
     plan: &Plan,
     privileged: &Privileged,
@@ -215,14 +215,14 @@ fn run_here(
     cpu: usize,
     mut progress: impl FnMut(&Step),
 ) -> Runs {
-    let mut outcomes: Vec<MechanismRuns> = plan
+    let mut per_mechanism: Vec<MechanismRuns> = plan
         .mechanisms
         .iter()
         .copied()
         .map(MechanismRuns::new)
         .collect();
     if let Some(variant) = &plan.against {
-        ab::add_b_sides(&mut outcomes, variant);
+        ab::add_b_sides(&mut per_mechanism, variant);
     }
 
     // Check once, and hold what the mechanisms need from the environment
@@ -230,9 +230,9 @@ fn run_here(
     // run; and skip what the kernel visibly lacks before loading anything.
     let (support, problems) = Support::check(privileged);
     for (m, err) in problems {
-        if let Some(outcome) = outcomes.iter_mut().find(|o| o.mechanism == m) {
-            outcome.fail(err);
-            outcome.share_with_b();
+        if let Some(m_runs) = per_mechanism.iter_mut().find(|o| o.mechanism == m) {
+            m_runs.fail(err);
+            m_runs.share_with_b();
         }
     }
     // The CPU never idles between runs (see keeper.rs).
@@ -254,22 +254,22 @@ fn run_here(
         progress: &mut progress,
     };
     if plan.warmup {
-        warm_up(&mut at, &mut outcomes);
+        warm_up(&mut at, &mut per_mechanism);
     }
-    propagate_base_problems(&mut outcomes);
-    let rounds = timed_rounds(&mut at, &mut outcomes);
-    ab::prog_run_times_from_rounds(&mut outcomes);
-    propagate_base_problems(&mut outcomes);
+    propagate_base_problems(&mut per_mechanism);
+    let rounds = timed_rounds(&mut at, &mut per_mechanism);
+    ab::prog_run_times_from_rounds(&mut per_mechanism);
+    propagate_base_problems(&mut per_mechanism);
     if plan.stats_run {
-        stats_run::stats_run(&mut at, &mut outcomes);
+        stats_run::stats_run(&mut at, &mut per_mechanism);
     }
     if let Some(signal) = plan.stopped_by() {
-        cut_short(&mut outcomes, signal);
+        cut_short(&mut per_mechanism, signal);
     }
     step.what = "done".into();
     progress(&step);
     Runs {
-        outcomes,
+        per_mechanism,
         rounds,
         retaken_runs: step.retaken,
         context: context_before.and_then(|before| context::since(&before)),
@@ -299,29 +299,29 @@ impl<P: FnMut(&Step)> Running<'_, P> {
 }
 
 /// Step 1: one untimed run of every mechanism: the load-time support check.
-fn warm_up(at: &mut Running<'_, impl FnMut(&Step)>, outcomes: &mut [MechanismRuns]) {
+fn warm_up(at: &mut Running<'_, impl FnMut(&Step)>, per_mechanism: &mut [MechanismRuns]) {
     let plan = at.plan;
     let opts = Options {
         bpf_stats: false,
         ..plan.options.clone()
     };
-    at.step.total = outcomes.iter().filter(|o| o.is_ok()).count() as u64;
-    for outcome in outcomes.iter_mut().filter(|o| o.is_ok()) {
+    at.step.total = per_mechanism.iter().filter(|o| o.is_ok()).count() as u64;
+    for m_runs in per_mechanism.iter_mut().filter(|o| o.is_ok()) {
         if plan.stopped_by().is_some() {
             return;
         }
-        at.next(format!("warm-up {}", outcome.mechanism));
-        match at.measure(outcome.mechanism, &opts) {
+        at.next(format!("warm-up {}", m_runs.mechanism));
+        match at.measure(m_runs.mechanism, &opts) {
             Ok(sample) => {
-                outcome.iterations = plan.run_time.map(|t| scaled(outcome.mechanism, &sample, t))
+                m_runs.iterations = plan.run_time.map(|t| scaled(m_runs.mechanism, &sample, t))
             }
-            Err(err) => outcome.fail(err),
+            Err(err) => m_runs.fail(err),
         }
         at.step.done += 1;
         // B runs as many events as A, so that each pair compares like
         // with like; its warm-up checks that the variant loads.
-        let iterations = outcome.iterations;
-        if let Some(b) = outcome.against.as_mut().filter(|b| b.is_ok()) {
+        let iterations = m_runs.iterations;
+        if let Some(b) = m_runs.against.as_mut().filter(|b| b.is_ok()) {
             b.iterations = iterations;
             at.next(format!("warm-up {} (B)", b.mechanism));
             if let Err(err) = at.measure(b.mechanism, &plan.options_for(b, false)) {
@@ -343,13 +343,13 @@ fn scaled(m: Mechanism, sample: &Sample, run_time: Duration) -> NonZeroU64 {
 }
 
 /// A base and the mechanisms compared to it, as ranges of the plan.
-fn groups(outcomes: &[MechanismRuns]) -> Vec<std::ops::Range<usize>> {
-    let starts: Vec<usize> = (0..outcomes.len())
-        .filter(|&i| i == 0 || outcomes[i].mechanism.is_base())
+fn groups(per_mechanism: &[MechanismRuns]) -> Vec<std::ops::Range<usize>> {
+    let starts: Vec<usize> = (0..per_mechanism.len())
+        .filter(|&i| i == 0 || per_mechanism[i].mechanism.is_base())
         .collect();
     starts
         .iter()
-        .zip(starts.iter().skip(1).chain([&outcomes.len()]))
+        .zip(starts.iter().skip(1).chain([&per_mechanism.len()]))
         .map(|(&a, &b)| a..b)
         .collect()
 }
@@ -361,7 +361,10 @@ fn groups(outcomes: &[MechanismRuns]) -> Vec<std::ops::Range<usize>> {
 /// the few tens of ms between them. At least `plan.repeats` rounds; then,
 /// within `plan.budget`, more rounds of the mechanisms not yet
 /// [`MechanismRuns::is_sure`]. Returns the rounds run.
-fn timed_rounds(at: &mut Running<'_, impl FnMut(&Step)>, outcomes: &mut [MechanismRuns]) -> usize {
+fn timed_rounds(
+    at: &mut Running<'_, impl FnMut(&Step)>,
+    per_mechanism: &mut [MechanismRuns],
+) -> usize {
     let plan = at.plan;
     let started = Instant::now();
     let mut round = 0;
@@ -372,17 +375,17 @@ fn timed_rounds(at: &mut Running<'_, impl FnMut(&Step)>, outcomes: &mut [Mechani
         };
         // A base with none of its mechanisms to measure (selected alone,
         // or they are skipped) runs once a round, the least number of rounds.
-        let alone = |g: &std::ops::Range<usize>, outcomes: &[MechanismRuns]| {
+        let alone = |g: &std::ops::Range<usize>, per_mechanism: &[MechanismRuns]| {
             min_rounds
-                && outcomes[g.start].is_ok()
-                && !outcomes[g.clone()]
+                && per_mechanism[g.start].is_ok()
+                && !per_mechanism[g.clone()]
                     .iter()
                     .any(|o| o.is_ok() && !o.mechanism.is_base())
         };
-        let todo = outcomes.iter().filter(|o| wanted(o)).count()
-            + groups(outcomes)
+        let todo = per_mechanism.iter().filter(|o| wanted(o)).count()
+            + groups(per_mechanism)
                 .iter()
-                .filter(|g| alone(g, outcomes))
+                .filter(|g| alone(g, per_mechanism))
                 .count();
         let more =
             round < plan.repeats.get() || (started.elapsed() < plan.budget && round < MAX_ROUNDS);
@@ -392,19 +395,24 @@ fn timed_rounds(at: &mut Running<'_, impl FnMut(&Step)>, outcomes: &mut [Mechani
         round += 1;
         let sides_each = if plan.against.is_some() { 4 } else { 2 };
         at.step.total = at.step.done + sides_each * todo as u64;
-        for o in outcomes.iter_mut() {
+        for o in per_mechanism.iter_mut() {
             o.kept = o.samples.len();
             if let Some(b) = o.against.as_mut() {
                 b.kept = b.samples.len();
             }
         }
-        for group in groups(outcomes) {
-            let todo: Vec<usize> = group.clone().filter(|&i| wanted(&outcomes[i])).collect();
-            if todo.is_empty() && !alone(&group, outcomes) || !outcomes[group.start].is_ok() {
+        for group in groups(per_mechanism) {
+            let todo: Vec<usize> = group
+                .clone()
+                .filter(|&i| wanted(&per_mechanism[i]))
+                .collect();
+            if todo.is_empty() && !alone(&group, per_mechanism)
+                || !per_mechanism[group.start].is_ok()
+            {
                 continue;
             }
-            let todo = sides(outcomes, &todo, round);
-            if !bracket(at, outcomes, group.start, &todo, round) {
+            let todo = sides(per_mechanism, &todo, round);
+            if !bracket(at, per_mechanism, group.start, &todo, round) {
                 return round;
             }
         }
@@ -415,7 +423,7 @@ fn timed_rounds(at: &mut Running<'_, impl FnMut(&Step)>, outcomes: &mut [Mechani
 /// stop was asked for.
 fn bracket(
     at: &mut Running<'_, impl FnMut(&Step)>,
-    outcomes: &mut [MechanismRuns],
+    per_mechanism: &mut [MechanismRuns],
     base: usize,
     todo: &[(usize, Side)],
     round: usize,
@@ -429,12 +437,12 @@ fn bracket(
                 return false;
             }
             let Some(b) = before.clone() else { return true };
-            let o = side(outcomes, run);
+            let o = side(per_mechanism, run);
             let b_mark = if run.1 == Side::B { " (B)" } else { "" };
             at.next(format!("round {round} {}{b_mark}", o.mechanism));
             let got = timed(at, o);
             at.step.done += 1;
-            let o = side(outcomes, run);
+            let o = side(per_mechanism, run);
             match got {
                 Ok((single, sample)) => {
                     o.single.extend(single);
@@ -450,18 +458,18 @@ fn bracket(
         if plan.stopped_by().is_some() {
             return false;
         }
-        at.next(format!("round {round} {}", outcomes[base].mechanism));
-        match timed(at, &outcomes[base]) {
+        at.next(format!("round {round} {}", per_mechanism[base].mechanism));
+        match timed(at, &per_mechanism[base]) {
             Ok((single, sample)) => {
                 if n > 0 {
-                    side(outcomes, run).after.push(sample.clone());
+                    side(per_mechanism, run).after.push(sample.clone());
                 }
-                outcomes[base].single.extend(single);
-                outcomes[base].samples.push(sample.clone());
+                per_mechanism[base].single.extend(single);
+                per_mechanism[base].samples.push(sample.clone());
                 before = Some(sample);
             }
             Err(err) => {
-                outcomes[base].fail(err);
+                per_mechanism[base].fail(err);
                 return true;
             }
         }
@@ -504,27 +512,27 @@ fn timed(
 /// After a stop: drops the round in progress (a mechanism's figures pair
 /// it with the base runs around it), and marks what has no round left as
 /// not measured.
-fn cut_short(outcomes: &mut [MechanismRuns], signal: i32) {
+fn cut_short(per_mechanism: &mut [MechanismRuns], signal: i32) {
     let why = format!("not measured: interrupted by {}", signal_name(signal));
-    let cut = |outcome: &mut MechanismRuns| {
-        let kept = outcome.kept;
-        outcome.samples.truncate(kept);
-        outcome.before.truncate(kept);
-        outcome.after.truncate(kept);
-        outcome.single.truncate(kept);
-        if outcome.samples.is_empty() {
-            outcome.set(Status::Failed, why.clone());
+    let cut = |m_runs: &mut MechanismRuns| {
+        let kept = m_runs.kept;
+        m_runs.samples.truncate(kept);
+        m_runs.before.truncate(kept);
+        m_runs.after.truncate(kept);
+        m_runs.single.truncate(kept);
+        if m_runs.samples.is_empty() {
+            m_runs.set(Status::Failed, why.clone());
         }
     };
-    for outcome in outcomes.iter_mut().filter(|o| o.is_ok()) {
-        if let Some(b) = outcome
+    for m_runs in per_mechanism.iter_mut().filter(|o| o.is_ok()) {
+        if let Some(b) = m_runs
             .against
             .as_deref_mut()
             .filter(|b| b.is_ok() && b.prog_ns_per_event.is_none())
         {
             cut(b);
         }
-        cut(outcome);
+        cut(m_runs);
     }
 }
 
@@ -536,24 +544,24 @@ pub fn signal_name(signal: i32) -> String {
 }
 
 /// A mechanism whose base could not be measured cannot be compared to it.
-fn propagate_base_problems(outcomes: &mut [MechanismRuns]) {
-    let bad_bases: Vec<(Mechanism, Status)> = outcomes
+fn propagate_base_problems(per_mechanism: &mut [MechanismRuns]) {
+    let bad_bases: Vec<(Mechanism, Status)> = per_mechanism
         .iter()
         .filter(|o| o.mechanism.is_base() && !o.is_ok())
         .map(|o| (o.mechanism, o.status))
         .collect();
-    for outcome in outcomes.iter_mut().filter(|o| o.is_ok()) {
+    for m_runs in per_mechanism.iter_mut().filter(|o| o.is_ok()) {
         if let Some((base, status)) = bad_bases
             .iter()
-            .find(|(b, _)| *b == outcome.mechanism.base())
+            .find(|(b, _)| *b == m_runs.mechanism.base())
         {
             let what = if *status == Status::Skipped {
                 "was skipped"
             } else {
                 "failed"
             };
-            outcome.set(*status, format!("its base {base} {what}"));
-            outcome.share_with_b();
+            m_runs.set(*status, format!("its base {base} {what}"));
+            m_runs.share_with_b();
         }
     }
 }
@@ -561,28 +569,28 @@ fn propagate_base_problems(outcomes: &mut [MechanismRuns]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pipeline::fixtures::{m, outcome};
+    use crate::pipeline::fixtures::{m, m_runs};
 
     #[test]
     fn a_stop_drops_the_round_in_progress() {
         // Stopped in round 3: base ran it, raw_tp did not.
-        let mut outcomes = [
-            outcome(m("base"), &[1000, 1000, 1000]),
-            outcome(m("raw_tp"), &[1100, 1100]),
+        let mut per_mechanism = [
+            m_runs(m("base"), &[1000, 1000, 1000]),
+            m_runs(m("raw_tp"), &[1100, 1100]),
             MechanismRuns::new(m("tp")),
         ];
-        outcomes[2].fail(Error::unsupported("no tracefs"));
-        for o in &mut outcomes {
+        per_mechanism[2].fail(Error::unsupported("no tracefs"));
+        for o in &mut per_mechanism {
             o.kept = 2;
         }
-        cut_short(&mut outcomes, libc::SIGINT);
-        assert_eq!(outcomes[0].samples.len(), 2);
-        assert_eq!(outcomes[1].samples.len(), 2);
-        assert_eq!(outcomes[2].status, Status::Skipped, "left as it was");
+        cut_short(&mut per_mechanism, libc::SIGINT);
+        assert_eq!(per_mechanism[0].samples.len(), 2);
+        assert_eq!(per_mechanism[1].samples.len(), 2);
+        assert_eq!(per_mechanism[2].status, Status::Skipped, "left as it was");
         // Stopped before a timed round: nothing measured.
-        let mut outcomes = [outcome(m("base"), &[]), outcome(m("raw_tp"), &[])];
-        cut_short(&mut outcomes, libc::SIGTERM);
-        for o in &outcomes {
+        let mut per_mechanism = [m_runs(m("base"), &[]), m_runs(m("raw_tp"), &[])];
+        cut_short(&mut per_mechanism, libc::SIGTERM);
+        for o in &per_mechanism {
             assert_eq!(o.status, Status::Failed);
             assert_eq!(
                 o.reason.as_deref(),
@@ -593,19 +601,19 @@ mod tests {
 
     #[test]
     fn a_bad_base_takes_its_mechanisms_with_it() {
-        let mut base = outcome(m("base-nop"), &[]);
+        let mut base = m_runs(m("base-nop"), &[]);
         base.fail(Error::failed("boom"));
-        let mut outcomes = [
-            outcome(m("base"), &[1000]),
-            outcome(m("raw_tp"), &[1100]),
+        let mut per_mechanism = [
+            m_runs(m("base"), &[1000]),
+            m_runs(m("raw_tp"), &[1100]),
             base,
-            outcome(m("uprobe-nop"), &[2000]),
+            m_runs(m("uprobe-nop"), &[2000]),
         ];
-        propagate_base_problems(&mut outcomes);
-        assert_eq!(outcomes[1].status, Status::Ok);
-        assert_eq!(outcomes[3].status, Status::Failed);
+        propagate_base_problems(&mut per_mechanism);
+        assert_eq!(per_mechanism[1].status, Status::Ok);
+        assert_eq!(per_mechanism[3].status, Status::Failed);
         assert_eq!(
-            outcomes[3].reason.as_deref(),
+            per_mechanism[3].reason.as_deref(),
             Some("its base base-nop failed")
         );
     }

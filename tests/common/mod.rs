@@ -5,7 +5,7 @@
 use std::fmt;
 
 use bpf_overhead::document::{Document, MechanismResult};
-use bpf_overhead::expect::{Expectations, Verdict};
+use bpf_overhead::expect::{Conclusion, Expectations};
 use bpf_overhead::measure::kernel::host::{emulated, Host};
 use bpf_overhead::measure::Privileged;
 use bpf_overhead::pipeline::{self, Plan};
@@ -95,12 +95,12 @@ fn measure(name: &str) -> Result<Checked, Failure> {
     // failed"; the mechanism is judged by its own name all the same.
     let why = if base.is_ok() { result } else { base };
     match expect.judge(name, result.status, why.reason.as_deref()) {
-        Verdict::Pass => {}
-        Verdict::Skip(reason) => {
+        Conclusion::Pass => {}
+        Conclusion::Skip(reason) => {
             println!("SKIP {name}: {reason}");
             return Ok(Checked::Skipped(reason));
         }
-        Verdict::Fail(reason) => return Err(Failure(reason)),
+        Conclusion::Fail(reason) => return Err(Failure(reason)),
     }
     let lines: Vec<String> = [
         render::selftest_line(&doc, result),

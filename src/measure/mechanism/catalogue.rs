@@ -91,7 +91,7 @@ const fn kernel(
     }
 }
 
-const fn looped(
+const fn on_loop(
     name: &'static str,
     driver: Driver,
     kind: Kind,
@@ -291,82 +291,82 @@ pub static CATALOGUE: &[Entry] = &[
         needs: UPROBES,
     },
     base("base-loop", Trigger::Loop(Helper)),
-    looped(
+    on_loop(
         "kprobe-loop",
         Helper,
         Kprobe,
-        builtin!(prog_batch_kprobe),
+        builtin!(prog_loop_kprobe),
         KPROBES,
     ),
-    looped(
+    on_loop(
         "kretprobe-loop",
         Helper,
         Kprobe,
-        builtin!(prog_batch_kretprobe),
+        builtin!(prog_loop_kretprobe),
         KPROBES,
     ),
-    looped(
+    on_loop(
         "kprobe.multi-loop",
         Helper,
         KprobeMulti,
-        builtin!(prog_batch_kprobe_multi),
+        builtin!(prog_loop_kprobe_multi),
         KPROBE_MULTI,
     ),
-    looped(
+    on_loop(
         "kretprobe.multi-loop",
         Helper,
         KprobeMulti,
-        builtin!(prog_batch_kretprobe_multi),
+        builtin!(prog_loop_kretprobe_multi),
         KPROBE_MULTI,
     ),
-    looped(
+    on_loop(
         "kprobe.session-loop",
         Helper,
         KprobeSession,
-        builtin!(prog_batch_kprobe_session),
+        builtin!(prog_loop_kprobe_session),
         KPROBE_SESSION,
     ),
-    looped(
+    on_loop(
         "fentry-loop",
         Helper,
         Trampoline,
-        builtin!(prog_batch_fentry),
+        builtin!(prog_loop_fentry),
         TRAMPOLINES,
     ),
-    looped(
+    on_loop(
         "fexit-loop",
         Helper,
         Trampoline,
-        builtin!(prog_batch_fexit),
+        builtin!(prog_loop_fexit),
         TRAMPOLINES,
     ),
     base("base-loop-kfunc", Trigger::Loop(Kfunc)),
-    looped(
+    on_loop(
         "raw_tp-loop",
         Kfunc,
         RawTracepoint,
-        builtin!(prog_batch_raw_tp),
+        builtin!(prog_loop_raw_tp),
         LOOP_KFUNC_NEEDS,
     ),
-    looped(
+    on_loop(
         "tp-loop",
         Kfunc,
         Tracepoint,
-        builtin!(prog_batch_tp),
+        builtin!(prog_loop_tp),
         LOOP_KFUNC_NEEDS,
     ),
-    looped(
+    on_loop(
         "tp_btf-loop",
         Kfunc,
         BtfTracepoint,
-        builtin!(prog_batch_tp_btf),
+        builtin!(prog_loop_tp_btf),
         LOOP_KFUNC_NEEDS,
     ),
-    looped(
+    on_loop(
         "fmod_ret-loop",
         Kfunc,
         Trampoline,
-        builtin!(prog_batch_fmod_ret),
+        builtin!(prog_loop_fmod_ret),
         LOOP_KFUNC_NEEDS,
     ),
 ];
@@ -388,7 +388,7 @@ fn registered() -> &'static [&'static Entry] {
 
 /// Adds `entries` after the catalogue, for [`Mechanism::all`]. Once a
 /// process, as the command does it: each call leaks the list anew.
-pub(crate) fn register(entries: Vec<&'static Entry>) {
+pub(crate) fn extend(entries: Vec<&'static Entry>) {
     let mut registered = REGISTERED.lock().unwrap_or_else(|e| e.into_inner());
     let all = [*registered, &entries[..]].concat();
     *registered = Vec::leak(all);

@@ -375,7 +375,7 @@ pub fn register(
             mechanisms.push(Mechanism::from_entry(e));
         }
     }
-    catalogue::register(registry);
+    catalogue::extend(registry);
     Ok(mechanisms)
 }
 

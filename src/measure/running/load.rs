@@ -31,7 +31,9 @@ pub(crate) struct Loaded<'obj> {
     // Declared first so it drops first: detach before unloading.
     link: Option<Link>,
     prog_fd: Option<OwnedFd>,
-    driver_fd: Option<OwnedFd>,
+    /// What the trigger runs by BPF_PROG_TEST_RUN: the kernel loop's
+    /// driver, or a user's program under test run.
+    test_run_fd: Option<OwnedFd>,
     held: Held<'obj>,
 }
 
@@ -103,11 +105,11 @@ pub(crate) fn load<'obj>(
             .map_err(|e| Error::failed(format!("dup of a program fd failed: {e}")).of(mechanism))
     };
     let prog_fd = program.map(fd_of).transpose()?;
-    let driver_fd = driver.map(fd_of).transpose()?;
+    let test_run_fd = driver.map(fd_of).transpose()?;
     Ok(Some(Loaded {
         link: None,
         prog_fd,
-        driver_fd,
+        test_run_fd,
         held: Held::Skel {
             skel: Box::new(skel),
             program,
@@ -122,8 +124,8 @@ fn load_object(mechanism: Mechanism, p: &'static ObjectProgram) -> Result<Loaded
     let object =
         object::load(p).map_err(|e| mechanism.load_error(errno_of(&e), with_libbpf_reason(&e)))?;
     let prog_fd = object::program_fd(&object, p).map_err(|e| e.of(mechanism))?;
-    // A test run runs the program itself, as a loop runs its driver.
-    let driver_fd = match mechanism.trigger() {
+    // A test run runs the program itself, by the same call that runs a loop.
+    let test_run_fd = match mechanism.trigger() {
         Trigger::TestRun(_) => Some(prog_fd.try_clone().map_err(|e| {
             Error::failed(format!("dup of a program fd failed: {e}")).of(mechanism)
         })?),
@@ -143,7 +145,7 @@ fn load_object(mechanism: Mechanism, p: &'static ObjectProgram) -> Result<Loaded
     Ok(Loaded {
         link: None,
         prog_fd: Some(prog_fd),
-        driver_fd,
+        test_run_fd,
         held: Held::Object {
             _consumer: consumer,
             object,
@@ -206,8 +208,8 @@ impl Loaded<'_> {
         Ok(())
     }
 
-    pub(crate) fn driver_fd(&self) -> Option<BorrowedFd<'_>> {
-        self.driver_fd.as_ref().map(|fd| fd.as_fd())
+    pub(crate) fn test_run_fd(&self) -> Option<BorrowedFd<'_>> {
+        self.test_run_fd.as_ref().map(|fd| fd.as_fd())
     }
 }
 
@@ -278,7 +280,7 @@ impl Loaded<'_> {
     /// Counts events on `cpu` from thread `tid` only (0: from nobody).
     /// Volatile, as every access below: the BPF programs read and write
     /// this memory behind the compiler's back.
-    pub(crate) fn register(&mut self, cpu: usize, tid: u32) {
+    pub(crate) fn count_thread(&mut self, cpu: usize, tid: u32) {
         let Some(bss) = self.bss() else { return };
         let slot = &mut bss.producer_tids[cpu % MAX_SLOTS];
         // SAFETY: the pointer is into the mmapped .bss, valid while self lives.
@@ -289,7 +291,7 @@ impl Loaded<'_> {
     pub(crate) fn reset_hits(&mut self) {
         let Some(bss) = self.bss() else { return };
         for c in bss.counters.iter_mut() {
-            // SAFETY: as in register.
+            // SAFETY: as in count_thread.
             unsafe {
                 std::ptr::write_volatile(&mut c.hits, 0);
                 std::ptr::write_volatile(&mut c.exits, 0);
@@ -299,7 +301,7 @@ impl Loaded<'_> {
 
     /// Hits counted on `cpu` for its producer.
     pub(crate) fn hits(&mut self, cpu: usize) -> u64 {
-        // SAFETY: as in register.
+        // SAFETY: as in count_thread.
         self.bss().map_or(0, |bss| unsafe {
             std::ptr::read_volatile(&bss.counters[cpu % MAX_SLOTS].hits)
         })
@@ -307,7 +309,7 @@ impl Loaded<'_> {
 
     /// Session exits on `cpu` that found their entry's mark.
     pub(crate) fn session_exits(&mut self, cpu: usize) -> u64 {
-        // SAFETY: as in register.
+        // SAFETY: as in count_thread.
         self.bss().map_or(0, |bss| unsafe {
             std::ptr::read_volatile(&bss.counters[cpu % MAX_SLOTS].exits)
         })
@@ -332,7 +334,7 @@ impl Loaded<'_> {
         }
         (
             self.prog_fd.as_ref().and_then(at),
-            self.driver_fd.as_ref().and_then(at),
+            self.test_run_fd.as_ref().and_then(at),
         )
     }
 

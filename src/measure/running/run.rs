@@ -32,7 +32,7 @@ pub struct Sample {
     pub mechanism: Mechanism,
     /// Events fired by all producers (for a call base, scaled: see
     /// [`Mechanism::events`]).
-    pub iterations: u64,
+    pub events: u64,
     /// The longest producer's time.
     pub elapsed: Duration,
     /// What the BPF program counted from the producers; `None` for a base
@@ -82,7 +82,7 @@ impl Sample {
                 .map(ProducerSample::events_per_sec)
                 .sum()
         } else {
-            self.iterations as f64 / self.elapsed.as_secs_f64()
+            self.events as f64 / self.elapsed.as_secs_f64()
         }
     }
 
@@ -93,7 +93,7 @@ impl Sample {
             return (self.events_per_sec() / 1e3) as u64;
         }
         let ns = self.elapsed.as_nanos().max(1);
-        (self.iterations as u128 * 1_000_000 / ns) as u64
+        (self.events as u128 * 1_000_000 / ns) as u64
     }
 
     /// Time per event as one producer sees it (the mean over producers).
@@ -106,7 +106,7 @@ impl Sample {
                 .collect();
             return per.iter().sum::<f64>() / per.len() as f64;
         }
-        self.elapsed.as_nanos() as f64 / self.iterations as f64
+        self.elapsed.as_nanos() as f64 / self.events as f64
     }
 
     /// The program's own run time per event, from the kernel's stats.
@@ -223,7 +223,7 @@ impl Run<'_, '_> {
         };
         Ok(Sample {
             mechanism: m,
-            iterations: events,
+            events,
             elapsed: producers
                 .iter()
                 .map(|p| p.elapsed)
@@ -394,7 +394,7 @@ pub fn with_run<R>(
         log::debug!("{mechanism}: program JITed at {prog:x?}, driver at {driver:x?}");
     }
     let trigger = mechanism.trigger();
-    let driver = loaded.as_ref().and_then(|l| l.driver_fd());
+    let driver = loaded.as_ref().and_then(|l| l.test_run_fd());
     let mut armed = trigger
         .arm(driver, opts.batch.get())
         .map_err(|e| e.of(mechanism))?;
@@ -416,9 +416,9 @@ pub fn with_run<R>(
             );
         }
         if let Some(l) = loaded.as_mut() {
-            l.register(pin.cpu, gettid().as_raw() as u32);
+            l.count_thread(pin.cpu, gettid().as_raw() as u32);
             for p in &producers {
-                l.register(p.cpu, p.tid);
+                l.count_thread(p.cpu, p.tid);
             }
             l.attach(mechanism)?;
         }
@@ -473,7 +473,7 @@ mod tests {
     fn rates_follow_test_overhead() {
         let s = Sample {
             mechanism: "base".parse().unwrap(),
-            iterations: 100_000,
+            events: 100_000,
             elapsed: Duration::from_nanos(36_900_000),
             hits: None,
             prog_run: Some((5_000_000, 100_000)),

@@ -60,7 +60,7 @@ impl MechanismRuns {
         }))
     }
 
-    /// B's outcome, when it is to be measured with A in this round.
+    /// B's runs, when it is to be measured with A in this round.
     pub(super) fn b_ok(&self) -> bool {
         self.against.as_ref().is_some_and(|b| b.is_ok())
     }
@@ -75,8 +75,8 @@ impl MechanismRuns {
 
 /// A B side beside every mechanism that is not a base (the variant never
 /// changes a base).
-pub(super) fn add_b_sides(outcomes: &mut [MechanismRuns], variant: &Variant) {
-    for o in outcomes.iter_mut().filter(|o| !o.mechanism.is_base()) {
+pub(super) fn add_b_sides(per_mechanism: &mut [MechanismRuns], variant: &Variant) {
+    for o in per_mechanism.iter_mut().filter(|o| !o.mechanism.is_base()) {
         // B's mechanism: the same, or (object=) the other build's program.
         o.against = variant
             .b_of(o.mechanism)
@@ -86,8 +86,11 @@ pub(super) fn add_b_sides(outcomes: &mut [MechanismRuns], variant: &Variant) {
 
 /// A B side timed with BPF stats on (`--against bpf-stats`) has its
 /// program's run time from every round: no stats run needed.
-pub(super) fn prog_run_times_from_rounds(outcomes: &mut [MechanismRuns]) {
-    for b in outcomes.iter_mut().filter_map(|o| o.against.as_deref_mut()) {
+pub(super) fn prog_run_times_from_rounds(per_mechanism: &mut [MechanismRuns]) {
+    for b in per_mechanism
+        .iter_mut()
+        .filter_map(|o| o.against.as_deref_mut())
+    {
         let ns: Vec<f64> = b
             .samples
             .iter()
@@ -106,10 +109,13 @@ pub(super) enum Side {
     B,
 }
 
-pub(super) fn side(outcomes: &mut [MechanismRuns], (i, side): (usize, Side)) -> &mut MechanismRuns {
+pub(super) fn side(
+    per_mechanism: &mut [MechanismRuns],
+    (i, side): (usize, Side),
+) -> &mut MechanismRuns {
     match side {
-        Side::A => &mut outcomes[i],
-        Side::B => outcomes[i]
+        Side::A => &mut per_mechanism[i],
+        Side::B => per_mechanism[i]
             .against
             .as_deref_mut()
             .expect("a B side is scheduled only where it was planned"),
@@ -120,13 +126,13 @@ pub(super) fn side(outcomes: &mut [MechanismRuns], (i, side): (usize, Side)) -> 
 /// B beside it where there is one, in turns (A then B in odd rounds, B
 /// then A in even ones) so that neither side always comes first.
 pub(super) fn sides(
-    outcomes: &[MechanismRuns],
+    per_mechanism: &[MechanismRuns],
     wanted: &[usize],
     round: usize,
 ) -> Vec<(usize, Side)> {
     let mut runs = Vec::new();
     for &i in wanted {
-        if !outcomes[i].b_ok() {
+        if !per_mechanism[i].b_ok() {
             runs.push((i, Side::A));
         } else if round % 2 == 1 {
             runs.extend([(i, Side::A), (i, Side::B)]);

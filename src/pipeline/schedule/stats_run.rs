@@ -5,19 +5,22 @@ use super::{MechanismRuns, Running, Step};
 use crate::measure::Sample;
 
 /// Step 3: the program's own run time, with BPF stats on for this run only.
-pub(super) fn stats_run(at: &mut Running<'_, impl FnMut(&Step)>, outcomes: &mut [MechanismRuns]) {
+pub(super) fn stats_run(
+    at: &mut Running<'_, impl FnMut(&Step)>,
+    per_mechanism: &mut [MechanismRuns],
+) {
     let plan = at.plan;
     let todo = |o: &MechanismRuns| o.is_ok() && !o.mechanism.is_base();
-    at.step.total = at.step.done + outcomes.iter().filter(|o| todo(o)).count() as u64;
-    for outcome in outcomes.iter_mut().filter(|o| todo(o)) {
+    at.step.total = at.step.done + per_mechanism.iter().filter(|o| todo(o)).count() as u64;
+    for m_runs in per_mechanism.iter_mut().filter(|o| todo(o)) {
         if plan.stopped_by().is_some() {
             return;
         }
         // B's program run time too: what the variant did to the program.
-        if !stats_of(at, outcome) {
+        if !stats_of(at, m_runs) {
             return;
         }
-        if let Some(b) = outcome
+        if let Some(b) = m_runs
             .against
             .as_deref_mut()
             .filter(|b| b.is_ok() && b.prog_ns_per_event.is_none())
