@@ -99,19 +99,13 @@ pub const SPEED_STATE_CHANGE: f64 = 0.05;
 /// out, given each round's speed reference around A's run and around
 /// B's ([`crate::measure::Sample::speed_ns`]).
 ///
-/// A shared VM flips between speed states every few tens of ms, and the
-/// slow state stretches a BPF program's cost more than the base's: on a
-/// 2-vCPU EPYC VM, raw_tp-loop's overhead went from 22 to 36 ns where the
-/// reference went from 1.57 to 2.0 ns per step. A pair whose two runs
-/// landed in different states differs by that, not by what B changes, and
-/// a few such pairs in a run moved its A/A estimate by up to +5.6%. So
-/// when some pair's runs differ in speed by more than
-/// [`SPEED_STATE_CHANGE`], each difference loses the part its speed
-/// difference explains: Theil–Sen's slope of the differences on the
-/// relative speed differences, times that pair's. The reference is
-/// user-space work between the events, which the variant does not touch,
-/// so a change B makes stays in the pairs. Unchanged otherwise (the
-/// slope would then be noise), or without a speed for every run.
+/// A shared VM flips between speed states, and the slow state stretches a
+/// BPF program's cost more than the base's, so a pair whose runs landed in
+/// different states differs by that, not by B (docs/gate-power.md). When
+/// some pair's speeds differ by more than [`SPEED_STATE_CHANGE`], each
+/// difference loses what its speed difference explains (Theil–Sen's slope,
+/// times that pair's). The reference is user-space work B does not touch,
+/// so B's change stays. Unchanged otherwise, or without every speed.
 pub fn speed_adjusted(diffs: &[f64], a_speed: &[f64], b_speed: &[f64]) -> Vec<f64> {
     if a_speed.len() != diffs.len() || b_speed.len() != diffs.len() {
         return diffs.to_vec();

@@ -7,10 +7,13 @@ pub mod error;
 mod skel;
 
 /// How the core talks to the kernel and reads the machine: tracefs,
-/// feature probes, libbpf's log, the host's facts.
+/// feature probes, the executable, libbpf's log, the host's facts.
 pub mod kernel {
+    pub mod exe;
+    pub mod features;
     pub mod host;
-    pub mod sys;
+    pub mod libbpf_log;
+    pub mod tracefs;
     pub(super) mod verifier_log;
 }
 

@@ -13,30 +13,18 @@ use crate::measure::{
 /// Default length of a timed run (see [`Plan::run_time`]).
 pub const DEFAULT_RUN_TIME: Duration = Duration::from_millis(50);
 
-/// The length of a timed run with `--against`: shorter than
-/// [`DEFAULT_RUN_TIME`], so that A and B are closer together in time and a
-/// run has more pairs. Attaching and detaching cost a run about 45 ms on
-/// the uprobes whatever its length, so at 50 ms an `--against` run of the
-/// default mechanisms had 7 rounds and 82-85 s; at 10 ms it had 12-53
-/// rounds in 56-57 s and left fewer comparisons UNSURE (A/A, 3 runs each,
-/// 2-vCPU EPYC, docs/gate-power.md). Its overheads come out 2-3% above
-/// 50 ms runs', the same on both sides.
+/// The length of a timed run with `--against`: shorter, so that A and B
+/// are closer in time and a run has more pairs (docs/gate-power.md).
 pub const AGAINST_RUN_TIME: Duration = Duration::from_millis(10);
 
 /// Default time budget of the timed rounds (see [`Plan::budget`]).
 pub const DEFAULT_BUDGET: Duration = Duration::from_secs(45);
 
-/// The time budget of the timed rounds with `--against`. Its rounds cost
-/// more than a plain run's (A and B each attached and detached, and a
-/// uprobe's or a tracepoint's perf event waits for RCU grace periods on
-/// detach: 0.36 s a round for uprobe-nop, 0.25 s for tp-loop), so the
-/// 7 least rounds of the default mechanisms alone took some 40 of the
-/// 45 s, and a mechanism still undecided after them got almost no more.
-/// 75 s leaves about 35 s for those, which a quiet machine does not
-/// need (the run stops once every pair decides), and keeps the run
-/// within twice a default one (docs/gate-power.md, "The budget of an
-/// `--against` run").
+/// The time budget with `--against`, whose rounds attach and detach twice:
+/// the least rounds leave time for what is undecided after them
+/// (docs/gate-power.md, "The budget of an `--against` run").
 pub const AGAINST_BUDGET: Duration = Duration::from_secs(75);
+
 /// [`DEFAULT_BUDGET`], or none under emulation, where nothing timed is
 /// read.
 fn default_budget(emulated: bool) -> Duration {
@@ -47,12 +35,9 @@ fn default_budget(emulated: bool) -> Duration {
     }
 }
 
-/// A mechanism is sure once it sees this share of the threshold. Not the
-/// whole threshold: the gate calls a comparison unchanged when the change's
-/// 90% interval (0.66 of what the runs can detect, each side) lies within
-/// the threshold, so two runs that each just see the threshold would come
-/// out UNSURE in about 4 A/A comparisons of 10; at 0.6, in about 1 of 100.
-/// It costs (1/0.6)^2 = 2.8 times the rounds.
+/// A mechanism is sure once it sees this share of the threshold: two runs
+/// that just saw the whole threshold would leave about 4 A/A comparisons
+/// in 10 UNSURE; at 0.6, about 1 in 100, for 2.8 times the rounds.
 pub const SURE_SHARE: f64 = 0.6;
 
 /// Under an instruction clock, runs of 250k instructions: a tick (HZ=250:

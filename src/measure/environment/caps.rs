@@ -20,8 +20,8 @@ use std::fmt;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use crate::measure::kernel::sys;
-use crate::measure::kernel::sys::ProbeType;
+use crate::measure::kernel::tracefs;
+use crate::measure::kernel::tracefs::ProbeType;
 use crate::measure::mechanism::catalogue::{counts, Counts, Kind, Mechanism};
 use crate::measure::mechanism::kind::Access;
 use crate::measure::mechanism::trigger::Trigger;
@@ -195,7 +195,7 @@ impl Env {
                 .join(kind)
                 .exists()
         };
-        let tracefs = sys::tracefs_visible().then(|| {
+        let tracefs = tracefs::tracefs_visible().then(|| {
             let dir = tracefs_dir();
             TracefsAccess {
                 read: accessible(&dir.join("events"), libc::R_OK | libc::X_OK),
@@ -216,7 +216,7 @@ fn tracefs_dir() -> PathBuf {
     if debugfs.join("events").exists() {
         debugfs.into()
     } else {
-        sys::TRACEFS.into()
+        tracefs::TRACEFS.into()
     }
 }
 

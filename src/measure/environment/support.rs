@@ -4,8 +4,9 @@
 
 use super::caps::{self, Missing};
 use crate::measure::error::{errno_name, Error, Result, ENOTSUPP};
-use crate::measure::kernel::sys::ProbeType;
-use crate::measure::kernel::sys::{self, Tracefs};
+use crate::measure::kernel::features;
+use crate::measure::kernel::tracefs::ProbeType;
+use crate::measure::kernel::tracefs::{self, Tracefs};
 use crate::measure::mechanism::catalogue::{Kind, Mechanism};
 use crate::measure::mechanism::kind::{every_kind, Probe};
 use Kind::*;
@@ -139,17 +140,17 @@ impl Mechanism {
     pub fn check_support(self) -> Result<Option<Tracefs>> {
         self.trigger().check_support().map_err(|e| e.of(self))?;
         if let Some(attach_type) = self.kind().attach_type() {
-            sys::btf_has_attach_type(attach_type).map_err(|why| {
+            features::btf_has_attach_type(attach_type).map_err(|why| {
                 Error::unsupported(format!("kernel too old for {}: {why}", self.needs())).of(self)
             })?;
         }
         match self.kind().spec().probe {
             Probe::Nothing => Ok(None),
-            Probe::Events(probe) => sys::probe_support(probe, &kprobe_hooks()),
+            Probe::Events(probe) => tracefs::probe_support(probe, &kprobe_hooks()),
             Probe::Tracefs => Tracefs::ensure().map(Some),
-            Probe::Btf => sys::btf_support().map(|()| None),
-            Probe::Lsm => sys::btf_support()
-                .and_then(|()| sys::bpf_lsm_support())
+            Probe::Btf => features::btf_support().map(|()| None),
+            Probe::Lsm => features::btf_support()
+                .and_then(|()| features::bpf_lsm_support())
                 .map(|()| None),
         }
         .map_err(|e| e.of(self))

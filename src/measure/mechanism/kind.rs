@@ -62,7 +62,7 @@ macro_rules! every_kind {
 pub(crate) use every_kind;
 
 use super::test_run::ProgType;
-use crate::measure::kernel::sys::ProbeType;
+use crate::measure::kernel::tracefs::ProbeType;
 use Kind::*;
 
 /// Everything a [`Kind`] decides, in one place (as bench_trigger.c keeps a

@@ -13,7 +13,7 @@ use super::program::{builtin, Program};
 use super::syscall::{Firing, Syscall};
 use super::test_run::{self, TestRun};
 use crate::measure::error::{Error, Result};
-use crate::measure::kernel::sys;
+use crate::measure::kernel::features;
 
 /// What one event is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -145,7 +145,7 @@ impl Trigger {
     /// loading anything.
     pub fn check_support(self) -> Result<()> {
         match self {
-            Trigger::Loop(Driver::Kfunc) => sys::btf_has_function(LOOP_KFUNC).map_err(|why| {
+            Trigger::Loop(Driver::Kfunc) => features::btf_has_function(LOOP_KFUNC).map_err(|why| {
                 Error::unsupported(format!(
                     "kernel has no {LOOP_KFUNC}() kfunc (added in 6.10, needs CONFIG_NET): {why}"
                 ))

@@ -155,13 +155,13 @@ pub(crate) fn inspect(
              build it with clang -target {target} (or -target bpf on this machine)"
         ));
     }
-    crate::measure::kernel::sys::capture_libbpf_log();
-    crate::measure::kernel::sys::clear_libbpf_log();
+    crate::measure::kernel::libbpf_log::capture_libbpf_log();
+    crate::measure::kernel::libbpf_log::clear_libbpf_log();
     let open = builder(path)
         .and_then(|mut b| b.open_memory(&bytes))
         .map_err(|e| {
-            let why =
-                crate::measure::kernel::sys::libbpf_reason().unwrap_or_else(|| format!("{e:#}"));
+            let why = crate::measure::kernel::libbpf_log::libbpf_reason()
+                .unwrap_or_else(|| format!("{e:#}"));
             format!("{shown}: libbpf cannot open it (truncated or not built for BPF?): {why}")
         })?;
     let rodata = rodata_vars(&open);
@@ -493,10 +493,10 @@ pub fn try_load(m: Mechanism, flag: &str) -> std::result::Result<(), String> {
     let Some(p) = m.object() else {
         return Ok(());
     };
-    crate::measure::kernel::sys::capture_libbpf_log();
-    crate::measure::kernel::sys::clear_libbpf_log();
+    crate::measure::kernel::libbpf_log::capture_libbpf_log();
+    crate::measure::kernel::libbpf_log::clear_libbpf_log();
     let Err(e) = load(p) else { return Ok(()) };
-    let why = match crate::measure::kernel::sys::libbpf_reason() {
+    let why = match crate::measure::kernel::libbpf_log::libbpf_reason() {
         Some(line) => format!("{e:#} (libbpf: {line})"),
         None => format!("{e:#}"),
     };
@@ -509,7 +509,7 @@ pub fn try_load(m: Mechanism, flag: &str) -> std::result::Result<(), String> {
     }
     // The verifier's reason is one line of a long log: that line, and
     // where the rest is.
-    let why = match crate::measure::kernel::sys::verifier_verdict() {
+    let why = match crate::measure::kernel::libbpf_log::verifier_verdict() {
         Some(verdict) => {
             let errno = err
                 .errno()

@@ -13,7 +13,7 @@ use libbpf_rs::{Link, OpenObject, ProgramMut, UprobeOpts};
 use libbpf_rs::MapCore as _;
 
 use crate::measure::error::{errno_of, Error, Result};
-use crate::measure::kernel::sys;
+use crate::measure::kernel::{exe, libbpf_log};
 use crate::measure::mechanism::catalogue::Mechanism;
 use crate::measure::mechanism::kind::Attach;
 use crate::measure::mechanism::program::{Builtin, ObjectProgram, Program};
@@ -79,8 +79,8 @@ pub(crate) fn load<'obj>(
     if wanted.is_empty() {
         return Ok(None);
     }
-    sys::capture_libbpf_log();
-    sys::clear_libbpf_log();
+    libbpf_log::capture_libbpf_log();
+    libbpf_log::clear_libbpf_log();
 
     let mut open = OverheadSkelBuilder::default().open(storage).map_err(|e| {
         Error::failed(format!("opening the BPF object failed: {e:#}")).of(mechanism)
@@ -119,8 +119,8 @@ pub(crate) fn load<'obj>(
 
 /// Loads a user's object program alone from its object (object.rs).
 fn load_object(mechanism: Mechanism, p: &'static ObjectProgram) -> Result<Loaded<'static>> {
-    sys::capture_libbpf_log();
-    sys::clear_libbpf_log();
+    libbpf_log::capture_libbpf_log();
+    libbpf_log::clear_libbpf_log();
     let object =
         object::load(p).map_err(|e| mechanism.load_error(errno_of(&e), with_libbpf_reason(&e)))?;
     let prog_fd = object::program_fd(&object, p).map_err(|e| e.of(mechanism))?;
@@ -198,7 +198,7 @@ impl Loaded<'_> {
         let link = link.map_err(|e| {
             let why = with_libbpf_reason(&e);
             let why = if on_exe(mechanism) {
-                sys::explain_replaced_exe(why)
+                exe::explain_replaced_exe(why)
             } else {
                 why
             };
@@ -226,7 +226,7 @@ pub(crate) fn on_exe(mechanism: Mechanism) -> bool {
 fn attach_program(mechanism: Mechanism, prog: &ProgramMut<'_>) -> libbpf_rs::Result<Link> {
     match mechanism.kind().spec().attach {
         Attach::Uprobe { ret } => {
-            let exe = sys::exe_path().map_err(libbpf_rs::Error::from)?;
+            let exe = exe::exe_path().map_err(libbpf_rs::Error::from)?;
             let opts = UprobeOpts {
                 retprobe: ret,
                 func_name: Some(mechanism.hook().into()),
@@ -236,11 +236,11 @@ fn attach_program(mechanism: Mechanism, prog: &ProgramMut<'_>) -> libbpf_rs::Res
             prog.attach_uprobe_with_opts(0, exe, 0, opts)
         }
         Attach::UprobeMulti { ret, session } => {
-            let exe = sys::exe_path().map_err(libbpf_rs::Error::from)?;
+            let exe = exe::exe_path().map_err(libbpf_rs::Error::from)?;
             prog.attach_uprobe_multi(0, exe, mechanism.hook(), ret, session)
         }
         Attach::Usdt => {
-            let exe = sys::exe_path().map_err(libbpf_rs::Error::from)?;
+            let exe = exe::exe_path().map_err(libbpf_rs::Error::from)?;
             prog.attach_usdt(0, exe, USDT_PROVIDER, USDT_NAME)
         }
         // Where their SEC() says (a base has no program to get here).
@@ -251,7 +251,7 @@ fn attach_program(mechanism: Mechanism, prog: &ProgramMut<'_>) -> libbpf_rs::Res
 /// libbpf-rs's error, plus libbpf's own account of it when that says more.
 fn with_libbpf_reason(err: &libbpf_rs::Error) -> String {
     let err = format!("{err:#}");
-    match sys::libbpf_reason() {
+    match libbpf_log::libbpf_reason() {
         Some(line) if !err.contains(&line) => format!("{err} (libbpf: {line})"),
         _ => err,
     }

@@ -20,7 +20,7 @@ use super::speed;
 use crate::measure::cpu::pin::{producer_cpus, CpuPin};
 use crate::measure::environment::support::Ready;
 use crate::measure::error::{Error, Result};
-use crate::measure::kernel::sys;
+use crate::measure::kernel::{exe, features};
 use crate::measure::mechanism::catalogue::{counts, Counts, Mechanism};
 use crate::measure::mechanism::trigger::Armed;
 use crate::measure::objects::object;
@@ -125,7 +125,7 @@ impl Sample {
 /// the kernel's single-threaded test_overhead measured 4079K. A thread of
 /// its own also takes whatever it opened with it when it ends, and so does
 /// the mount namespace it enters if it has to mount tracefs
-/// ([`sys::private_mount_namespace`]). SIGINT and SIGTERM are blocked on
+/// ([`tracefs::private_mount_namespace`]). SIGINT and SIGTERM are blocked on
 /// it: they reach another thread, never a timed run.
 pub fn on_measuring_thread<R: Send>(f: impl FnOnce() -> Result<R> + Send) -> Result<R> {
     std::thread::scope(|scope| {
@@ -348,7 +348,7 @@ fn check_hits(mechanism: Mechanism, hits: Option<u64>, events: u64) -> Result<()
                 "the BPF program counted {hits} hits from a producer for its {events} events"
             );
             let what = if load::on_exe(mechanism) {
-                sys::explain_replaced_exe(what)
+                exe::explain_replaced_exe(what)
             } else {
                 what
             };
@@ -375,7 +375,7 @@ pub fn with_run<R>(
         return Err(Error::unsupported(format!("no prog ns: needs {missing}")).of(mechanism));
     }
     let _stats = if stats {
-        Some(sys::enable_run_time_stats().map_err(|e| e.of(mechanism))?)
+        Some(features::enable_run_time_stats().map_err(|e| e.of(mechanism))?)
     } else {
         None
     };
