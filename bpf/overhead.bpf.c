@@ -323,7 +323,7 @@ int prog_uprobe_session(void *ctx)
 	return session_hit(ctx, producer_slot());
 }
 
-/* Attached to the binary's USDT note (USDT_PROVIDER:USDT_NAME in
+/* Attached to the binary's USDT note (USDT_PROVIDER and the target's USDT name in
  * src/measure/mechanism/trigger.rs). */
 SEC("?usdt")
 int prog_usdt(void *ctx)

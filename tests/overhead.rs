@@ -63,6 +63,8 @@ overhead_tests! {
     uretprobe_nop5 => "uretprobe-nop5",
     usdt_base => "base-usdt",
     usdt => "usdt",
+    usdt_base_nop5 => "base-usdt-nop5",
+    usdt_nop5 => "usdt-nop5",
     loop_base => "base-loop",
     loop_kprobe => "kprobe-loop",
     loop_kretprobe => "kretprobe-loop",

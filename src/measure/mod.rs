@@ -30,6 +30,7 @@ pub mod mechanism {
     pub mod kind;
     pub(super) mod program;
     pub mod syscall;
+    pub mod target;
     pub mod test_run;
     pub mod trigger;
 }
@@ -70,7 +71,8 @@ pub use cpu::pin::{allowed_cpus, note_default_cpu, online_cpus, CpuPin};
 pub use environment::support::{Privileged, Ready, Support};
 pub use error::{Error, Result};
 pub use mechanism::catalogue::{Kind, Mechanism};
-pub use mechanism::trigger::{Driver, Target, Trigger, MAX_BATCH};
+pub use mechanism::target::Target;
+pub use mechanism::trigger::{Driver, Trigger, MAX_BATCH};
 pub use running::run::{
     fitted, lead_in, measure, on_measuring_thread, with_run, ProducerSample, Run, Sample,
 };

@@ -16,7 +16,8 @@ use std::sync::Mutex;
 use super::kind::every_kind;
 pub use super::kind::Kind;
 use super::program::{builtin, Program};
-use super::trigger::{Driver, Target, Trigger, USDT_PROBE};
+use super::target::{Target, USDT_NOP5_PROBE, USDT_PROBE};
+use super::trigger::{Driver, Trigger};
 
 /// The kernel function probed by kprobe, kretprobe, fentry and fexit
 /// (test_overhead's target). The comm write reaches it once per write.
@@ -56,7 +57,7 @@ const fn base(name: &'static str, trigger: Trigger) -> Entry {
         program: None,
         hook: "nothing attached",
         needs: match trigger {
-            Trigger::Call(Nop5) => NOP5,
+            Trigger::Call(Nop5 | Target::UsdtNop5) => NOP5,
             Trigger::Call(Nop | Push | Ret | Target::Usdt)
             | Trigger::TaskRename
             | Trigger::Loop(_)
@@ -124,7 +125,7 @@ const fn uprobe(name: &'static str, target: Target, ret: bool) -> Entry {
         }),
         hook: target.symbol(),
         needs: match target {
-            Nop5 => UPROBES_NOP5,
+            Nop5 | Target::UsdtNop5 => UPROBES_NOP5,
             Nop | Push | Ret | Target::Usdt => UPROBES,
         },
     }
@@ -289,6 +290,15 @@ pub static CATALOGUE: &[Entry] = &[
         program: Some(builtin!(prog_usdt)),
         hook: USDT_PROBE,
         needs: UPROBES,
+    },
+    base("base-usdt-nop5", Trigger::Call(Target::UsdtNop5)),
+    Entry {
+        name: "usdt-nop5",
+        trigger: Trigger::Call(Target::UsdtNop5),
+        kind: Usdt,
+        program: Some(builtin!(prog_usdt)),
+        hook: USDT_NOP5_PROBE,
+        needs: UPROBES_NOP5,
     },
     base("base-loop", Trigger::Loop(Helper)),
     on_loop(

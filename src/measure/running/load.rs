@@ -17,7 +17,8 @@ use crate::measure::kernel::{exe, libbpf_log};
 use crate::measure::mechanism::catalogue::Mechanism;
 use crate::measure::mechanism::kind::Attach;
 use crate::measure::mechanism::program::{Builtin, ObjectProgram, Program};
-use crate::measure::mechanism::trigger::{Trigger, USDT_NAME, USDT_PROVIDER};
+use crate::measure::mechanism::target::USDT_PROVIDER;
+use crate::measure::mechanism::trigger::Trigger;
 use crate::measure::objects::consumer::Consumer;
 use crate::measure::objects::object;
 use crate::measure::settings::bpf_consts::MAX_SLOTS;
@@ -241,7 +242,19 @@ fn attach_program(mechanism: Mechanism, prog: &ProgramMut<'_>) -> libbpf_rs::Res
         }
         Attach::Usdt => {
             let exe = exe::exe_path().map_err(libbpf_rs::Error::from)?;
-            prog.attach_usdt(0, exe, USDT_PROVIDER, USDT_NAME)
+            let name = match mechanism.trigger() {
+                Trigger::Call(target) => target.usdt_name(),
+                Trigger::TaskRename
+                | Trigger::Loop(_)
+                | Trigger::Syscall(_)
+                | Trigger::TestRun(_) => None,
+            };
+            let name = name.ok_or_else(|| {
+                libbpf_rs::Error::from(std::io::Error::other(format!(
+                    "{mechanism}: a USDT program on a trigger with no USDT note"
+                )))
+            })?;
+            prog.attach_usdt(0, exe, USDT_PROVIDER, name)
         }
         // Where their SEC() says (a base has no program to get here).
         Attach::Section(_) | Attach::Nothing => prog.attach(),

@@ -1,0 +1,335 @@
+//! The user functions that uprobes and USDT probes fire on, written in
+//! assembly so that their first instruction is the one measured, and
+//! checked to be before a run.
+
+use crate::measure::error::{Error, Result};
+
+/// The user functions probed by uprobes, as in the kernel's bench
+/// (benchs/bench_trigger.c). Their first instruction decides the uprobe's
+/// cost: the kernel emulates `nop` and `push %rbp` in place but must
+/// single-step anything else out of line, e.g. `ret`. Each architecture
+/// has its own (arm64's below, at its `code`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Target {
+    /// First instruction `nop` (emulated).
+    Nop,
+    /// First instruction `push %rbp`, a frame-pointer prologue (emulated);
+    /// on arm64 the frame-record store `stp x29, x30, [sp, #-16]!`.
+    Push,
+    /// First instruction `ret` (single-stepped).
+    Ret,
+    /// First instruction the 5-byte `nopl 0x0(%rax,%rax,1)`, which recent
+    /// kernels optimize from a trap into a call (Jiri Olsa's series).
+    /// x86_64 only.
+    Nop5,
+    /// A USDT probe point (a `nop`) described by a `.note.stapsdt` note,
+    /// [`USDT_PROVIDER`]:`usdt_nop`, as sys/sdt.h writes one.
+    Usdt,
+    /// A USDT probe point on a 5-byte nop (`usdt_nop5`), as USDT probes
+    /// move to so that a kernel can optimize them as `uprobe-nop5`.
+    /// x86_64 only.
+    UsdtNop5,
+}
+
+/// The USDT note's provider and name, written only here: a macro, so
+/// that `concat!` can put them into the note's assembly below.
+macro_rules! usdt {
+    (provider) => {
+        "bpf_overhead"
+    };
+    (nop) => {
+        "usdt_nop"
+    };
+    (nop5) => {
+        "usdt_nop5"
+    };
+}
+
+/// The USDT notes' provider.
+pub const USDT_PROVIDER: &str = usdt!(provider);
+/// `provider:name` of the probe on a nop, as the catalogue shows it.
+pub const USDT_PROBE: &str = concat!(usdt!(provider), ":", usdt!(nop));
+/// `provider:name` of the probe on a 5-byte nop.
+pub const USDT_NOP5_PROBE: &str = concat!(usdt!(provider), ":", usdt!(nop5));
+
+impl Target {
+    pub const ALL: [Target; 6] = [
+        Target::Nop,
+        Target::Push,
+        Target::Ret,
+        Target::Nop5,
+        Target::Usdt,
+        Target::UsdtNop5,
+    ];
+
+    /// The name of the USDT note at the target, if it is a USDT probe.
+    pub const fn usdt_name(self) -> Option<&'static str> {
+        match self {
+            Target::Usdt => Some(usdt!(nop)),
+            Target::UsdtNop5 => Some(usdt!(nop5)),
+            Target::Nop | Target::Push | Target::Ret | Target::Nop5 => None,
+        }
+    }
+
+    /// The ELF symbol libbpf resolves the uprobe against.
+    pub const fn symbol(self) -> &'static str {
+        match self {
+            Target::Nop => "uprobe_target_nop",
+            Target::Push => "uprobe_target_push",
+            Target::Ret => "uprobe_target_ret",
+            Target::Nop5 => "uprobe_target_nop5",
+            Target::Usdt => "usdt_target",
+            Target::UsdtNop5 => "usdt_target_nop5",
+        }
+    }
+
+    /// The architectures (`std::env::consts::ARCH`) this binary has the
+    /// target on: nop5 is an x86 instruction, the rest exist everywhere.
+    pub const fn arches(self) -> &'static [&'static str] {
+        match self {
+            Target::Nop5 | Target::UsdtNop5 => &["x86_64"],
+            Target::Nop | Target::Push | Target::Ret | Target::Usdt => &["x86_64", "aarch64"],
+        }
+    }
+
+    /// Whether this binary has the target.
+    pub fn exists_here(self) -> bool {
+        code(self).is_some()
+    }
+
+    /// Why a mechanism calling the target cannot run on this architecture,
+    /// if it cannot.
+    pub fn absent_here(self) -> Option<String> {
+        (!self.exists_here()).then(|| {
+            format!(
+                "{} is not on {}: it exists on {} only",
+                self.symbol(),
+                std::env::consts::ARCH,
+                self.arches().join(", ")
+            )
+        })
+    }
+
+    /// The machine code the target starts with, on this architecture.
+    pub fn first_bytes(self) -> Option<&'static [u8]> {
+        code(self).map(|(_, bytes)| bytes)
+    }
+
+    /// The function, once its code is checked to start with
+    /// [`Target::first_bytes`]; unsupported where the architecture has no
+    /// such target.
+    pub fn verify(self) -> Result<unsafe extern "C" fn()> {
+        let (f, want) =
+            code(self).ok_or_else(|| Error::unsupported(self.absent_here().unwrap_or_default()))?;
+        // SAFETY: the function's code is mapped, readable and longer than
+        // its first instruction.
+        let code = unsafe { std::slice::from_raw_parts(f as *const u8, want.len()) };
+        if code != want {
+            return Err(Error::failed(format!(
+                "{} starts with bytes {code:02x?}, not {want:02x?}: the measurement would be of another instruction",
+                self.symbol(),
+            )));
+        }
+        Ok(f)
+    }
+}
+
+/// A target's function and first instruction on x86_64.
+#[cfg(target_arch = "x86_64")]
+fn code(target: Target) -> Option<(unsafe extern "C" fn(), &'static [u8])> {
+    Some(match target {
+        Target::Nop => (uprobe_target_nop, &[0x90]), // nop
+        Target::Usdt => (usdt_target, &[0x90]),
+        Target::Push => (uprobe_target_push, &[0x55]), // push %rbp
+        Target::Ret => (uprobe_target_ret, &[0xc3]),   // ret
+        // nopl 0x0(%rax,%rax,1)
+        Target::Nop5 => (uprobe_target_nop5, &[0x0f, 0x1f, 0x44, 0x00, 0x00]),
+        Target::UsdtNop5 => (usdt_target_nop5, &[0x0f, 0x1f, 0x44, 0x00, 0x00]),
+    })
+}
+
+/// A target's function and first instruction word (little-endian) on
+/// aarch64. The kernel simulates `nop` and the frame-record store
+/// `stp x29, x30, [sp, #-16]!` (arch/arm64/kernel/probes), and must
+/// single-step `ret`.
+#[cfg(target_arch = "aarch64")]
+fn code(target: Target) -> Option<(unsafe extern "C" fn(), &'static [u8])> {
+    const NOP: &[u8] = &0xd503201f_u32.to_le_bytes();
+    const STP_FP_LR: &[u8] = &0xa9bf7bfd_u32.to_le_bytes(); // stp x29, x30, [sp, #-16]!
+    const RET: &[u8] = &0xd65f03c0_u32.to_le_bytes();
+    Some(match target {
+        Target::Nop => (uprobe_target_nop, NOP),
+        Target::Usdt => (usdt_target, NOP),
+        Target::Push => (uprobe_target_push, STP_FP_LR),
+        Target::Ret => (uprobe_target_ret, RET),
+        Target::Nop5 | Target::UsdtNop5 => return None,
+    })
+}
+
+/// The targets, written in assembly because the first instruction is what
+/// is being measured, and a Rust function may begin with anything (a trial
+/// Rust target started with an instruction the kernel single-steps: 30x
+/// slower). Each is `symbol: [instructions]`, and each USDT probe `name
+/// at symbol` (its name as in `usdt!`). `.type` matters: libbpf only resolves STT_FUNC symbols.
+macro_rules! uprobe_targets {
+    (function: $function:literal, progbits: $progbits:literal,
+     $($symbol:literal: [$($insn:literal),+],)+
+     usdt: [$($probe:ident at $at:literal,)+]) => {
+        std::arch::global_asm!(
+            concat!(".pushsection .text.uprobe_targets,\"ax\",", $progbits),
+            $(
+                concat!(".globl ", $symbol),
+                concat!(".type ", $symbol, ",", $function),
+                concat!($symbol, ":"),
+                $($insn,)+
+                concat!(".size ", $symbol, ", .-", $symbol),
+            )+
+            ".popsection",
+            // A USDT note for each probe, at its target's first
+            // instruction, laid out as sys/sdt.h's _SDT_ASM_BODY does on
+            // 64-bit targets: the probe's address, the .stapsdt.base
+            // anchor (which lets readers undo prelinking), no semaphore,
+            // provider, name, no arguments.
+            $(
+                ".pushsection .note.stapsdt,\"\",\"note\"",
+                ".balign 4",
+                ".4byte 992f-991f, 994f-993f, 3",
+                "991: .asciz \"stapsdt\"",
+                "992: .balign 4",
+                concat!("993: .8byte ", $at),
+                ".8byte _.stapsdt.base",
+                ".8byte 0",
+                concat!(".asciz \"", usdt!(provider), "\""),
+                concat!(".asciz \"", usdt!($probe), "\""),
+                ".asciz \"\"",
+                "994: .balign 4",
+                ".popsection",
+            )+
+            ".pushsection .stapsdt.base,\"aG\",\"progbits\",.stapsdt.base,comdat",
+            ".weak _.stapsdt.base",
+            ".hidden _.stapsdt.base",
+            "_.stapsdt.base: .space 1",
+            ".size _.stapsdt.base, 1",
+            ".popsection",
+        );
+    };
+}
+
+#[cfg(target_arch = "x86_64")]
+uprobe_targets! {
+    function: "@function", progbits: "@progbits",
+    "uprobe_target_nop": ["nop", "ret"],
+    "uprobe_target_push": ["push rbp", "mov rbp, rsp", "pop rbp", "ret"],
+    "uprobe_target_ret": ["ret"],
+    "uprobe_target_nop5": [".byte 0x0f, 0x1f, 0x44, 0x00, 0x00", "ret"],
+    "usdt_target": ["nop", "ret"],
+    "usdt_target_nop5": [".byte 0x0f, 0x1f, 0x44, 0x00, 0x00", "ret"],
+    usdt: [nop at "usdt_target", nop5 at "usdt_target_nop5",]
+}
+
+// The frame record goes as a C compiler's prologue puts it.
+#[cfg(target_arch = "aarch64")]
+uprobe_targets! {
+    function: "%function", progbits: "%progbits",
+    "uprobe_target_nop": ["nop", "ret"],
+    "uprobe_target_push": [
+        "stp x29, x30, [sp, #-16]!",
+        "mov x29, sp",
+        "ldp x29, x30, [sp], #16",
+        "ret"
+    ],
+    "uprobe_target_ret": ["ret"],
+    "usdt_target": ["nop", "ret"],
+    usdt: [nop at "usdt_target",]
+}
+
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+compile_error!("bpf-overhead's uprobe targets are written for x86_64 and aarch64 only");
+
+extern "C" {
+    fn uprobe_target_nop();
+    fn uprobe_target_push();
+    fn uprobe_target_ret();
+    #[cfg(target_arch = "x86_64")]
+    fn uprobe_target_nop5();
+    fn usdt_target();
+    #[cfg(target_arch = "x86_64")]
+    fn usdt_target_nop5();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measure::mechanism::trigger::Trigger;
+    #[test]
+    fn each_target_starts_with_its_instruction() {
+        for target in Target::ALL {
+            if target.exists_here() {
+                target.verify().unwrap();
+            } else {
+                let err = target.verify().unwrap_err();
+                assert!(err.is_unsupported(), "{err}");
+                let want = format!("not on {}", std::env::consts::ARCH);
+                assert!(err.reason().contains(&want), "{err}");
+            }
+        }
+    }
+
+    /// The declared architectures match the code this binary has.
+    #[test]
+    fn targets_exist_where_declared() {
+        for target in Target::ALL {
+            assert_eq!(
+                target.exists_here(),
+                target.arches().contains(&std::env::consts::ARCH),
+                "{target:?}"
+            );
+        }
+        assert!(Target::Nop.exists_here());
+        assert_eq!(Target::Nop5.exists_here(), cfg!(target_arch = "x86_64"));
+    }
+
+    /// The USDT note is what readelf, and so libbpf, read: provider, name,
+    /// and a location inside usdt_target.
+    #[test]
+    fn the_usdt_note_reads_back() {
+        let exe = std::env::current_exe().unwrap();
+        let out = std::process::Command::new("readelf")
+            .arg("-n")
+            .arg(&exe)
+            .output()
+            .expect("readelf (binutils) runs");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let note = text
+            .split("stapsdt")
+            .find(|n| n.contains(&format!("Provider: {USDT_PROVIDER}")))
+            .unwrap_or_else(|| panic!("no {USDT_PROVIDER} USDT note in:\n{text}"));
+        assert!(note.contains("Name: usdt_nop\n"), "{note}");
+        #[cfg(target_arch = "x86_64")]
+        assert!(text.contains("Name: usdt_nop5\n"), "{text}");
+        let location = note
+            .split("Location: ")
+            .nth(1)
+            .and_then(|l| l.split(',').next())
+            .and_then(|hex| u64::from_str_radix(hex.trim().trim_start_matches("0x"), 16).ok())
+            .unwrap_or_else(|| panic!("no location in {note}"));
+        let symbols = std::process::Command::new("nm").arg(&exe).output().unwrap();
+        let symbols = String::from_utf8_lossy(&symbols.stdout);
+        let start = symbols
+            .lines()
+            .find(|l| l.ends_with(" usdt_target"))
+            .and_then(|l| u64::from_str_radix(l.split(' ').next()?, 16).ok())
+            .expect("usdt_target in the symbol table");
+        assert_eq!(
+            location, start,
+            "the probe is usdt_target's first instruction"
+        );
+    }
+
+    #[test]
+    fn targets_return() {
+        let mut armed = Trigger::Call(Target::Push).arm(None, 1).unwrap();
+        armed.fire(10).unwrap();
+        armed.verify().unwrap();
+    }
+}
