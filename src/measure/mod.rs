@@ -11,6 +11,7 @@ mod skel;
 pub mod kernel {
     pub mod exe;
     pub mod features;
+    pub mod functions;
     pub mod host;
     pub mod libbpf_log;
     pub mod tracefs;

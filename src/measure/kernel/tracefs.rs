@@ -76,11 +76,16 @@ impl Tracefs {
 
     /// Where the tracing files are (the path libbpf will use too).
     pub fn dir(&self) -> &'static Path {
-        if Path::new(DEBUGFS_TRACING).join("events").exists() {
-            Path::new(DEBUGFS_TRACING)
-        } else {
-            Path::new(TRACEFS)
-        }
+        tracing_dir()
+    }
+}
+
+/// Where the tracing files are, once tracefs is reachable ([`Tracefs`]).
+pub fn tracing_dir() -> &'static Path {
+    if Path::new(DEBUGFS_TRACING).join("events").exists() {
+        Path::new(DEBUGFS_TRACING)
+    } else {
+        Path::new(TRACEFS)
     }
 }
 
