@@ -453,6 +453,36 @@ int prog_loop_kretprobe_multi(void *ctx)
 	return 0;
 }
 
+/*
+ * kprobe.multi on every function the kernel lets fprobe attach to
+ * (upstream's kprobe-multi-all), attached by name from user space: the
+ * program runs on each of them, wherever it is called, and counts only
+ * the loop's function, known by its address (from /proc/kallsyms). What
+ * it adds to kprobe.multi-loop is the kernel finding, on that function's
+ * entry or exit, its probe among those of tens of thousands of functions.
+ */
+const volatile __u64 loop_fn_ip;
+
+static __always_inline void count_loop_hit_at(void *ctx)
+{
+	if (bpf_get_func_ip(ctx) == loop_fn_ip)
+		count_loop_hit();
+}
+
+SEC("?kprobe.multi")
+int prog_loop_kprobe_multi_all(void *ctx)
+{
+	count_loop_hit_at(ctx);
+	return 0;
+}
+
+SEC("?kretprobe.multi")
+int prog_loop_kretprobe_multi_all(void *ctx)
+{
+	count_loop_hit_at(ctx);
+	return 0;
+}
+
 SEC("?kprobe.session/bpf_get_numa_node_id")
 int prog_loop_kprobe_session(void *ctx)
 {

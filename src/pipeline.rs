@@ -105,6 +105,7 @@ mod fixtures {
             speed_ns: 2.0,
             lead_in_ns_per_event: 1.0,
             lost: Duration::ZERO,
+            attach: None,
         }
     }
 

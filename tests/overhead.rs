@@ -70,6 +70,8 @@ overhead_tests! {
     loop_kretprobe => "kretprobe-loop",
     loop_kprobe_multi => "kprobe.multi-loop",
     loop_kretprobe_multi => "kretprobe.multi-loop",
+    loop_kprobe_multi_all => "kprobe.multi-all-loop",
+    loop_kretprobe_multi_all => "kretprobe.multi-all-loop",
     loop_kprobe_session => "kprobe.session-loop",
     loop_fentry => "fentry-loop",
     loop_fexit => "fexit-loop",

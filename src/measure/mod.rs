@@ -60,6 +60,7 @@ pub mod environment {
 
 /// Running a measurement: load and attach, fire, time, count.
 pub mod running {
+    pub mod attach_cost;
     pub mod context;
     pub mod keeper;
     pub(super) mod load;
@@ -74,6 +75,7 @@ pub use error::{Error, Result};
 pub use mechanism::catalogue::{Kind, Mechanism};
 pub use mechanism::target::Target;
 pub use mechanism::trigger::{Driver, Trigger, MAX_BATCH};
+pub use running::attach_cost::AttachCost;
 pub use running::run::{
     fitted, lead_in, measure, on_measuring_thread, with_run, ProducerSample, Run, Sample,
 };

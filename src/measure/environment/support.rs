@@ -4,9 +4,9 @@
 
 use super::caps::{self, Missing};
 use crate::measure::error::{errno_name, Error, Result, ENOTSUPP};
-use crate::measure::kernel::features;
 use crate::measure::kernel::tracefs::ProbeType;
 use crate::measure::kernel::tracefs::{self, Tracefs};
+use crate::measure::kernel::{features, functions};
 use crate::measure::mechanism::catalogue::{Kind, Mechanism};
 use crate::measure::mechanism::kind::{every_kind, Probe};
 use Kind::*;
@@ -148,6 +148,7 @@ impl Mechanism {
             Probe::Nothing => Ok(None),
             Probe::Events(probe) => tracefs::probe_support(probe, &kprobe_hooks()),
             Probe::Tracefs => Tracefs::ensure().map(Some),
+            Probe::Fprobe => fprobe_support().and_then(|()| Tracefs::ensure().map(Some)),
             Probe::Btf => features::btf_support().map(|()| None),
             Probe::Lsm => features::btf_support()
                 .and_then(|()| features::bpf_lsm_support())
@@ -189,19 +190,21 @@ impl Mechanism {
         let err = match (self.kind(), errno) {
             // The attach type exists (checked before loading), but fprobe,
             // which it runs on, does not.
-            (KprobeMulti | KprobeSession, Some(n @ (libc::EOPNOTSUPP | ENOTSUPP))) => {
-                Error::unsupported(format!(
-                    "kernel has no fprobe (CONFIG_FPROBE off): attaching returned {}",
-                    errno_name(n)
-                ))
-            }
-            (Kprobe | KprobeMulti | KprobeSession, Some(libc::ENOENT | libc::EINVAL)) => {
-                Error::failed(format!(
-                    "symbol {} not found or not probe-able in this kernel \
+            (
+                KprobeMulti | KprobeMultiAll { .. } | KprobeSession,
+                Some(n @ (libc::EOPNOTSUPP | ENOTSUPP)),
+            ) => Error::unsupported(format!(
+                "kernel has no fprobe (CONFIG_FPROBE off): attaching returned {}",
+                errno_name(n)
+            )),
+            (
+                Kprobe | KprobeMulti | KprobeMultiAll { .. } | KprobeSession,
+                Some(libc::ENOENT | libc::EINVAL),
+            ) => Error::failed(format!(
+                "symbol {} not found or not probe-able in this kernel \
                  (check /proc/kallsyms): {why}",
-                    self.hook()
-                ))
-            }
+                self.hook()
+            )),
             (Tracepoint | RawTracepoint | BtfTracepoint, Some(libc::ENOENT)) => Error::failed(
                 format!("tracepoint {} not found in this kernel: {why}", self.hook()),
             ),
@@ -215,6 +218,20 @@ impl Mechanism {
             (every_kind!(), _) => Error::failed(format!("attach failed: {why}")),
         };
         err.with_errno(errno).of(self)
+    }
+}
+
+/// fprobe, which kprobe.multi runs on: its registration function is in
+/// the kernel's symbols exactly when CONFIG_FPROBE is on. Checked before
+/// reading tracefs for the functions (which a locked-down kernel refuses
+/// anyway), so a kernel without it skips for that reason.
+fn fprobe_support() -> Result<()> {
+    const FPROBE_SYMBOL: &str = "register_fprobe_ips";
+    match functions::kallsyms_has(FPROBE_SYMBOL)? {
+        true => Ok(()),
+        false => Err(Error::unsupported(format!(
+            "kernel has no fprobe (CONFIG_FPROBE off: no {FPROBE_SYMBOL} in /proc/kallsyms)"
+        ))),
     }
 }
 

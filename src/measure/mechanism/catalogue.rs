@@ -171,6 +171,8 @@ const fn on_target(
 const UPROBE_MULTI: &str = "CONFIG_UPROBES, the uprobe.multi attach type (6.6)";
 const UPROBE_SESSION: &str = "CONFIG_UPROBES, the uprobe.session attach type (6.13)";
 const KPROBE_MULTI: &str = "CONFIG_FPROBE, the kprobe.multi attach type (5.18)";
+const KPROBE_MULTI_ALL: &str =
+    "CONFIG_FPROBE, the kprobe.multi attach type (5.18), tracefs; attaching takes seconds";
 const KPROBE_SESSION: &str = "CONFIG_FPROBE, the kprobe.session attach type (6.10)";
 
 use Driver::{Helper, Kfunc};
@@ -328,6 +330,20 @@ pub static CATALOGUE: &[Entry] = &[
         KprobeMulti,
         builtin!(prog_loop_kretprobe_multi),
         KPROBE_MULTI,
+    ),
+    on_loop(
+        "kprobe.multi-all-loop",
+        Helper,
+        KprobeMultiAll { ret: false },
+        builtin!(prog_loop_kprobe_multi_all),
+        KPROBE_MULTI_ALL,
+    ),
+    on_loop(
+        "kretprobe.multi-all-loop",
+        Helper,
+        KprobeMultiAll { ret: true },
+        builtin!(prog_loop_kretprobe_multi_all),
+        KPROBE_MULTI_ALL,
     ),
     on_loop(
         "kprobe.session-loop",

@@ -26,6 +26,9 @@ pub enum Kind {
     Uprobe { ret: bool },
     /// kprobe.multi, kretprobe.multi: fprobe-based (5.18, CONFIG_FPROBE).
     KprobeMulti,
+    /// kprobe.multi, kretprobe.multi on every function fprobe can attach
+    /// to, by name from tracefs (upstream's kprobe-multi-all).
+    KprobeMultiAll { ret: bool },
     /// kprobe.session: one program on entry and exit (6.10).
     KprobeSession,
     /// uprobe.multi, uretprobe.multi on the target symbol (6.6).
@@ -52,6 +55,7 @@ macro_rules! every_kind {
             | Lsm
             | Uprobe { .. }
             | KprobeMulti
+            | KprobeMultiAll { .. }
             | KprobeSession
             | UprobeMulti { .. }
             | UprobeSession
@@ -95,6 +99,9 @@ pub enum Probe {
     Tracefs,
     /// The kernel's BTF.
     Btf,
+    /// fprobe in the kernel (`register_fprobe_ips` in /proc/kallsyms), and
+    /// tracefs, for the functions it may attach to.
+    Fprobe,
     /// The kernel's BTF, and `bpf` among the active LSMs: an LSM
     /// program on an inactive BPF LSM attaches but never runs.
     Lsm,
@@ -128,6 +135,10 @@ pub enum Attach {
     UprobeMulti { ret: bool, session: bool },
     /// The USDT probe of this executable.
     Usdt,
+    /// kprobe.multi on every function of [`functions::traceable`].
+    ///
+    /// [`functions::traceable`]: crate::measure::kernel::functions::traceable
+    EveryFunction { ret: bool },
 }
 
 /// How a `SEC("kind/...")` writes the hook that [`Attach::Section`]
@@ -145,7 +156,7 @@ impl Attach {
     pub const fn on_exe(self) -> bool {
         match self {
             Attach::Uprobe { .. } | Attach::UprobeMulti { .. } | Attach::Usdt => true,
-            Attach::Nothing | Attach::Section(_) => false,
+            Attach::Nothing | Attach::Section(_) | Attach::EveryFunction { .. } => false,
         }
     }
 }
@@ -227,6 +238,18 @@ impl Kind {
                 access: Access::Load,
                 attach: Attach::Section(SectionHook::Whole),
                 sections: &["kprobe.multi", "kretprobe.multi"],
+            },
+            KprobeMultiAll { ret } => Spec {
+                link_type: Some("BPF_TRACE_KPROBE_MULTI"),
+                session: false,
+                probe: Probe::Fprobe,
+                access: Access::ReadTracefs,
+                attach: Attach::EveryFunction { ret },
+                sections: if ret {
+                    &["kretprobe.multi"]
+                } else {
+                    &["kprobe.multi"]
+                },
             },
             KprobeSession => Spec {
                 link_type: Some("BPF_TRACE_KPROBE_SESSION"),

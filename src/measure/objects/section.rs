@@ -147,6 +147,7 @@ pub(crate) fn needs(like: Kind) -> &'static str {
         Kind::Base
         | Kind::Uprobe { .. }
         | Kind::KprobeMulti
+        | Kind::KprobeMultiAll { .. }
         | Kind::KprobeSession
         | Kind::UprobeMulti { .. }
         | Kind::UprobeSession

@@ -13,7 +13,7 @@ use libbpf_rs::{Link, OpenObject, ProgramMut, UprobeOpts};
 use libbpf_rs::MapCore as _;
 
 use crate::measure::error::{errno_of, Error, Result};
-use crate::measure::kernel::{exe, libbpf_log};
+use crate::measure::kernel::{exe, functions, libbpf_log};
 use crate::measure::mechanism::catalogue::Mechanism;
 use crate::measure::mechanism::kind::Attach;
 use crate::measure::mechanism::program::{Builtin, ObjectProgram, Program};
@@ -21,6 +21,7 @@ use crate::measure::mechanism::target::USDT_PROVIDER;
 use crate::measure::mechanism::trigger::Trigger;
 use crate::measure::objects::consumer::Consumer;
 use crate::measure::objects::object;
+use crate::measure::running::attach_cost::{AttachCost, Timing};
 use crate::measure::settings::bpf_consts::MAX_SLOTS;
 use crate::measure::settings::options::Options;
 use crate::measure::skel::{types, OpenOverheadSkel, OverheadSkel, OverheadSkelBuilder};
@@ -36,6 +37,8 @@ pub(crate) struct Loaded<'obj> {
     /// driver, or a user's program under test run.
     test_run_fd: Option<OwnedFd>,
     held: Held<'obj>,
+    /// What attaching took, where it is worth telling ([`Attach::EveryFunction`]).
+    attach_cost: Option<AttachCost>,
 }
 
 /// What holds the loaded programs, and the one to attach.
@@ -93,6 +96,11 @@ pub(crate) fn load<'obj>(
         .ok_or_else(|| Error::failed("BPF object has no .rodata"))?;
     rodata.batch_iters = opts.batch.get();
     rodata.prog_work = opts.prog_work.get();
+    if let Attach::EveryFunction { .. } = mechanism.kind().spec().attach {
+        // Its program runs on every function and counts the hook's hits.
+        rodata.loop_fn_ip =
+            functions::kallsyms_address(mechanism.hook()).map_err(|e| e.of(mechanism))?;
+    }
     for program in &wanted {
         enable(&mut open, *program);
     }
@@ -115,6 +123,7 @@ pub(crate) fn load<'obj>(
             skel: Box::new(skel),
             program,
         },
+        attach_cost: None,
     }))
 }
 
@@ -152,6 +161,7 @@ fn load_object(mechanism: Mechanism, p: &'static ObjectProgram) -> Result<Loaded
             object,
             program: p,
         },
+        attach_cost: None,
     })
 }
 
@@ -186,11 +196,23 @@ impl Loaded<'_> {
         if mechanism.kind().spec().attach == Attach::Nothing {
             return Ok(());
         }
+        let mut cost = None;
         let link = match &self.held {
             Held::Skel {
                 skel,
                 program: Some(program),
-            } => attach_program(mechanism, loaded(skel, *program)),
+            } => match mechanism.kind().spec().attach {
+                Attach::EveryFunction { ret } => {
+                    let names =
+                        functions::traceable(mechanism.hook()).map_err(|e| e.of(mechanism))?;
+                    let functions = names.len() as u64;
+                    let timing = Timing::start();
+                    let link = loaded(skel, *program).attach_kprobe_multi(ret, names);
+                    cost = Some(timing.done(functions));
+                    link
+                }
+                _ => attach_program(mechanism, loaded(skel, *program)),
+            },
             Held::Skel { program: None, .. } => return Ok(()),
             Held::Object {
                 object, program, ..
@@ -206,7 +228,12 @@ impl Loaded<'_> {
             mechanism.attach_error(errno_of(&e), why)
         })?;
         self.link = Some(link);
+        self.attach_cost = cost;
         Ok(())
+    }
+
+    pub(crate) fn attach_cost(&self) -> Option<AttachCost> {
+        self.attach_cost
     }
 
     pub(crate) fn test_run_fd(&self) -> Option<BorrowedFd<'_>> {
@@ -258,6 +285,7 @@ fn attach_program(mechanism: Mechanism, prog: &ProgramMut<'_>) -> libbpf_rs::Res
         }
         // Where their SEC() says (a base has no program to get here).
         Attach::Section(_) | Attach::Nothing => prog.attach(),
+        Attach::EveryFunction { .. } => unreachable!("attached by Loaded::attach"),
     }
 }
 
@@ -458,7 +486,10 @@ mod tests {
             let expected = match spec.attach {
                 Attach::Section(SectionHook::Whole) => Some(hook),
                 Attach::Section(SectionHook::Name) => hook.rsplit('/').next(),
-                Attach::Uprobe { .. } | Attach::UprobeMulti { .. } | Attach::Usdt => None,
+                Attach::Uprobe { .. }
+                | Attach::UprobeMulti { .. }
+                | Attach::Usdt
+                | Attach::EveryFunction { .. } => None,
                 Attach::Nothing => panic!("{m} attaches nothing but has {name}"),
             };
             assert_eq!(

@@ -24,6 +24,7 @@ use crate::measure::kernel::{exe, features};
 use crate::measure::mechanism::catalogue::{counts, Counts, Mechanism};
 use crate::measure::mechanism::trigger::Armed;
 use crate::measure::objects::object;
+use crate::measure::running::attach_cost::AttachCost;
 use crate::measure::settings::options::Options;
 
 /// One timed run of one mechanism.
@@ -55,6 +56,8 @@ pub struct Sample {
     /// (another task or the hypervisor had the CPU: the thread never
     /// sleeps while it fires), which `elapsed` includes.
     pub lost: Duration,
+    /// What attaching took, for a mechanism where that is worth telling.
+    pub attach: Option<AttachCost>,
 }
 
 /// One producer's share of a [`Sample`].
@@ -236,6 +239,7 @@ impl Run<'_, '_> {
             speed_ns,
             lead_in_ns_per_event,
             lost,
+            attach: self.loaded.as_ref().and_then(|l| l.attach_cost()),
         })
     }
 
@@ -482,6 +486,7 @@ mod tests {
             speed_ns: 1.0,
             lead_in_ns_per_event: 1.0,
             lost: Duration::ZERO,
+            attach: None,
         };
         assert_eq!(s.k_events_per_sec(), 2710); // 100000 * 1e6 / 36.9e6
         assert!((s.ns_per_event() - 369.0).abs() < 1e-9);
