@@ -44,6 +44,7 @@ pub(crate) mod fixtures {
             detectable: ratio.map(|_| 0.25),
             against: None,
             pairs_ns: None,
+            attach: None,
         };
         Document {
             schema: SCHEMA.into(),
@@ -98,6 +99,7 @@ pub(crate) mod fixtures {
                     detectable: None,
                     against: None,
                     pairs_ns: None,
+                    attach: None,
                 },
                 ok(
                     "raw_tp",

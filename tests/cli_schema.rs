@@ -28,6 +28,8 @@ fn documented_schema() -> BTreeMap<String, BTreeMap<String, String>> {
                 "file"
             } else if heading.contains("producers[]") {
                 "producer"
+            } else if heading.contains("].attach") {
+                "attach"
             } else if heading.contains("mechanisms[]") {
                 "mechanism"
             } else if heading.contains("Statistics") {
@@ -68,6 +70,7 @@ fn check_type(
         "statistics" => check_object(value, &schema["statistics"], what, schema),
         "context" => check_object(value, &schema["context"], what, schema),
         "file" => check_object(value, &schema["file"], what, schema),
+        "attach" => check_object(value, &schema["attach"], what, schema),
         _ => {
             let item = ty
                 .strip_prefix("array of ")
@@ -119,6 +122,7 @@ fn check_schema(doc: &Value) {
     assert_eq!(
         schema.keys().collect::<Vec<_>>(),
         [
+            "attach",
             "context",
             "file",
             "mechanism",
@@ -153,6 +157,13 @@ fn the_schema_checker_checks() {
     check_schema(&objects);
     objects["packet"]["size"] = "4096".into();
     assert!(std::panic::catch_unwind(|| check_schema(&objects)).is_err());
+    // An attach cost, as a link on every kernel function has, and one wrong.
+    let mut attach = fixture();
+    attach["mechanisms"][2]["attach"] =
+        serde_json::json!({"functions": 42352, "seconds": 6.58, "memory_kib": -12});
+    check_schema(&attach);
+    attach["mechanisms"][2]["attach"]["functions"] = 4.5.into();
+    assert!(std::panic::catch_unwind(|| check_schema(&attach)).is_err());
 }
 
 #[test]

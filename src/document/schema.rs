@@ -246,6 +246,11 @@ pub struct MechanismResult {
     /// pairs B is judged against A on. Null otherwise.
     #[serde(default)]
     pub pairs_ns: Option<Summary>,
+    /// Where attaching is a cost of its own (a link on every kernel
+    /// function): the functions, and the median attach time and memory of
+    /// the timed runs. Null otherwise, and in older results.
+    #[serde(default)]
+    pub attach: Option<crate::measure::AttachCost>,
 }
 
 /// One producer of a multi-producer run.

@@ -8,7 +8,7 @@ use crate::document::{
     SCHEMA_VERSION, UNIT_INSTRUCTIONS, UNIT_NS,
 };
 use crate::measure::kernel::host::Host;
-use crate::measure::Sample;
+use crate::measure::{AttachCost, Sample};
 use crate::stats::Summary;
 
 /// Turns each mechanism's runs into the result document. Pure: the statistics of fixed
@@ -191,7 +191,33 @@ fn mechanism_result(plan: &Plan, o: &MechanismRuns) -> MechanismResult {
             .pairs_ns()
             .filter(|p| !p.is_empty() && o.against.as_ref().is_some_and(|b| b.status == Status::Ok))
             .and_then(|p| Summary::of(&p)),
+        attach: ok
+            .then(|| {
+                attach_median(
+                    &o.samples
+                        .iter()
+                        .filter_map(|s| s.attach)
+                        .collect::<Vec<_>>(),
+                )
+            })
+            .flatten(),
     }
+}
+
+/// Each figure's median over the runs' attach costs (all on the same
+/// functions); none unless every run has one.
+fn attach_median(costs: &[AttachCost]) -> Option<AttachCost> {
+    let first = costs.first()?;
+    let memory: Vec<f64> = costs
+        .iter()
+        .filter_map(|c| c.memory_kib.map(|m| m as f64))
+        .collect();
+    Some(AttachCost {
+        functions: first.functions,
+        seconds: crate::stats::median(&costs.iter().map(|c| c.seconds).collect::<Vec<_>>()),
+        memory_kib: (memory.len() == costs.len())
+            .then(|| crate::stats::median(&memory).round() as i64),
+    })
 }
 
 /// Under an instruction clock ([`Plan::exact`]), the count per event: a
@@ -344,5 +370,23 @@ mod tests {
                 .len(),
             3
         );
+    }
+
+    #[test]
+    fn attach_costs_are_the_medians_of_the_runs() {
+        let cost = |seconds, memory_kib| AttachCost {
+            functions: 42352,
+            seconds,
+            memory_kib,
+        };
+        let costs = [
+            cost(3.5, Some(5000)),
+            cost(4.9, Some(5300)),
+            cost(3.6, Some(5100)),
+        ];
+        assert_eq!(attach_median(&costs), Some(cost(3.6, Some(5100))));
+        let unread = [cost(3.5, Some(5000)), cost(4.0, None)];
+        assert_eq!(attach_median(&unread), Some(cost(3.75, None)));
+        assert_eq!(attach_median(&[]), None);
     }
 }

@@ -2,12 +2,15 @@
 
 use std::num::NonZeroU64;
 
-use crate::measure::{measure, on_measuring_thread, Mechanism, Options, Privileged, Support};
+use crate::measure::{
+    measure, on_measuring_thread, AttachCost, Mechanism, Options, Privileged, Support,
+};
 
 /// Whether this kernel runs a mechanism, for `--list`.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Availability {
-    Yes,
+    /// It runs; what attaching took, where that is a cost of its own.
+    Yes(Option<AttachCost>),
     /// The kernel lacks what it needs: why.
     No(String),
     /// It should run and did not: why.
@@ -40,10 +43,13 @@ pub fn survey(mechanisms: &[Mechanism], cpu: Option<usize>) -> Vec<(Mechanism, A
             .map(|&m| {
                 let verdict = match problems.iter().position(|(p, _)| *p == m) {
                     Some(i) => Err(problems.swap_remove(i).1),
-                    None => support.ready(m).and_then(|r| measure(r, &opts)).map(|_| ()),
+                    None => support
+                        .ready(m)
+                        .and_then(|r| measure(r, &opts))
+                        .map(|s| s.attach),
                 };
                 let availability = match verdict {
-                    Ok(()) => Availability::Yes,
+                    Ok(attach) => Availability::Yes(attach),
                     Err(err) if err.is_unsupported() => Availability::No(err.reason().into()),
                     Err(err) => Availability::Broken(err.reason().into()),
                 };

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::{exact_figures_line, figures_line, heading, one_line};
+use super::{attach_line, exact_figures_line, figures_line, heading, one_line};
 use crate::document::{Document, Status};
 use crate::gate::{Findings, Verdict};
 
@@ -64,6 +64,9 @@ pub fn ktap(doc: &Document, gate: Option<&Findings>) -> String {
         };
         if let Some(line) = line {
             let _ = writeln!(out, "# {line}");
+        }
+        if let Some(a) = &m.attach {
+            let _ = writeln!(out, "# {}", attach_line(&m.name, a));
         }
         let gated = gate.and_then(|g| g.find(&m.name));
         if let Some(c) = gated.filter(|c| c.verdict != Verdict::NotRun) {

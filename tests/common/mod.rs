@@ -7,6 +7,7 @@ use std::fmt;
 use bpf_overhead::document::{Document, MechanismResult};
 use bpf_overhead::expect::{Conclusion, Expectations};
 use bpf_overhead::measure::kernel::host::{emulated, Host};
+use bpf_overhead::measure::mechanism::kind::Attach;
 use bpf_overhead::measure::Privileged;
 use bpf_overhead::pipeline::{self, Plan};
 use bpf_overhead::render::KtapResult;
@@ -113,6 +114,7 @@ fn measure(name: &str) -> Result<Checked, Failure> {
         println!("{line}");
     }
     check_counts(&doc, result, plan.options.iterations.get())?;
+    check_attach_cost(mechanism, result)?;
     Ok(Checked::Passed(lines))
 }
 
@@ -143,6 +145,27 @@ fn check_counts(doc: &Document, m: &MechanismResult, planned: u64) -> TestResult
         "{name}: the BPF program counted {:?} hits from the measuring thread for {events} events, expected {expected:?}",
         m.hits
     );
+    Ok(())
+}
+
+/// A link on every function says how many it is on: thousands on any
+/// kernel with fprobe (the count is exact, unlike the time it took).
+fn check_attach_cost(mechanism: Mechanism, m: &MechanismResult) -> TestResult {
+    let name = &m.name;
+    let every = matches!(mechanism.kind().spec().attach, Attach::EveryFunction { .. });
+    match (&m.attach, every) {
+        (Some(cost), true) => ensure!(
+            cost.functions >= 1000,
+            "{name}: attached to {} functions, expected every traceable one (thousands)",
+            cost.functions
+        ),
+        (None, true) => ensure!(
+            false,
+            "{name}: its result says nothing of what attaching took"
+        ),
+        (Some(_), false) => ensure!(false, "{name}: one hook, yet its result has an attach cost"),
+        (None, false) => {}
+    }
     Ok(())
 }
 
