@@ -171,8 +171,7 @@ const fn on_target(
 const UPROBE_MULTI: &str = "CONFIG_UPROBES, the uprobe.multi attach type (6.6)";
 const UPROBE_SESSION: &str = "CONFIG_UPROBES, the uprobe.session attach type (6.13)";
 const KPROBE_MULTI: &str = "CONFIG_FPROBE, the kprobe.multi attach type (5.18)";
-const KPROBE_MULTI_ALL: &str =
-    "CONFIG_FPROBE, the kprobe.multi attach type (5.18), tracefs; attaching takes seconds";
+const KPROBE_MULTI_ALL: &str = "CONFIG_FPROBE, the kprobe.multi attach type (5.18), tracefs";
 const KPROBE_SESSION: &str = "CONFIG_FPROBE, the kprobe.session attach type (6.10)";
 
 use Driver::{Helper, Kfunc};
