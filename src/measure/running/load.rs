@@ -196,28 +196,27 @@ impl Loaded<'_> {
         if mechanism.kind().spec().attach == Attach::Nothing {
             return Ok(());
         }
-        let mut cost = None;
+        // A link on every function: its functions, and the call timed.
+        let every = match mechanism.kind().spec().attach {
+            Attach::EveryFunction { .. } => {
+                Some(functions::traceable(mechanism.hook()).map_err(|e| e.of(mechanism))?)
+            }
+            _ => None,
+        };
+        let timing = every
+            .as_ref()
+            .map(|names| (names.len() as u64, Timing::start()));
         let link = match &self.held {
             Held::Skel {
                 skel,
                 program: Some(program),
-            } => match mechanism.kind().spec().attach {
-                Attach::EveryFunction { ret } => {
-                    let names =
-                        functions::traceable(mechanism.hook()).map_err(|e| e.of(mechanism))?;
-                    let functions = names.len() as u64;
-                    let timing = Timing::start();
-                    let link = loaded(skel, *program).attach_kprobe_multi(ret, names);
-                    cost = Some(timing.done(functions));
-                    link
-                }
-                _ => attach_program(mechanism, loaded(skel, *program)),
-            },
+            } => attach_program(mechanism, loaded(skel, *program), every),
             Held::Skel { program: None, .. } => return Ok(()),
             Held::Object {
                 object, program, ..
             } => object::attach(object, program),
         };
+        let cost = timing.map(|(functions, timing)| timing.done(functions));
         let link = link.map_err(|e| {
             let why = with_libbpf_reason(&e);
             let why = if on_exe(mechanism) {
@@ -251,7 +250,12 @@ pub(crate) fn on_exe(mechanism: Mechanism) -> bool {
     }
 }
 
-fn attach_program(mechanism: Mechanism, prog: &ProgramMut<'_>) -> libbpf_rs::Result<Link> {
+/// `every`: the functions of an [`Attach::EveryFunction`], none otherwise.
+fn attach_program(
+    mechanism: Mechanism,
+    prog: &ProgramMut<'_>,
+    every: Option<Vec<String>>,
+) -> libbpf_rs::Result<Link> {
     match mechanism.kind().spec().attach {
         Attach::Uprobe { ret } => {
             let exe = exe::exe_path().map_err(libbpf_rs::Error::from)?;
@@ -285,7 +289,7 @@ fn attach_program(mechanism: Mechanism, prog: &ProgramMut<'_>) -> libbpf_rs::Res
         }
         // Where their SEC() says (a base has no program to get here).
         Attach::Section(_) | Attach::Nothing => prog.attach(),
-        Attach::EveryFunction { .. } => unreachable!("attached by Loaded::attach"),
+        Attach::EveryFunction { ret } => prog.attach_kprobe_multi(ret, every.unwrap_or_default()),
     }
 }
 
