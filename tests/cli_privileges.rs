@@ -93,8 +93,8 @@ fn missing_capabilities_are_named_up_front() {
     }
     assert!(!out.stderr.contains("raw_tp"), "{}", out.stderr);
     // An XDP program, as a user's object: its type needs CAP_NET_ADMIN.
-    let xdp = format!("{}/xdp_pass.bpf.o", env!("TEST_OBJECTS_DIR"));
-    let out = as_nobody_with("bpf,perfmon", &["--object", &xdp, "--repeat", "1"]).unwrap();
+    let xdp = readable_copy("xdp_pass.bpf.o");
+    let out = as_nobody_with("bpf,perfmon", &["--object", xdp.path(), "--repeat", "1"]).unwrap();
     assert_eq!(out.code, 1, "{}", out.stderr);
     for needed in [
         "xdp_pass/parse_udp need",
@@ -107,8 +107,8 @@ fn missing_capabilities_are_named_up_front() {
         );
     }
     // A flow dissector likewise (the kernel's is_net_admin_prog_type).
-    let skb = format!("{}/skb.bpf.o", env!("TEST_OBJECTS_DIR"));
-    let out = as_nobody_with("bpf,perfmon", &["--object", &skb, "--repeat", "1"]).unwrap();
+    let skb = readable_copy("skb.bpf.o");
+    let out = as_nobody_with("bpf,perfmon", &["--object", skb.path(), "--repeat", "1"]).unwrap();
     assert_eq!(out.code, 1, "{}", out.stderr);
     assert!(out.stderr.contains("skb/dissect"), "{}", out.stderr);
     assert!(!out.stderr.contains("skb/keep_udp"), "{}", out.stderr);
@@ -141,12 +141,12 @@ fn missing_capabilities_are_named_up_front() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     // ...and a syscall program, which needs CAP_BPF alone to load and run
     // (skipped, exit 0, where the kernel has no such programs).
-    let sys_prog = format!("{}/sys_prog.bpf.o", env!("TEST_OBJECTS_DIR"));
+    let sys_prog = readable_copy("sys_prog.bpf.o");
     let out = with_memlock(
         "bpf,perfmon",
         &[
             "--object",
-            &sys_prog,
+            sys_prog.path(),
             "--repeat",
             "1",
             "--iterations",
@@ -183,4 +183,37 @@ fn missing_capabilities_are_named_up_front() {
         ],
     );
     assert_eq!(out.code, 0, "{}", out.stderr);
+}
+
+/// A test object copied, under its own name (which names its programs),
+/// to a folder of the temp dir, where nobody may read it: the checkout may
+/// be in a folder only root can enter (a `mktemp -d`), which setpriv's
+/// exec gets through as root but the dropped process does not.
+struct ReadableCopy(std::path::PathBuf);
+
+impl ReadableCopy {
+    fn path(&self) -> &str {
+        self.0.to_str().unwrap()
+    }
+}
+
+impl Drop for ReadableCopy {
+    fn drop(&mut self) {
+        if let Some(dir) = self.0.parent() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
+fn readable_copy(name: &str) -> ReadableCopy {
+    let dir = std::env::temp_dir().join(format!(
+        "bpf-overhead-{}-{}",
+        std::process::id(),
+        name.replace('.', "-")
+    ));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("creating {}: {e}", dir.display()));
+    let copy = ReadableCopy(dir.join(name));
+    std::fs::copy(format!("{}/{name}", env!("TEST_OBJECTS_DIR")), &copy.0)
+        .unwrap_or_else(|e| panic!("copying {name} to {}: {e}", copy.path()));
+    copy
 }
