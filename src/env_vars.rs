@@ -27,6 +27,17 @@ pub const KTAP_ENV: &str = "BPF_OVERHEAD_KTAP";
 /// ~/.cache/bpf-overhead); not passed into the guest.
 pub const CACHE_ENV: &str = "BPF_OVERHEAD_CACHE";
 
+/// tests/mutated_objects.rs's: how many damaged objects it tries, from
+/// which seed, and the folder it copies the failing ones to
+/// (scripts/mutate-objects sets them for long runs). xtask, which
+/// includes this file, reads none of them.
+#[allow(dead_code)]
+pub mod mutants {
+    pub const COUNT_ENV: &str = "BPF_OVERHEAD_MUTANTS";
+    pub const SEED_ENV: &str = "BPF_OVERHEAD_MUTANTS_SEED";
+    pub const KEEP_ENV: &str = "BPF_OVERHEAD_MUTANTS_KEEP";
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -41,6 +52,9 @@ mod tests {
             EMULATOR_ENV,
             KTAP_ENV,
             CACHE_ENV,
+            mutants::COUNT_ENV,
+            mutants::SEED_ENV,
+            mutants::KEEP_ENV,
         ] {
             assert!(name.starts_with(ENV_PREFIX), "{name}");
             assert!(name.len() > ENV_PREFIX.len(), "{name}");

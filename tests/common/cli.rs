@@ -131,13 +131,45 @@ pub fn assert_refused(out: &Output, expected: &str, what: &str) {
 /// Like [`output`], but fails instead of hanging: a FIFO baseline once
 /// made the command wait forever.
 #[track_caller]
-pub fn output_within(mut cmd: Command, limit: std::time::Duration) -> Output {
+pub fn output_within(cmd: Command, limit: std::time::Duration) -> Output {
+    let out = output_within_or_kill(cmd, limit).unwrap_or_else(|e| panic!("{e}"));
+    Output {
+        code: out.code.expect("bpf-overhead exits, not killed"),
+        stdout: out.stdout,
+        stderr: out.stderr,
+    }
+}
+
+/// How a command ended that may have been killed: `code` is `None` for a
+/// signal.
+pub struct Ended {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs `cmd` and kills it if it runs past `limit`: an error says so.
+/// Its output is read as it comes, so a full pipe cannot pass for a hang,
+/// and lossily, so bytes from a damaged input cannot fail the reading.
+pub fn output_within_or_kill(
+    mut cmd: Command,
+    limit: std::time::Duration,
+) -> Result<Ended, String> {
     use std::io::Read as _;
     let mut child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("bpf-overhead runs");
+    let drain = |mut r: Box<dyn std::io::Read + Send>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = r.read_to_end(&mut bytes);
+            String::from_utf8_lossy(&bytes).into_owned()
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().unwrap()));
+    let stderr = drain(Box::new(child.stderr.take().unwrap()));
     let deadline = std::time::Instant::now() + limit;
     let status = loop {
         if let Some(status) = child.try_wait().unwrap() {
@@ -146,28 +178,15 @@ pub fn output_within(mut cmd: Command, limit: std::time::Duration) -> Output {
         if std::time::Instant::now() > deadline {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("bpf-overhead {cmd:?} did not end within {limit:?}");
+            return Err(format!("bpf-overhead {cmd:?} did not end within {limit:?}"));
         }
-        std::thread::sleep(std::time::Duration::from_millis(10));
+        std::thread::sleep(std::time::Duration::from_millis(5));
     };
-    let (mut stdout, mut stderr) = (String::new(), String::new());
-    child
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut stdout)
-        .unwrap();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
-    Output {
-        code: status.code().expect("bpf-overhead exits, not killed"),
-        stdout,
-        stderr,
-    }
+    Ok(Ended {
+        code: status.code(),
+        stdout: stdout.join().unwrap(),
+        stderr: stderr.join().unwrap(),
+    })
 }
 
 /// Bad input found before anything is measured: exit 2 with one line,
