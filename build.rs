@@ -87,7 +87,7 @@ fn test_objects(out: &std::path::Path, args: &[&str]) {
         vec!["-DEXTRA_WORK=4000"],
     ));
     // A slower build by a fraction (~+70% on getpid): what
-    // examples/compare_power's statistics are measured on.
+    // research/compare_power's statistics are measured on.
     builds.push((
         format!("{DIR}/syscalls.bpf.c"),
         "syscalls_plus64".into(),

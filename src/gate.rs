@@ -41,7 +41,7 @@
 //!
 //! Mechanisms that this run did not select are listed as not compared.
 //! Bases are not gated: they are the reference (a base that fails fails
-//! the run, and takes its mechanisms with it). examples/gate_power.rs
+//! the run, and takes its mechanisms with it). research/gate_power.rs
 //! measures the rule's false alarms and power with real runs.
 
 pub mod against;

@@ -15,7 +15,7 @@ use cli::*;
 /// pair comes out the wrong way round only if the machine ran four times
 /// slower for A's run than for B's, next to it, where this host kind's
 /// speed jumps are 1.7x; these tests exercise the plumbing, not the
-/// statistics (examples/compare_power measures those). 10000 events a
+/// statistics (research/compare_power measures those). 10000 events a
 /// run keep B's runs short (~0.03 s). raw_tp, not a uprobe: it runs on
 /// every kernel too, and a round attaches and detaches in ~0.07 s, where a
 /// uprobe's perf event waits ~0.3 s for RCU. Seven rounds: two pairs the

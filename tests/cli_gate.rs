@@ -85,7 +85,7 @@ fn unjudged(out: &Output) -> bool {
 /// 3, UNSURE, saying what would answer). What it may not be sure of is
 /// how far raw_tp's overhead, a few % of a comm write, moves between
 /// short runs: seen +46 -> +112 ns (REGRESSED, p = 0.048) on a quiet
-/// machine; how often the gate cries wolf so is examples/gate_power's to
+/// machine; how often the gate cries wolf so is research/gate_power's to
 /// measure, not this test's.
 #[test]
 #[serial]
@@ -160,7 +160,7 @@ fn gate_cannot_see_through_a_noisy_baseline_and_says_so() {
 /// compiling), against the gate's ±100% allowance for drift between runs
 /// and its 15% threshold: a regression no host of this kind can hide, so
 /// these tests exercise the gate's plumbing, not the machine's noise
-/// (examples/gate_power measures that).
+/// (research/gate_power measures that).
 const HEAVIER: [&str; 2] = ["--prog-work", "10000"];
 
 /// The answer of a run that regressed from its baseline: exit 1 and

@@ -156,7 +156,7 @@ impl Drop for Load {
     }
 }
 
-/// The machine's drift over `secs`: examples/drift's figures, as a string.
+/// The machine's drift over `secs`: research/drift's figures, as a string.
 fn drift(secs: u32) -> String {
     if rejudging() {
         return "drift: as the run measured it".into();
@@ -164,7 +164,7 @@ fn drift(secs: u32) -> String {
     let out = Command::new(sibling("drift"))
         .arg(secs.to_string())
         .output()
-        .expect("run examples/drift (cargo build --release --examples)");
+        .expect("run research/drift (cargo build --release --examples)");
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("drift's JSON");
     format!(
         "drift over {secs} s: {}K/s median, CV {}% (50 ms windows), {}% (1 s blocks)",
