@@ -112,15 +112,15 @@ fn mutant(objects: &[(&str, Vec<u8>)], seed: u64, i: u64) -> (String, Vec<u8>) {
 /// What the kernel holds that a run could leave behind: BPF programs and
 /// links by id, and this mount namespace's mounts.
 #[derive(PartialEq, Eq, Debug)]
-struct Held {
+struct KernelState {
     programs: BTreeSet<u32>,
     links: BTreeSet<u32>,
     mounts: Vec<String>,
 }
 
-impl Held {
-    fn now() -> Held {
-        Held {
+impl KernelState {
+    fn now() -> KernelState {
+        KernelState {
             programs: libbpf_rs::query::ProgInfoIter::default()
                 .map(|p| p.id)
                 .collect(),
@@ -134,10 +134,10 @@ impl Held {
     /// What is held now that was not at `before` and that no live process
     /// holds (the other worker's run, say): what a run left in the kernel,
     /// once the kernel has freed what it closed (after an RCU grace period).
-    fn left_since(before: &Held) -> Option<String> {
+    fn left_since(before: &KernelState) -> Option<String> {
         let mut left = None;
         for _ in 0..50 {
-            let now = Held::now();
+            let now = KernelState::now();
             let live = held_by_processes();
             let programs: Vec<_> = now
                 .programs
@@ -191,7 +191,7 @@ fn worker_cpus() -> Vec<usize> {
 
 /// Runs one mutant; what is wrong with how the command took it, if
 /// anything.
-fn judge(path: &Path, cpu: usize, before: &Held) -> Result<i32, String> {
+fn judge(path: &Path, cpu: usize, before: &KernelState) -> Result<i32, String> {
     let path = path.to_str().unwrap();
     let cpu = cpu.to_string();
     let cmd = command(&[
@@ -224,7 +224,7 @@ fn judge(path: &Path, cpu: usize, before: &Held) -> Result<i32, String> {
             out.stderr
         ));
     }
-    if let Some(left) = Held::left_since(before) {
+    if let Some(left) = KernelState::left_since(before) {
         return Err(left);
     }
     Ok(code)
@@ -258,7 +258,7 @@ fn damaged_objects_never_abort_hang_or_leave_anything() {
         })
         .collect();
     let dir = tempfile::tempdir().unwrap();
-    let before = Held::now();
+    let before = KernelState::now();
     let started = Instant::now();
     let codes = Mutex::new(std::collections::BTreeMap::<i32, u64>::new());
     let failures = Mutex::new(Vec::new());

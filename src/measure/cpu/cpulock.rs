@@ -79,9 +79,9 @@ impl From<Refused> for Error {
 
 /// The held locks, by CPU: the file, how many holds of this process, and
 /// how long the hold that took it waited.
-static HELD: Mutex<BTreeMap<usize, Held>> = Mutex::new(BTreeMap::new());
+static HELD: Mutex<BTreeMap<usize, CpuHold>> = Mutex::new(BTreeMap::new());
 
-struct Held {
+struct CpuHold {
     _file: File,
     count: usize,
     waited: Duration,
@@ -105,7 +105,7 @@ impl Drop for CpuLock {
     fn drop(&mut self) {
         let mut held = HELD.lock().unwrap_or_else(|p| p.into_inner());
         for cpu in &self.cpus {
-            if let Some(Held { count, .. }) = held.get_mut(cpu) {
+            if let Some(CpuHold { count, .. }) = held.get_mut(cpu) {
                 *count -= 1;
                 if *count == 0 {
                     // Closing the file drops the lock.
@@ -172,7 +172,7 @@ fn hold_until(
         cpus: Vec::with_capacity(cpus.len()),
         waited: Duration::ZERO,
     };
-    let mut status = Status::new();
+    let mut status = WaitLine::new();
     // Since when /proc/locks has named no holder of a taken CPU.
     let mut unseen_since: Option<Instant> = None;
     for &cpu in &cpus {
@@ -257,7 +257,7 @@ enum Taken {
 
 fn take(cpu: usize) -> Taken {
     let mut held = HELD.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(Held { count, .. }) = held.get_mut(&cpu) {
+    if let Some(CpuHold { count, .. }) = held.get_mut(&cpu) {
         *count += 1;
         return Taken::Yes;
     }
@@ -279,7 +279,7 @@ fn take(cpu: usize) -> Taken {
     if ret == 0 {
         held.insert(
             cpu,
-            Held {
+            CpuHold {
                 _file: file,
                 count: 1,
                 waited: Duration::ZERO,
@@ -392,14 +392,14 @@ pub fn command_line(pid: u32) -> String {
 
 /// The waiting line on stderr: refreshed in place on a terminal (each
 /// second), a new line every 5 s otherwise, so that a log shows it too.
-struct Status {
+struct WaitLine {
     tty: bool,
     shown: bool,
     last: Option<Instant>,
     last_text: String,
 }
 
-impl Status {
+impl WaitLine {
     fn new() -> Self {
         Self {
             tty: std::io::stderr().is_terminal(),

@@ -124,48 +124,48 @@ impl Privileges {
 /// One thing a mechanism needs: any of `any_of` will do (or being uid 0,
 /// for `uid0_will_do`: root owns the files in question).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Need {
+struct CapNeed {
     any_of: &'static [Cap],
     uid0_will_do: bool,
     what: &'static str,
 }
 
-const LOAD_BPF: Need = Need {
+const LOAD_BPF: CapNeed = CapNeed {
     any_of: &[Cap::Bpf, Cap::SysAdmin],
     uid0_will_do: false,
     what: "to load BPF programs",
 };
-const LOAD_TRACING: Need = Need {
+const LOAD_TRACING: CapNeed = CapNeed {
     any_of: &[Cap::Perfmon, Cap::SysAdmin],
     uid0_will_do: false,
     what: "to load tracing programs",
 };
-const LOAD_NET: Need = Need {
+const LOAD_NET: CapNeed = CapNeed {
     any_of: &[Cap::NetAdmin, Cap::SysAdmin],
     uid0_will_do: false,
     what: "to load XDP, tc and flow dissector programs",
 };
-const MOUNT_TRACEFS: Need = Need {
+const MOUNT_TRACEFS: CapNeed = CapNeed {
     any_of: &[Cap::SysAdmin],
     uid0_will_do: false,
     what: "to mount tracefs (not mounted here)",
 };
-const READ_TRACEFS: Need = Need {
+const READ_TRACEFS: CapNeed = CapNeed {
     any_of: &[Cap::DacReadSearch, Cap::DacOverride],
     uid0_will_do: true,
     what: "to read tracefs (root's, mode 0700)",
 };
-const WRITE_TRACEFS: Need = Need {
+const WRITE_TRACEFS: CapNeed = CapNeed {
     any_of: &[Cap::DacOverride],
     uid0_will_do: true,
     what: "to create probes in tracefs (root's files)",
 };
-const PERF_UPROBE: Need = Need {
+const PERF_UPROBE: CapNeed = CapNeed {
     any_of: &[Cap::SysAdmin],
     uid0_will_do: false,
     what: "to create uprobes (the kernel asks for it since 6.16)",
 };
-const ENABLE_STATS: Need = Need {
+const ENABLE_STATS: CapNeed = CapNeed {
     any_of: &[Cap::SysAdmin],
     uid0_will_do: false,
     what: "for BPF_ENABLE_STATS",
@@ -229,7 +229,7 @@ fn accessible(path: &Path, mode: libc::c_int) -> bool {
     unsafe { libc::faccessat(libc::AT_FDCWD, path.as_ptr(), mode, libc::AT_EACCESS) == 0 }
 }
 
-fn tracefs_needs(env: &Env, write: bool) -> Vec<Need> {
+fn tracefs_needs(env: &Env, write: bool) -> Vec<CapNeed> {
     let (need, ok) = if write {
         (WRITE_TRACEFS, env.tracefs.is_some_and(|t| t.write))
     } else {
@@ -245,7 +245,7 @@ fn tracefs_needs(env: &Env, write: bool) -> Vec<Need> {
     needs
 }
 
-fn needs(kind: Kind, env: &Env) -> Vec<Need> {
+fn needs(kind: Kind, env: &Env) -> Vec<CapNeed> {
     let mut needs = vec![LOAD_BPF, LOAD_TRACING];
     match kind.spec().access {
         Access::Nothing => return Vec::new(),
@@ -263,8 +263,8 @@ fn needs(kind: Kind, env: &Env) -> Vec<Need> {
 
 /// What `privileges` lack among `needs`, as one phrase:
 /// `CAP_SYS_ADMIN to create uprobes (...)`.
-fn lacking(needs: &[Need], privileges: Privileges) -> Option<Missing> {
-    let missing: Vec<Need> = needs
+fn lacking(needs: &[CapNeed], privileges: Privileges) -> Option<Missing> {
+    let missing: Vec<CapNeed> = needs
         .iter()
         .copied()
         .filter(|n| !(privileges.has_any(n.any_of) || n.uid0_will_do && privileges.euid == 0))
@@ -275,7 +275,7 @@ fn lacking(needs: &[Need], privileges: Privileges) -> Option<Missing> {
 /// Capabilities a mechanism (or the stats run) lacks. Displays as
 /// `CAP_SYS_ADMIN to create uprobes (...)`, several joined by ", and".
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Missing(Vec<Need>);
+pub struct Missing(Vec<CapNeed>);
 
 impl fmt::Display for Missing {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -241,7 +241,7 @@ impl TestRun {
     }
 
     /// Ready to fire `prog` (the user's program, or the base's).
-    pub fn arm(self, prog: OwnedFd) -> Armed {
+    pub fn arm(self, prog: OwnedFd) -> ArmedTestRun {
         let input = if self.prog_type.on_packet() {
             // The packet back (XDP, tc, socket filters), or the flow keys
             // a flow dissector filled: the kernel fails with ENOSPC where
@@ -254,12 +254,12 @@ impl TestRun {
         } else {
             Input::Nothing
         };
-        Armed { prog, input }
+        ArmedTestRun { prog, input }
     }
 }
 
 /// A test-run trigger ready to fire: the program and its input.
-pub struct Armed {
+pub struct ArmedTestRun {
     prog: OwnedFd,
     input: Input,
 }
@@ -275,7 +275,7 @@ enum Input {
     Nothing,
 }
 
-impl Armed {
+impl ArmedTestRun {
     /// Runs the program `n` times: on a packet, in the kernel's repeat
     /// loop, which returns once it has run it that many times, so the
     /// count needs no program of ours; a syscall program by `n` calls,

@@ -234,7 +234,7 @@ pub enum Armed {
     Call(unsafe extern "C" fn()),
     Loop { driver: OwnedFd, batch: u32 },
     Syscall(Firing),
-    TestRun(test_run::Armed),
+    TestRun(test_run::ArmedTestRun),
 }
 
 impl Armed {
