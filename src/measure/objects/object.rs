@@ -224,8 +224,20 @@ fn builder(path: &Path) -> libbpf_rs::Result<ObjectBuilder> {
     Ok(builder)
 }
 
+/// A name from the object file, as it can be shown in one line: bytes
+/// that are not UTF-8 as U+FFFD, control characters escaped (a damaged
+/// file's section name can hold a newline).
 fn lossy(s: &OsStr) -> String {
-    s.to_string_lossy().into_owned()
+    s.to_string_lossy()
+        .chars()
+        .flat_map(|c| {
+            let escaped = c.is_control().then(|| c.escape_default());
+            escaped
+                .into_iter()
+                .flatten()
+                .chain((!c.is_control()).then_some(c))
+        })
+        .collect()
 }
 
 /// The maps libbpf would pin at load (or reuse from a BPF filesystem
@@ -440,7 +452,7 @@ pub(crate) fn load(p: &ObjectProgram) -> libbpf_rs::Result<Object> {
         }
     }
     for mut prog in open.progs_mut() {
-        let wanted = prog.name() == OsStr::new(&p.program);
+        let wanted = lossy(prog.name()) == p.program;
         prog.set_autoload(wanted);
     }
     if !p.rodata.is_empty() {
@@ -463,7 +475,7 @@ pub(crate) fn load(p: &ObjectProgram) -> libbpf_rs::Result<Object> {
 /// Attaches `p`, loaded in `obj`, by its section (libbpf's auto-attach).
 pub(crate) fn attach(obj: &Object, p: &ObjectProgram) -> libbpf_rs::Result<Link> {
     obj.progs_mut()
-        .find(|prog| prog.name() == OsStr::new(&p.program))
+        .find(|prog| lossy(prog.name()) == p.program)
         .ok_or_else(|| {
             libbpf_rs::Error::from(std::io::Error::other(
                 "the program is not in the loaded object",
@@ -477,7 +489,7 @@ pub(crate) fn program_fd(obj: &Object, p: &ObjectProgram) -> Result<std::os::fd:
     use std::os::fd::AsFd;
     let prog = obj
         .progs()
-        .find(|prog| prog.name() == OsStr::new(&p.program))
+        .find(|prog| lossy(prog.name()) == p.program)
         .ok_or_else(|| Error::failed("the program is not in the loaded object"))?;
     prog.as_fd()
         .try_clone_to_owned()
@@ -560,6 +572,15 @@ pub(crate) fn check_reached(m: Mechanism, runs: Option<u64>, events: u64) -> Res
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A damaged file's names reach one line: a newline and other control
+    /// characters escaped, bytes that are not UTF-8 replaced.
+    #[test]
+    fn names_from_the_file_stay_on_one_line() {
+        use std::os::unix::ffi::OsStrExt;
+        let name = OsStr::from_bytes(b"sys_\nenter\x1b[1m\xff");
+        assert_eq!(lossy(name), "sys_\\nenter\\u{1b}[1m\u{fffd}");
+    }
 
     #[test]
     fn requests_split_at_the_program() {
