@@ -10,8 +10,7 @@ use anyhow::{ensure, Context, Result};
 use crate::arch::Arch;
 use crate::arm64_image::{self, Format};
 use crate::debian::{self, Apt};
-use crate::say;
-use crate::util::write_whole;
+use crate::util::{say, write_whole};
 
 /// Where an unpacked Image is kept, next to the kernel's other files.
 const IMAGE: &str = "Image";

@@ -13,7 +13,7 @@ use std::time::{Duration, SystemTime};
 use anyhow::{bail, ensure, Context, Result};
 
 use crate::arch::Arch;
-use crate::say;
+use crate::util::say;
 
 /// The suites searched for kernels: bullseye-security has 5.10 and a 6.1
 /// backport, bookworm 6.1 and 6.12, trixie 6.12, trixie-backports 6.16 and

@@ -30,8 +30,8 @@ use crate::args::{Accel, Args, Job};
 use crate::guest_build::build_tests;
 use crate::kernel::kernel;
 use crate::out::STAGING;
-use crate::say;
-use crate::util::{cache_dir, relay, repo_root, sh_quote, shown, which};
+use crate::util::signal::{check_signal, signalled};
+use crate::util::{cache_dir, relay, repo_root, say, secs, sh_quote, shown, which};
 use crate::vm;
 
 /// What a guest writes into its output share once it is up, and what the
@@ -111,7 +111,7 @@ fn run(a: &Args) -> Result<i32> {
         &cache,
         a.bzimage,
     )?;
-    vm::check_signal()?;
+    check_signal()?;
     let (_, exe) = build_tests(&repo, a.arch, false, &a.cargo_args)?;
     let exe = exe.context("cargo test built no bpf-overhead command")?;
     let accel = vm::choose_accel(a.accel, a.arch)?;
@@ -143,7 +143,7 @@ fn run(a: &Args) -> Result<i32> {
             }
         }
         sessions.push(session);
-        vm::check_signal()?;
+        check_signal()?;
     }
     let (exit, compare) = if why.is_empty() {
         judge(&exe, &dir, a.sessions as usize)?
@@ -174,7 +174,7 @@ fn run(a: &Args) -> Result<i32> {
         ka.release,
         kb.release,
         a.sessions,
-        vm::secs(start.elapsed())
+        secs(start.elapsed())
     );
     Ok(exit)
 }
@@ -348,7 +348,7 @@ fn start_together(children: &mut [(Child, PathBuf)]) -> Result<Option<Duration>>
         if up.iter().all(Option::is_some) {
             break;
         }
-        if let Some(sig) = vm::signalled() {
+        if let Some(sig) = signalled() {
             bail!("interrupted (signal {sig})");
         }
         thread::sleep(Duration::from_millis(10));

@@ -18,8 +18,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::args::{Accel, Args, Job};
-use crate::say;
-use crate::util::repo_root;
+use crate::util::signal::check_signal;
+use crate::util::{repo_root, say, secs};
 use crate::vm;
 
 pub fn main(a: Args) -> i32 {
@@ -282,7 +282,7 @@ fn run(a: &Args) -> Result<i32> {
             .stdin(Stdio::null())
             .status()
             .context("starting vmtest")?;
-        vm::check_signal()?;
+        check_signal()?;
         if !rc.success() {
             why.push(format!(
                 "{}'s VM exited {} (see above)",
@@ -347,7 +347,7 @@ fn run(a: &Args) -> Result<i32> {
         "vmtest: exact {} against {} total {} exit {exit}",
         release.0,
         release.1,
-        vm::secs(start.elapsed())
+        secs(start.elapsed())
     );
     Ok(exit)
 }

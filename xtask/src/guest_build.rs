@@ -11,9 +11,8 @@ use cargo_metadata::camino::Utf8PathBuf;
 use cargo_metadata::{Artifact, Message, TargetKind};
 
 use crate::arch::Arch;
-use crate::say;
-use crate::util::{cargo, shown};
-use crate::vm::{self, check_signal};
+use crate::util::signal::check_signal;
+use crate::util::{cargo, say, secs, shown};
 
 /// The test binaries that a guest runs by default: what the kernel decides
 /// (every mechanism attaches or skips as declared and counts exactly;
@@ -104,7 +103,7 @@ pub fn build_tests(
     say!(
         "built {} test executable(s) in {}",
         exes.len(),
-        vm::secs(t.elapsed())
+        secs(t.elapsed())
     );
     Ok((exes, command_executable(&json)))
 }

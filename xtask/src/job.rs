@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use crate::args::{Accel, Args, Job};
-use crate::env_vars::{
+use crate::util::env_vars::{
     ABSENT_ENV, CACHE_ENV, EMULATED_ENV, EMULATOR_ENV, ENV_PREFIX, KTAP_ENV, STRICT_ENV,
 };
 

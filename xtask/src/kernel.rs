@@ -14,9 +14,8 @@ use crate::arm64;
 use crate::debian::{self, Apt};
 use crate::image::{self, BzImage};
 use crate::modules;
-use crate::say;
-use crate::util::{fnv, lock, which, write_whole, FNV_START};
-use crate::vm::{self, check_signal};
+use crate::util::signal::{check_signal, signalled};
+use crate::util::{fnv, lock, say, secs, which, write_whole, FNV_START};
 
 /// A kernel ready to boot.
 #[derive(Debug)]
@@ -194,11 +193,7 @@ fn fetch_release(
     drop(apt_lock);
     check_signal()?;
     if size > 0 {
-        say!(
-            "fetched {} MB in {}",
-            size / 1_000_000,
-            vm::secs(t.elapsed())
-        );
+        say!("fetched {} MB in {}", size / 1_000_000, secs(t.elapsed()));
     }
     let t = Instant::now();
     let root = tmp.path().join("root");
@@ -227,7 +222,7 @@ fn fetch_release(
     if let Err(e) = unpacked {
         // Kept for the next run after an interruption; after a failure the
         // next run downloads them again.
-        if vm::signalled().is_none() {
+        if signalled().is_none() {
             for deb in &debs {
                 let _ = fs::remove_file(deb);
             }
@@ -241,7 +236,7 @@ fn fetch_release(
     }
     say!(
         "unpacked and checked in {} into {}",
-        vm::secs(t.elapsed()),
+        secs(t.elapsed()),
         kdir.display()
     );
     Ok(size)

@@ -18,14 +18,14 @@ use anyhow::{bail, ensure, Context, Result};
 use crate::args::KselftestArgs;
 use crate::selftests::{self, Collection, COLLECTION, DROP_IN};
 use crate::static_build::{self, Programs};
+use crate::util::signal::catch_signals;
 use crate::util::{one_line, repo_root, shown};
-use crate::vm;
 
 /// Where the project's declared absences are (the collection's `absent/`).
 const ABSENT_DIR: &str = "ci/absent";
 
 pub fn main(a: KselftestArgs) -> i32 {
-    vm::catch_signals();
+    catch_signals();
     match run(&a) {
         Ok(()) => 0,
         Err(e) => {

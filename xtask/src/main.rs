@@ -36,10 +36,6 @@ mod arm64_image;
 mod collect;
 mod cpio;
 mod debian;
-// The names it shares with the suite, from the main crate's one list
-// (xtask does not depend on the main crate: that would build its BPF).
-#[path = "../../src/env_vars.rs"]
-mod env_vars;
 mod guest_build;
 mod help;
 mod image;
@@ -74,6 +70,9 @@ const TASK_MODULES: &[&str] = &["vmtest", "duet", "exact", "ci", "kselftest", "f
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let env_accel = std::env::var("VMTEST_ACCEL").ok();
+    if let Some(task) = argv.first().and_then(|t| TASKS.iter().find(|n| *n == t)) {
+        util::set_task(task);
+    }
     let code = match args::parse(&argv, env_accel.as_deref()) {
         Ok(Parsed::Help(h)) => {
             print!("{h}");

@@ -16,8 +16,7 @@ use object::{elf, Endianness};
 
 use crate::arch::Arch;
 use crate::guest_build::{command_executable, messages, test_executables, test_name, GUEST_TESTS};
-use crate::util::{cargo, shown};
-use crate::vm;
+use crate::util::{cargo, secs, shown};
 
 /// Rust's target for `arch`, always given: with `--target`, RUSTFLAGS
 /// reach only the target's artifacts, not build scripts and proc macros
@@ -133,7 +132,7 @@ pub fn build(repo: &Path, arch: Arch) -> Result<Programs> {
     eprintln!(
         "kselftest: built {} static programs in {}",
         progs.len(),
-        vm::secs(t.elapsed())
+        secs(t.elapsed())
     );
     Ok(Programs(progs))
 }

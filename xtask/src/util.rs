@@ -9,17 +9,39 @@ use std::fs::{self, File};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use crate::env_vars::CACHE_ENV;
+pub mod signal;
 
-/// Prints one `vmtest:` line on stderr.
-#[macro_export]
-macro_rules! say {
-    ($($t:tt)*) => { eprintln!("vmtest: {}", format!($($t)*)) };
+// The names it shares with the suite, from the main crate's one list
+// (xtask does not depend on the main crate: that would build its BPF).
+#[path = "../../src/env_vars.rs"]
+pub mod env_vars;
+
+use env_vars::CACHE_ENV;
+
+/// The running task's name, `say!`'s prefix: set once by main.
+static TASK: OnceLock<&'static str> = OnceLock::new();
+
+/// Names the running task (main, once the command line is parsed).
+pub fn set_task(name: &'static str) {
+    let _ = TASK.set(name);
 }
+
+/// The running task's name: `vmtest` for its three modes, `xtask` before
+/// main has named one.
+pub fn task() -> &'static str {
+    TASK.get().copied().unwrap_or("xtask")
+}
+
+/// Prints one line on stderr after the running task's name (`vmtest:`).
+macro_rules! say {
+    ($($t:tt)*) => { eprintln!("{}: {}", $crate::util::task(), format!($($t)*)) };
+}
+pub(crate) use say;
 
 /// The repository root: xtask's parent directory.
 pub fn repo_root() -> PathBuf {
@@ -120,6 +142,10 @@ pub fn cargo() -> Command {
 pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() == 0 }
+}
+
+pub fn secs(d: Duration) -> String {
+    format!("{:.1}s", d.as_secs_f64())
 }
 
 /// An error and its causes on one line.

@@ -6,29 +6,22 @@ use std::fs::{self, File};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, ensure, Context, Result};
+use anyhow::{ensure, Context, Result};
 
 use crate::arch::Arch;
 use crate::args::Accel;
-use crate::say;
+use crate::util::say;
+use crate::util::signal::{catch_signals, signalled};
 
 /// What the guest init prints when it is about to run the command.
 pub const MARKER: &str = "vmtest: guest up";
 
 /// Where the guest mounts the output share (9p tag `out`), read-write.
 pub const GUEST_OUT: &str = "/run/vmtest-out";
-
-/// Signal number of a SIGINT/SIGTERM received, 0 if none.
-pub static SIGNALLED: AtomicI32 = AtomicI32::new(0);
-
-extern "C" fn on_signal(sig: libc::c_int) {
-    SIGNALLED.store(sig, Ordering::SeqCst);
-}
 
 /// A VM task's exit status from its `run`: its own code, 128 + the signal
 /// that stopped it, or 2 with the error in one line.
@@ -45,31 +38,6 @@ pub fn task_main(run: impl FnOnce() -> Result<i32>) -> i32 {
             say!("{}", crate::util::one_line(&e));
             2
         }
-    }
-}
-
-/// SIGINT and SIGTERM end the run cleanly: qemu killed, temporary files removed.
-pub fn catch_signals() {
-    let handler = on_signal as extern "C" fn(libc::c_int);
-    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-    unsafe {
-        libc::signal(libc::SIGINT, handler as libc::sighandler_t);
-        libc::signal(libc::SIGTERM, handler as libc::sighandler_t);
-    }
-}
-
-pub fn signalled() -> Option<i32> {
-    match SIGNALLED.load(Ordering::SeqCst) {
-        0 => None,
-        s => Some(s),
-    }
-}
-
-/// An error once a SIGINT or SIGTERM came, for a run to stop between steps.
-pub fn check_signal() -> Result<()> {
-    match signalled() {
-        Some(sig) => bail!("interrupted (signal {sig})"),
-        None => Ok(()),
     }
 }
 
@@ -552,10 +520,6 @@ pub fn tail(log: &[u8], n: usize) -> String {
     let text = String::from_utf8_lossy(log);
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(n)..].join("\n")
-}
-
-pub fn secs(d: Duration) -> String {
-    format!("{:.1}s", d.as_secs_f64())
 }
 
 pub fn write_log(path: &Path, log: &[u8]) -> Result<()> {

@@ -10,16 +10,16 @@ use anyhow::{bail, ensure, Result};
 use crate::arch::Arch;
 use crate::args::{Accel, Args, Job};
 use crate::debian;
-use crate::env_vars::ABSENT_ENV;
 use crate::guest_build::build_tests;
 use crate::initramfs::{busybox, initramfs};
 use crate::job::{guest_env, job_script, Bench};
 use crate::kernel::{kernel, Kernel};
 use crate::out::{self, Out};
-use crate::say;
 use crate::summary::{self, VmtestJson};
-use crate::util::{cache_dir, one_line, repo_root, which};
-use crate::vm::{self, check_signal, Rules, Timeouts, Vm};
+use crate::util::env_vars::ABSENT_ENV;
+use crate::util::signal::check_signal;
+use crate::util::{cache_dir, one_line, repo_root, say, secs, which};
+use crate::vm::{self, Rules, Timeouts, Vm};
 
 pub fn main(a: Args) -> i32 {
     vm::task_main(|| run(&a))
@@ -91,8 +91,8 @@ fn run(a: &Args) -> Result<i32> {
     println!(
         "vmtest: kernel {} boot {} total {} exit {rc}",
         k.release,
-        boot.map_or("-".into(), vm::secs),
-        vm::secs(o.finished - o.started)
+        boot.map_or("-".into(), secs),
+        secs(o.finished - o.started)
     );
     Ok(rc)
 }
@@ -231,7 +231,7 @@ fn judge(a: &Args, o: &vm::Boot, status: Option<&str>) -> (i32, Vec<String>) {
     if let (None, Some(first)) = (o.up, o.first_output) {
         say!(
             "first console output {} after qemu started",
-            vm::secs(first - o.started)
+            secs(first - o.started)
         );
     }
     for w in &why {
