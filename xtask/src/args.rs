@@ -10,6 +10,8 @@ use clap::{Parser, Subcommand};
 
 use crate::arch::Arch;
 use crate::help::{CI_ABOUT, CI_AFTER, KSELFTEST_AFTER, VMTEST_ABOUT, VMTEST_AFTER, VMTEST_USAGE};
+use crate::job::Job;
+use crate::vm::Accel;
 
 mod values;
 use values::{arch, directory, env_pair, percent, positive, positive_usize, secs, step_name};
@@ -257,31 +259,6 @@ pub const CI_STEPS: &[&str] = &[
     "check-ktap",
     "check-kselftest",
 ];
-
-#[derive(Debug, PartialEq, Eq, Clone, Copy)]
-pub enum Accel {
-    Kvm,
-    Tcg,
-}
-
-impl Accel {
-    pub fn name(self) -> &'static str {
-        match self {
-            Accel::Kvm => "kvm",
-            Accel::Tcg => "tcg",
-        }
-    }
-}
-
-#[derive(Debug, PartialEq, Eq)]
-pub enum Job {
-    /// Build and run the test executables with these libtest arguments.
-    Tests(Vec<String>),
-    /// Run bash code.
-    Cmd(String),
-    /// Run a program with its arguments.
-    Exec(Vec<String>),
-}
 
 /// `cargo xtask vmtest`'s arguments, checked.
 #[derive(Debug, PartialEq)]

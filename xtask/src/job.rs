@@ -3,10 +3,10 @@
 
 use std::path::Path;
 
-use crate::args::{Accel, Args, Job};
 use crate::util::env_vars::{
     ABSENT_ENV, CACHE_ENV, EMULATED_ENV, EMULATOR_ENV, ENV_PREFIX, KTAP_ENV, STRICT_ENV,
 };
+use crate::vm::Accel;
 
 /// What the command calls an emulator clocked by instructions (its
 /// `host::EXACT`; xtask does not depend on the main crate).
@@ -15,6 +15,16 @@ use crate::guest_build::test_name;
 use crate::summary;
 use crate::util::sh_quote;
 use crate::vm;
+
+#[derive(Debug, PartialEq, Eq)]
+pub enum Job {
+    /// Build and run the test executables with these libtest arguments.
+    Tests(Vec<String>),
+    /// Run bash code.
+    Cmd(String),
+    /// Run a program with its arguments.
+    Exec(Vec<String>),
+}
 
 /// After the tests, the command saves its result into the output directory.
 pub struct Bench {
@@ -69,9 +79,12 @@ impl Bench {
     }
 }
 
-/// The guest environment, in order of precedence (later wins).
+/// The guest environment, in order of precedence (later wins); `extra`:
+/// the user's `--env` pairs, last.
 pub fn guest_env(
-    a: &Args,
+    job: &Job,
+    exact: bool,
+    extra: &[(String, String)],
     accel: Accel,
     absent: Option<&Path>,
     host: &[(String, String)],
@@ -84,7 +97,7 @@ pub fn guest_env(
         .collect();
     env.push(("VMTEST_OUT".into(), Some(vm::GUEST_OUT.into())));
     // The suite's KTAP outlives the VM (a host path would be read-only there).
-    if let Job::Tests(_) = a.job {
+    if let Job::Tests(_) = job {
         env.push((
             KTAP_ENV.into(),
             Some(format!("{}/suite.ktap", vm::GUEST_OUT)),
@@ -95,19 +108,19 @@ pub fn guest_env(
     // Rates under TCG are not performance figures: the suite labels them.
     // Exact: the guest's clock counts its instructions, and the command
     // records which emulator counted them.
-    let emulated = match (accel, a.exact) {
+    let emulated = match (accel, exact) {
         (Accel::Tcg, true) => Some(EXACT.into()),
         (Accel::Tcg, false) => Some("tcg".into()),
         (Accel::Kvm, _) => None,
     };
     env.push((EMULATED_ENV.into(), emulated));
-    if a.exact {
+    if exact {
         env.push((EMULATOR_ENV.into(), emulator.map(String::from)));
     }
     if let Some(f) = absent {
         env.push((ABSENT_ENV.into(), Some(f.display().to_string())));
     }
-    for (k, v) in &a.env {
+    for (k, v) in extra {
         env.push((k.clone(), Some(v.clone())));
     }
     env
@@ -213,6 +226,7 @@ fn tests_script(repo: &Path, targs: &[String], exes: &[String], bench: Option<&B
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::args::Args;
 
     fn args(v: &[&str]) -> Args {
         let argv: Vec<String> = std::iter::once("vmtest")
@@ -238,7 +252,9 @@ mod tests {
             ("HOME".to_string(), "/root".to_string()),
         ];
         let env = guest_env(
-            &a,
+            &a.job,
+            a.exact,
+            &a.env,
             Accel::Tcg,
             Some(Path::new("/r/ci/absent/6.1")),
             &host,
@@ -271,7 +287,7 @@ mod tests {
         assert!(s.ends_with(want), "{s}");
         assert!(!s.contains("BPF_OVERHEAD_CACHE") && !s.contains("HOME=/root\n"));
         let a = args(&["6.1", "--exec", "/bin/x", "a b"]);
-        let env = guest_env(&a, Accel::Kvm, None, &[], None);
+        let env = guest_env(&a.job, a.exact, &a.env, Accel::Kvm, None, &[], None);
         let s = job_script(Path::new("/r"), &env, &a.job, &[], None);
         assert!(s.contains("unset BPF_OVERHEAD_EMULATED\n"));
         assert!(!s.contains("BPF_OVERHEAD_ABSENT"));
@@ -286,7 +302,7 @@ mod tests {
     #[test]
     fn the_command_saves_its_result_after_the_tests() {
         let a = args(&["6.1"]);
-        let env = guest_env(&a, Accel::Tcg, None, &[], None);
+        let env = guest_env(&a.job, a.exact, &a.env, Accel::Tcg, None, &[], None);
         let bench = Bench::new(
             "/r/target/debug/bpf-overhead".into(),
             Accel::Tcg,

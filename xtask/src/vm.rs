@@ -13,7 +13,6 @@ use std::time::{Duration, Instant};
 use anyhow::{ensure, Context, Result};
 
 use crate::arch::Arch;
-use crate::args::Accel;
 use crate::util::say;
 use crate::util::signal::{catch_signals, signalled};
 
@@ -55,6 +54,21 @@ pub fn job_dir() -> Result<(tempfile::TempDir, PathBuf)> {
         .tempdir_in(&base)?;
     let path = dir.path().canonicalize()?;
     Ok((dir, path))
+}
+
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
+pub enum Accel {
+    Kvm,
+    Tcg,
+}
+
+impl Accel {
+    pub fn name(self) -> &'static str {
+        match self {
+            Accel::Kvm => "kvm",
+            Accel::Tcg => "tcg",
+        }
+    }
 }
 
 /// The accelerator: `forced`, else KVM where it is hardware virtualization;

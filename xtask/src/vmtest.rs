@@ -8,18 +8,18 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, ensure, Result};
 
 use crate::arch::Arch;
-use crate::args::{Accel, Args, Job};
+use crate::args::Args;
 use crate::debian;
 use crate::guest_build::build_tests;
 use crate::initramfs::{busybox, initramfs};
-use crate::job::{guest_env, job_script, Bench};
+use crate::job::{guest_env, job_script, Bench, Job};
 use crate::kernel::{kernel, Kernel};
 use crate::out::{self, Out};
 use crate::summary::{self, VmtestJson};
 use crate::util::env_vars::ABSENT_ENV;
 use crate::util::signal::check_signal;
 use crate::util::{cache_dir, one_line, repo_root, say, secs, which};
-use crate::vm::{self, Rules, Timeouts, Vm};
+use crate::vm::{self, Accel, Rules, Timeouts, Vm};
 
 pub fn main(a: Args) -> i32 {
     vm::task_main(|| run(&a))
@@ -195,7 +195,15 @@ fn prepare_job(a: &Args, repo: &Path, k: &Kernel, accel: Accel) -> Result<String
     }
     let host: Vec<(String, String)> = env::vars().collect();
     let emulator = a.exact.then(|| vm::qemu_version(a.arch)).transpose()?;
-    let env = guest_env(a, accel, absent, &host, emulator.as_deref());
+    let env = guest_env(
+        &a.job,
+        a.exact,
+        &a.env,
+        accel,
+        absent,
+        &host,
+        emulator.as_deref(),
+    );
     Ok(job_script(repo, &env, &a.job, &exes, bench.as_ref()))
 }
 
