@@ -91,6 +91,11 @@ impl Arch {
     }
 }
 
+/// `--arch`'s value parser (clap's): its message follows the option's name.
+pub fn arch(v: &str) -> Result<Arch, String> {
+    Arch::parse(v).map_err(|e| e.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

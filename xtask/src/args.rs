@@ -2,19 +2,19 @@
 //!
 //! Bad input gives one line (no usage block) and exit 2, as before clap.
 
-use std::path::PathBuf;
-
 use anyhow::{bail, ensure, Result};
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::{Parser, Subcommand};
 
-use crate::arch::Arch;
+use crate::arch::{arch, Arch};
+use crate::ci::CiArgs;
+use crate::flakes::FlakesArgs;
 use crate::help::{CI_ABOUT, CI_AFTER, KSELFTEST_AFTER, VMTEST_ABOUT, VMTEST_AFTER, VMTEST_USAGE};
 use crate::job::Job;
+use crate::kselftest::KselftestArgs;
+use crate::util::values::{directory, env_pair, percent, positive, secs};
 use crate::vm::Accel;
-
-mod values;
-use values::{arch, directory, env_pair, percent, positive, positive_usize, secs, step_name};
+use crate::vmtest::Args;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -45,25 +45,6 @@ enum Task {
     /// Hunt flaky tests: the README's test command N times alone, beside a CPU hog
     /// and beside disk writes; how often each test failed
     Flakes(FlakesArgs),
-}
-
-/// `cargo xtask kselftest`'s options.
-#[derive(clap::Args, Debug, Clone)]
-pub struct KselftestArgs {
-    /// Where the layout goes (emptied first if it holds an earlier layout)
-    #[arg(long, value_name = "DIR", value_parser = directory)]
-    pub out: String,
-    /// The programs' architecture: x86_64 (default) or arm64 (cross-built)
-    #[arg(long, value_name = "ARCH", default_value = "x86_64", value_parser = arch)]
-    pub arch: Arch,
-    /// The kernel's runner files from this Debian package (default: the newest
-    /// linux-source-X.Y)
-    #[arg(long, value_name = "linux-source-X.Y")]
-    pub source: Option<String>,
-    /// Only the collection's built files (its programs and absent/) into DIR, as
-    /// the in-tree Makefile wants them
-    #[arg(long = "programs-only")]
-    pub programs_only: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -166,132 +147,6 @@ struct VmtestCli {
     /// (less by more: improved)
     #[arg(long, value_name = "PERCENT", default_value_t = 1.0, value_parser = percent, requires = "exact")]
     threshold: f64,
-}
-
-/// What runs beside the test command in `cargo xtask flakes`.
-#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Condition {
-    /// Nothing.
-    Quiet,
-    /// A busy loop pinned to another CPU than the measuring one.
-    Hog,
-    /// 20 MB written to a file, then sync(2), in a loop.
-    Disk,
-}
-
-impl Condition {
-    pub fn name(self) -> &'static str {
-        match self {
-            Condition::Quiet => "quiet",
-            Condition::Hog => "hog",
-            Condition::Disk => "disk",
-        }
-    }
-}
-
-/// `cargo xtask flakes`'s options.
-#[derive(clap::Args, Debug, Clone)]
-pub struct FlakesArgs {
-    /// Runs of the test command under each condition
-    #[arg(long, value_name = "N", default_value_t = 10, value_parser = positive_usize)]
-    pub runs: usize,
-    /// The conditions, in order (comma-separated)
-    #[arg(
-        long,
-        value_name = "CONDITION",
-        value_delimiter = ',',
-        default_value = "quiet,hog,disk"
-    )]
-    pub under: Vec<Condition>,
-    /// Where each run's output goes (default: target/flakes)
-    #[arg(long, value_name = "DIR")]
-    pub out: Option<std::path::PathBuf>,
-}
-
-/// `cargo xtask ci`'s options.
-#[derive(clap::Args, Debug, Clone, Default)]
-pub struct CiArgs {
-    /// Print the CI kernels (ci/kernels) as a GitHub Actions matrix,
-    /// {"kernel":[...]}, and exit
-    #[arg(long, conflicts_with = "collect")]
-    pub matrix: bool,
-    /// Kernels booted at once. A VM under TCG keeps about half a host CPU busy (its
-    /// guest waits on timers and 9p): on 2 CPUs the four CI kernels took 130-135 s one at
-    /// a time, 82-84 s two at a time (27-46 s each), 62-64 s all four at once; but in
-    /// the fresh-clone rehearsals four at once took 94-115 s, one kernel up to 100 s, past
-    /// the 90 s budget a kernel. Two keeps each kernel well inside it
-    #[arg(long, short = 'j', value_name = "N", default_value_t = 2, value_parser = positive_usize)]
-    pub jobs: usize,
-    /// Only these kernels, each as a line of ci/kernels (comma-separated or repeated;
-    /// default: ci/kernels), e.g. --kernel "6.1,6.12 --arch arm64"
-    #[arg(long = "kernel", value_name = "KERNEL", value_delimiter = ',')]
-    pub kernels: Vec<String>,
-    /// Leave out a step: fmt, clippy, xtask-tests, actionlint, host-tests, slow-tests, check-ktap,
-    /// check-kselftest (repeatable or comma-separated)
-    #[arg(long, value_name = "STEP", value_delimiter = ',', value_parser = step_name)]
-    pub skip: Vec<String>,
-    /// Only the host steps: no kernel, no report
-    #[arg(long = "no-vms", conflicts_with = "vms_only")]
-    pub no_vms: bool,
-    /// Only the kernels and the report
-    #[arg(long = "vms-only")]
-    pub vms_only: bool,
-    /// Where each kernel's files and the report go (emptied first)
-    #[arg(long, value_name = "DIR", default_value = "target/ci")]
-    pub out: PathBuf,
-    /// Run nothing: summarize the kernels' results already in DIR/<kernel>/ (as the
-    /// workflow's last job does with the artifacts) and write the report there
-    #[arg(long, value_name = "DIR")]
-    pub collect: Option<PathBuf>,
-    /// With --collect: the table and the report in Markdown, for $GITHUB_STEP_SUMMARY
-    #[arg(long, requires = "collect")]
-    pub markdown: bool,
-}
-
-/// The host steps of `cargo xtask ci`, in order.
-pub const CI_STEPS: &[&str] = &[
-    "fmt",
-    "clippy",
-    "xtask-tests",
-    "actionlint",
-    "host-tests",
-    "slow-tests",
-    "check-ktap",
-    "check-kselftest",
-];
-
-/// `cargo xtask vmtest`'s arguments, checked.
-#[derive(Debug, PartialEq)]
-pub struct Args {
-    pub kernel: String,
-    pub arch: Arch,
-    pub job: Job,
-    pub cargo_args: Vec<String>,
-    pub bench_args: Vec<String>,
-    pub env: Vec<(String, String)>,
-    pub modules: Option<String>,
-    pub accel: Option<Accel>,
-    pub timeout: u64,
-    pub alive_timeout: u64,
-    pub boot_timeout: u64,
-    pub memory: String,
-    pub smp: u32,
-    pub append: String,
-    pub log: Option<String>,
-    pub verbose: bool,
-    pub bzimage: bool,
-    pub out: Option<String>,
-    pub bench: bool,
-    /// Run every test binary, not only [`crate::guest_build::GUEST_TESTS`].
-    pub all_tests: bool,
-    /// `--against KERNEL_B`: a duet of KERNEL and KERNEL_B, `sessions` times.
-    pub against: Option<String>,
-    pub against_modules: Option<String>,
-    pub sessions: u32,
-    /// `--exact`: TCG clocked by instructions, figures in instructions per event.
-    pub exact: bool,
-    /// `--threshold`, in percent: with `--against --exact`.
-    pub threshold: f64,
 }
 
 /// What the command line asks for.

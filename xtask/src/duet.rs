@@ -26,7 +26,6 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, ensure, Context, Result};
 use serde::Serialize;
 
-use crate::args::Args;
 use crate::guest_build::build_tests;
 use crate::job::Job;
 use crate::kernel::kernel;
@@ -34,6 +33,7 @@ use crate::out::STAGING;
 use crate::util::signal::{check_signal, signalled};
 use crate::util::{cache_dir, relay, repo_root, say, secs, sh_quote, shown, which};
 use crate::vm::{self, Accel};
+use crate::vmtest::Args;
 
 /// What a guest writes into its output share once it is up, and what the
 /// runner writes back to start it.

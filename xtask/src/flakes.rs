@@ -19,8 +19,48 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 
-use crate::args::{Condition, FlakesArgs};
+use crate::util::values::positive_usize;
 use crate::util::{cargo, repo_root};
+
+/// What runs beside the test command in `cargo xtask flakes`.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Condition {
+    /// Nothing.
+    Quiet,
+    /// A busy loop pinned to another CPU than the measuring one.
+    Hog,
+    /// 20 MB written to a file, then sync(2), in a loop.
+    Disk,
+}
+
+impl Condition {
+    pub fn name(self) -> &'static str {
+        match self {
+            Condition::Quiet => "quiet",
+            Condition::Hog => "hog",
+            Condition::Disk => "disk",
+        }
+    }
+}
+
+/// `cargo xtask flakes`'s options.
+#[derive(clap::Args, Debug, Clone)]
+pub struct FlakesArgs {
+    /// Runs of the test command under each condition
+    #[arg(long, value_name = "N", default_value_t = 10, value_parser = positive_usize)]
+    pub runs: usize,
+    /// The conditions, in order (comma-separated)
+    #[arg(
+        long,
+        value_name = "CONDITION",
+        value_delimiter = ',',
+        default_value = "quiet,hog,disk"
+    )]
+    pub under: Vec<Condition>,
+    /// Where each run's output goes (default: target/flakes)
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<std::path::PathBuf>,
+}
 
 /// What one run of the test command said.
 #[derive(Debug, Default, PartialEq)]

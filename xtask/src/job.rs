@@ -226,7 +226,7 @@ fn tests_script(repo: &Path, targs: &[String], exes: &[String], bench: Option<&B
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::args::Args;
+    use crate::vmtest::Args;
 
     fn args(v: &[&str]) -> Args {
         let argv: Vec<String> = std::iter::once("vmtest")

@@ -15,11 +15,31 @@ use std::process::{Command, Stdio};
 
 use anyhow::{bail, ensure, Context, Result};
 
-use crate::args::KselftestArgs;
+use crate::arch::{arch, Arch};
 use crate::selftests::{self, Collection, COLLECTION, DROP_IN};
 use crate::static_build::{self, Programs};
 use crate::util::signal::catch_signals;
+use crate::util::values::directory;
 use crate::util::{one_line, repo_root, shown};
+
+/// `cargo xtask kselftest`'s options.
+#[derive(clap::Args, Debug, Clone)]
+pub struct KselftestArgs {
+    /// Where the layout goes (emptied first if it holds an earlier layout)
+    #[arg(long, value_name = "DIR", value_parser = directory)]
+    pub out: String,
+    /// The programs' architecture: x86_64 (default) or arm64 (cross-built)
+    #[arg(long, value_name = "ARCH", default_value = "x86_64", value_parser = arch)]
+    pub arch: Arch,
+    /// The kernel's runner files from this Debian package (default: the newest
+    /// linux-source-X.Y)
+    #[arg(long, value_name = "linux-source-X.Y")]
+    pub source: Option<String>,
+    /// Only the collection's built files (its programs and absent/) into DIR, as
+    /// the in-tree Makefile wants them
+    #[arg(long = "programs-only")]
+    pub programs_only: bool,
+}
 
 /// Where the project's declared absences are (the collection's `absent/`).
 const ABSENT_DIR: &str = "ci/absent";

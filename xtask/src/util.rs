@@ -15,6 +15,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 
 pub mod signal;
+pub mod values;
 
 // The names it shares with the suite, from the main crate's one list
 // (xtask does not depend on the main crate: that would build its BPF).

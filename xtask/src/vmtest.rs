@@ -8,7 +8,6 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, ensure, Result};
 
 use crate::arch::Arch;
-use crate::args::Args;
 use crate::debian;
 use crate::guest_build::build_tests;
 use crate::initramfs::{busybox, initramfs};
@@ -20,6 +19,40 @@ use crate::util::env_vars::ABSENT_ENV;
 use crate::util::signal::check_signal;
 use crate::util::{cache_dir, one_line, repo_root, say, secs, which};
 use crate::vm::{self, Accel, Rules, Timeouts, Vm};
+
+/// `cargo xtask vmtest`'s arguments, checked.
+#[derive(Debug, PartialEq)]
+pub struct Args {
+    pub kernel: String,
+    pub arch: Arch,
+    pub job: Job,
+    pub cargo_args: Vec<String>,
+    pub bench_args: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub modules: Option<String>,
+    pub accel: Option<Accel>,
+    pub timeout: u64,
+    pub alive_timeout: u64,
+    pub boot_timeout: u64,
+    pub memory: String,
+    pub smp: u32,
+    pub append: String,
+    pub log: Option<String>,
+    pub verbose: bool,
+    pub bzimage: bool,
+    pub out: Option<String>,
+    pub bench: bool,
+    /// Run every test binary, not only [`crate::guest_build::GUEST_TESTS`].
+    pub all_tests: bool,
+    /// `--against KERNEL_B`: a duet of KERNEL and KERNEL_B, `sessions` times.
+    pub against: Option<String>,
+    pub against_modules: Option<String>,
+    pub sessions: u32,
+    /// `--exact`: TCG clocked by instructions, figures in instructions per event.
+    pub exact: bool,
+    /// `--threshold`, in percent: with `--against --exact`.
+    pub threshold: f64,
+}
 
 pub fn main(a: Args) -> i32 {
     vm::task_main(|| run(&a))
