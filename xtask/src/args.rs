@@ -6,11 +6,11 @@ use anyhow::{bail, ensure, Result};
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::{Parser, Subcommand};
 
-use crate::arch::{arch, Arch};
 use crate::ci::CiArgs;
 use crate::flakes::FlakesArgs;
 use crate::help::{CI_ABOUT, CI_AFTER, KSELFTEST_AFTER, VMTEST_ABOUT, VMTEST_AFTER, VMTEST_USAGE};
 use crate::job::Job;
+use crate::kernels::arch::{arch, Arch};
 use crate::kselftest::KselftestArgs;
 use crate::util::values::{directory, env_pair, percent, positive, secs};
 use crate::vm::Accel;

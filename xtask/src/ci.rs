@@ -13,9 +13,9 @@ use std::time::Instant;
 
 use anyhow::{bail, ensure, Context, Result};
 
-use crate::arch::Arch;
 use crate::collect::{collect, kernel_dir, KernelRun, EXACT_SUFFIX};
 use crate::guest_build::build_command;
+use crate::kernels::arch::Arch;
 use crate::lint;
 use crate::util::values::positive_usize;
 use crate::util::{cargo, is_root, one_line, relay, repo_root, sh_quote, shown};

@@ -28,7 +28,7 @@ use serde::Serialize;
 
 use crate::guest_build::build_tests;
 use crate::job::Job;
-use crate::kernel::kernel;
+use crate::kernels::kernel::kernel;
 use crate::out::STAGING;
 use crate::util::signal::{check_signal, signalled};
 use crate::util::{cache_dir, relay, repo_root, say, secs, sh_quote, shown, which};

@@ -10,7 +10,7 @@ use anyhow::{ensure, Context, Result};
 use cargo_metadata::camino::Utf8PathBuf;
 use cargo_metadata::{Artifact, Message, TargetKind};
 
-use crate::arch::Arch;
+use crate::kernels::arch::Arch;
 use crate::util::signal::check_signal;
 use crate::util::{cargo, say, secs, shown};
 

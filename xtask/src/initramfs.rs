@@ -6,11 +6,11 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{ensure, Context, Result};
 
-use crate::arch::Arch;
-use crate::arm64;
 use crate::cpio::Cpio;
-use crate::kernel::Kernel;
-use crate::modules::{self, Tree};
+use crate::kernels::arch::Arch;
+use crate::kernels::arm64;
+use crate::kernels::kernel::Kernel;
+use crate::kernels::modules::{self, Tree};
 use crate::util::{fnv, which, FNV_START};
 
 const INIT: &str = include_str!("init.sh");

@@ -15,7 +15,7 @@ use std::process::{Command, Stdio};
 
 use anyhow::{bail, ensure, Context, Result};
 
-use crate::arch::{arch, Arch};
+use crate::kernels::arch::{arch, Arch};
 use crate::selftests::{self, Collection, COLLECTION, DROP_IN};
 use crate::static_build::{self, Programs};
 use crate::util::signal::catch_signals;

@@ -29,25 +29,19 @@ mod kselftest;
 mod vmtest;
 
 // The parts.
-mod arch;
 mod args;
-mod arm64;
-mod arm64_image;
 mod collect;
 mod cpio;
-mod debian;
 mod guest_build;
 mod help;
-mod image;
 // The layer tests' cycle finder, shared with the main crate's.
 #[cfg(test)]
 #[path = "../../src/import_cycle.rs"]
 mod import_cycle;
 mod initramfs;
 mod job;
-mod kernel;
+mod kernels;
 mod lint;
-mod modules;
 mod out;
 mod selftests;
 mod static_build;

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Context, Result};
 
-use crate::arch::Arch;
+use crate::kernels::arch::Arch;
 use crate::util::say;
 use crate::util::signal::{catch_signals, signalled};
 

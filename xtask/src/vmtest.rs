@@ -7,12 +7,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Result};
 
-use crate::arch::Arch;
-use crate::debian;
 use crate::guest_build::build_tests;
 use crate::initramfs::{busybox, initramfs};
 use crate::job::{guest_env, job_script, Bench, Job};
-use crate::kernel::{kernel, Kernel};
+use crate::kernels::arch::Arch;
+use crate::kernels::debian;
+use crate::kernels::kernel::{kernel, Kernel};
 use crate::out::{self, Out};
 use crate::summary::{self, VmtestJson};
 use crate::util::env_vars::ABSENT_ENV;

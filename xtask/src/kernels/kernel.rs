@@ -9,11 +9,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Context, Result};
 
-use crate::arch::Arch;
-use crate::arm64;
-use crate::debian::{self, Apt};
-use crate::image::{self, BzImage};
-use crate::modules;
+use crate::kernels::arch::Arch;
+use crate::kernels::arm64;
+use crate::kernels::debian::{self, Apt};
+use crate::kernels::image::{self, BzImage};
+use crate::kernels::modules;
 use crate::util::signal::{check_signal, signalled};
 use crate::util::{fnv, lock, say, secs, which, write_whole, FNV_START};
 
@@ -378,7 +378,7 @@ mod tests {
 
     #[test]
     fn custom_images_are_checked_before_anything_is_cached() {
-        use crate::image::{fixtures, Compression};
+        use crate::kernels::image::{fixtures, Compression};
         let dir = tempfile::tempdir().unwrap();
         let cache = dir.path().join("cache");
         let elf = fixtures::elf(true);
@@ -433,8 +433,8 @@ mod tests {
 
     #[test]
     fn custom_arm64_kernels() {
-        use crate::arm64_image::fixtures;
-        use crate::image::Compression;
+        use crate::kernels::arm64_image::fixtures;
+        use crate::kernels::image::Compression;
         let dir = tempfile::tempdir().unwrap();
         let cache = dir.path().join("cache");
         let img = fixtures::image();
@@ -453,10 +453,10 @@ mod tests {
         assert!(msg.contains("Image: truncated Image: PE section"), "{msg}");
         // An x86 bzImage is no arm64 kernel.
         let bz = dir.path().join("bzImage");
-        let elf = crate::image::fixtures::elf(true);
+        let elf = crate::kernels::image::fixtures::elf(true);
         fs::write(
             &bz,
-            crate::image::fixtures::bzimage(Compression::Gzip, &elf),
+            crate::kernels::image::fixtures::bzimage(Compression::Gzip, &elf),
         )
         .unwrap();
         let msg = format!(

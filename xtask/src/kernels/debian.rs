@@ -12,7 +12,7 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::{bail, ensure, Context, Result};
 
-use crate::arch::Arch;
+use crate::kernels::arch::Arch;
 use crate::util::say;
 
 /// The suites searched for kernels: bullseye-security has 5.10 and a 6.1

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, bail, Context, Result};
 use object::{Object, ObjectSection};
 
-use crate::image::{decompress, Compression};
+use crate::kernels::image::{decompress, Compression};
 
 /// What the guest init loads, in this order (dependencies go first): the
 /// virtio transport and console, 9p for the host root, overlayfs on top.
@@ -160,7 +160,7 @@ pub fn depends(module: &[u8]) -> Result<Vec<String>> {
 #[cfg(test)]
 pub mod tests {
     use super::*;
-    use crate::image::fixtures::compress;
+    use crate::kernels::image::fixtures::compress;
 
     /// A relocatable x86-64 ELF with only a `.modinfo` section.
     pub fn module(name: &str, deps: &str) -> Vec<u8> {

@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{ensure, Context, Result};
 
-use crate::arch::Arch;
-use crate::arm64_image::{self, Format};
-use crate::debian::{self, Apt};
+use crate::kernels::arch::Arch;
+use crate::kernels::arm64_image::{self, Format};
+use crate::kernels::debian::{self, Apt};
 use crate::util::{say, write_whole};
 
 /// Where an unpacked Image is kept, next to the kernel's other files.
@@ -114,9 +114,9 @@ pub fn is_static(data: &[u8], arch: Arch) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::arm64_image::fixtures;
-    use crate::image::fixtures::compress;
-    use crate::image::Compression;
+    use crate::kernels::arm64_image::fixtures;
+    use crate::kernels::image::fixtures::compress;
+    use crate::kernels::image::Compression;
 
     #[test]
     fn images_boot_as_they_are_compressed_ones_unpacked() {
@@ -156,7 +156,7 @@ mod tests {
 
     #[test]
     fn static_elves_of_an_arch() {
-        let elf = crate::image::fixtures::elf(false); // x86-64, no PT_INTERP
+        let elf = crate::kernels::image::fixtures::elf(false); // x86-64, no PT_INTERP
         assert!(is_static(&elf, Arch::X86_64));
         assert!(!is_static(&elf, Arch::Arm64));
         let mut arm = elf.clone();

@@ -7,7 +7,7 @@
 
 use anyhow::{anyhow, ensure, Context, Result};
 
-use crate::image::{decompress, u32_at, Compression};
+use crate::kernels::image::{decompress, u32_at, Compression};
 
 /// "ARM\x64" at offset 56 of the Image header.
 const IMAGE_MAGIC: &[u8] = b"ARM\x64";
@@ -136,8 +136,8 @@ pub fn check_image(data: &[u8]) -> Result<()> {
 #[cfg(test)]
 pub mod fixtures {
     //! A tiny arm64 Image with an EFI stub's PE header, and its wrappings.
-    use crate::image::fixtures::compress;
-    use crate::image::Compression;
+    use crate::kernels::image::fixtures::compress;
+    use crate::kernels::image::Compression;
 
     pub const RELEASE: &str = "6.99.0-arm64-fixture";
 
@@ -201,7 +201,7 @@ pub mod fixtures {
 mod tests {
     use super::fixtures::*;
     use super::*;
-    use crate::image::fixtures::compress;
+    use crate::kernels::image::fixtures::compress;
 
     fn err<T: std::fmt::Debug>(r: Result<T>) -> String {
         let msg = format!("{:#}", r.expect_err("should fail"));
@@ -223,7 +223,10 @@ mod tests {
                 "{kind:?}"
             );
         }
-        assert_eq!(crate::image::banner_release(&img).as_deref(), Some(RELEASE));
+        assert_eq!(
+            crate::kernels::image::banner_release(&img).as_deref(),
+            Some(RELEASE)
+        );
     }
 
     #[test]
