@@ -13,8 +13,8 @@ use std::time::Instant;
 
 use anyhow::{bail, ensure, Context, Result};
 
+use crate::build::guest_build::build_command;
 use crate::collect::{collect, kernel_dir, KernelRun, EXACT_SUFFIX};
-use crate::guest_build::build_command;
 use crate::kernels::arch::Arch;
 use crate::lint;
 use crate::util::values::positive_usize;

@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, ensure, Context, Result};
 use serde::Serialize;
 
-use crate::guest_build::build_tests;
+use crate::build::guest_build::build_tests;
 use crate::job::Job;
 use crate::kernels::kernel::kernel;
 use crate::out::STAGING;

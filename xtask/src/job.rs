@@ -11,7 +11,7 @@ use crate::vm::Accel;
 /// What the command calls an emulator clocked by instructions (its
 /// `host::EXACT`; xtask does not depend on the main crate).
 pub const EXACT: &str = "tcg-icount";
-use crate::guest_build::test_name;
+use crate::build::guest_build::test_name;
 use crate::summary;
 use crate::util::sh_quote;
 use crate::vm;

@@ -6,7 +6,7 @@
 //! The runner files are the kernel's own, copied as its Makefile's install
 //! recipe copies them; the collection's tests, settings and config are the
 //! in-tree drop-in's (kselftest/bpf_overhead), listed by its Makefile; its
-//! programs are the static build ([`crate::static_build`]).
+//! programs are the static build ([`crate::build::static_build`]).
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -15,9 +15,9 @@ use std::process::{Command, Stdio};
 
 use anyhow::{bail, ensure, Context, Result};
 
+use crate::build::static_build::{self, Programs};
 use crate::kernels::arch::{arch, Arch};
 use crate::selftests::{self, Collection, COLLECTION, DROP_IN};
-use crate::static_build::{self, Programs};
 use crate::util::signal::catch_signals;
 use crate::util::values::directory;
 use crate::util::{one_line, repo_root, shown};

@@ -30,9 +30,9 @@ mod vmtest;
 
 // The parts.
 mod args;
+mod build;
 mod collect;
 mod cpio;
-mod guest_build;
 mod help;
 // The layer tests' cycle finder, shared with the main crate's.
 #[cfg(test)]
@@ -44,7 +44,6 @@ mod kernels;
 mod lint;
 mod out;
 mod selftests;
-mod static_build;
 mod summary;
 mod vm;
 

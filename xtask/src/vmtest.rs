@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Result};
 
-use crate::guest_build::build_tests;
+use crate::build::guest_build::build_tests;
 use crate::initramfs::{busybox, initramfs};
 use crate::job::{guest_env, job_script, Bench, Job};
 use crate::kernels::arch::Arch;
@@ -42,7 +42,7 @@ pub struct Args {
     pub bzimage: bool,
     pub out: Option<String>,
     pub bench: bool,
-    /// Run every test binary, not only [`crate::guest_build::GUEST_TESTS`].
+    /// Run every test binary, not only [`crate::build::guest_build::GUEST_TESTS`].
     pub all_tests: bool,
     /// `--against KERNEL_B`: a duet of KERNEL and KERNEL_B, `sessions` times.
     pub against: Option<String>,

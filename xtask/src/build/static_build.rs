@@ -14,7 +14,9 @@ use anyhow::{bail, ensure, Context, Result};
 use object::read::elf::{Dyn, FileHeader, ProgramHeader};
 use object::{elf, Endianness};
 
-use crate::guest_build::{command_executable, messages, test_executables, test_name, GUEST_TESTS};
+use crate::build::guest_build::{
+    command_executable, messages, test_executables, test_name, GUEST_TESTS,
+};
 use crate::kernels::arch::Arch;
 use crate::util::{cargo, secs, shown};
 
