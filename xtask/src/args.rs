@@ -9,10 +9,10 @@ use clap::{Parser, Subcommand};
 use crate::ci::CiArgs;
 use crate::flakes::FlakesArgs;
 use crate::help::{CI_ABOUT, CI_AFTER, KSELFTEST_AFTER, VMTEST_ABOUT, VMTEST_AFTER, VMTEST_USAGE};
-use crate::job::Job;
 use crate::kernels::arch::{arch, Arch};
 use crate::kselftest::KselftestArgs;
 use crate::util::values::{directory, env_pair, percent, positive, secs};
+use crate::vm::job::Job;
 use crate::vm::Accel;
 use crate::vmtest::Args;
 

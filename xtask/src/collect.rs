@@ -10,8 +10,8 @@ use std::time::Duration;
 use anyhow::{bail, ensure, Context, Result};
 use base64::Engine;
 
-use crate::summary::VmtestJson;
 use crate::util::{cargo, repo_root};
+use crate::vm::summary::VmtestJson;
 
 /// One kernel's run, as ci saw it.
 pub struct KernelRun {

@@ -27,11 +27,11 @@ use anyhow::{bail, ensure, Context, Result};
 use serde::Serialize;
 
 use crate::build::guest_build::build_tests;
-use crate::job::Job;
 use crate::kernels::kernel::kernel;
-use crate::out::STAGING;
 use crate::util::signal::{check_signal, signalled};
 use crate::util::{cache_dir, relay, repo_root, say, secs, sh_quote, shown, which};
+use crate::vm::job::Job;
+use crate::vm::out::STAGING;
 use crate::vm::{self, Accel};
 use crate::vmtest::Args;
 

@@ -17,9 +17,9 @@ use anyhow::{ensure, Context, Result};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::job::Job;
 use crate::util::signal::check_signal;
 use crate::util::{repo_root, say, secs};
+use crate::vm::job::Job;
 use crate::vm::{self, Accel};
 use crate::vmtest::Args;
 

@@ -32,19 +32,14 @@ mod vmtest;
 mod args;
 mod build;
 mod collect;
-mod cpio;
 mod help;
 // The layer tests' cycle finder, shared with the main crate's.
 #[cfg(test)]
 #[path = "../../src/import_cycle.rs"]
 mod import_cycle;
-mod initramfs;
-mod job;
 mod kernels;
 mod lint;
-mod out;
 mod selftests;
-mod summary;
 mod vm;
 
 mod util;

@@ -1,5 +1,17 @@
 //! Running the VM: the accelerator, the job directory, qemu's command line,
 //! the console stream with its watchdogs, and the verdict.
+//!
+//! The room of the guest VM: this file runs qemu; its folder holds the
+//! initramfs ([`initramfs`], [`cpio`], `init.sh`), the guest's job
+//! ([`job`]), the output directory ([`out`]) and `vmtest.json`
+//! ([`summary`]). It imports kernels, build and util, and no task: the
+//! tasks and the command line import it.
+
+pub mod cpio;
+pub mod initramfs;
+pub mod job;
+pub mod out;
+pub mod summary;
 
 use std::env;
 use std::fs::{self, File};

@@ -8,16 +8,16 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, ensure, Result};
 
 use crate::build::guest_build::build_tests;
-use crate::initramfs::{busybox, initramfs};
-use crate::job::{guest_env, job_script, Bench, Job};
 use crate::kernels::arch::Arch;
 use crate::kernels::debian;
 use crate::kernels::kernel::{kernel, Kernel};
-use crate::out::{self, Out};
-use crate::summary::{self, VmtestJson};
 use crate::util::env_vars::ABSENT_ENV;
 use crate::util::signal::check_signal;
 use crate::util::{cache_dir, one_line, repo_root, say, secs, which};
+use crate::vm::initramfs::{busybox, initramfs};
+use crate::vm::job::{guest_env, job_script, Bench, Job};
+use crate::vm::out::{self, Out};
+use crate::vm::summary::{self, VmtestJson};
 use crate::vm::{self, Accel, Rules, Timeouts, Vm};
 
 /// `cargo xtask vmtest`'s arguments, checked.

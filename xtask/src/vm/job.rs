@@ -12,9 +12,9 @@ use crate::vm::Accel;
 /// `host::EXACT`; xtask does not depend on the main crate).
 pub const EXACT: &str = "tcg-icount";
 use crate::build::guest_build::test_name;
-use crate::summary;
 use crate::util::sh_quote;
 use crate::vm;
+use crate::vm::summary;
 
 #[derive(Debug, PartialEq, Eq)]
 pub enum Job {

@@ -6,12 +6,12 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{ensure, Context, Result};
 
-use crate::cpio::Cpio;
 use crate::kernels::arch::Arch;
 use crate::kernels::arm64;
 use crate::kernels::kernel::Kernel;
 use crate::kernels::modules::{self, Tree};
 use crate::util::{fnv, which, FNV_START};
+use crate::vm::cpio::Cpio;
 
 const INIT: &str = include_str!("init.sh");
 /// Bumped when the initramfs layout changes, so cached ones are rebuilt.
