@@ -9,51 +9,37 @@
 //! - `flakes`: the README's test command N times alone, beside a CPU hog and
 //!   beside disk writes, and how often each test failed (docs/suite.md).
 //!
-//! Three layers, each importing only from those under it (the tests below
-//! check it):
-//! 1. [`util`], the helpers every module shares: it imports no other module;
-//! 2. the parts: the command line ([`args`]), kernels and their images, the
-//!    initramfs, the guest's build and job, qemu, the output directory, the
-//!    summary, the table of a CI run; they import each other without a cycle;
-//! 3. one module per task, [`vmtest`] (and [`duet`], vmtest with `--against`,
-//!    and [`exact`], with `--against --exact`),
-//!    [`ci`] and [`kselftest`]: no part imports a task and no task another,
-//!    so what two tasks share is a part.
+//! Rooms by concern, in layers, each importing only from those under it
+//! :
+//! 1. [`util`], the helpers every room shares (say!, the signal check, the
+//!    value parsers, the environment's names): it imports nothing of the crate;
+//! 2. the parts: [`kernels`] (a kernel to boot and its image), [`build`]
+//!    (the host's builds of the guest's programs) and [`vm`] (qemu, the
+//!    initramfs, the guest's job, the output directory, the summary), in
+//!    that order, without a cycle;
+//! 3. [`tasks`], one room per task, each owning its options: vmtest (with
+//!    its `--against` modes duet and exact), ci, kselftest and flakes. No
+//!    part imports a task and no task another, so what two tasks share is
+//!    a part;
+//! 4. [`cli`], the command line, which reads the arguments into a task's
+//!    options; only this file imports it, and nothing imports this file.
 
-// The tasks.
-mod ci;
-mod duet;
-mod exact;
-mod flakes;
-mod kselftest;
-mod vmtest;
-
-// The parts.
-mod args;
 mod build;
-mod collect;
-mod help;
-// The layer tests' cycle finder, shared with the main crate's.
-#[cfg(test)]
-#[path = "../../src/import_cycle.rs"]
-mod import_cycle;
+mod cli;
 mod kernels;
-mod lint;
-mod selftests;
+mod tasks;
+mod util;
 mod vm;
 
-mod util;
 
 use std::process::ExitCode;
 
-use args::Parsed;
+use cli::args::{self, Parsed};
+use tasks::vmtest::{self, duet, exact};
+use tasks::{ci, flakes, kselftest};
 
-/// The tasks, each its module's name.
+/// The tasks, each its room's name under tasks/.
 const TASKS: &[&str] = &["vmtest", "ci", "kselftest", "flakes"];
-/// The modules of the tasks: each task's, and `duet`, vmtest's with
-/// `--against`.
-#[cfg(test)]
-const TASK_MODULES: &[&str] = &["vmtest", "duet", "exact", "ci", "kselftest", "flakes"];
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
@@ -83,132 +69,4 @@ fn main() -> ExitCode {
         }
     };
     ExitCode::from(u8::try_from(code).unwrap_or(1))
-}
-
-#[cfg(test)]
-mod tests {
-    use std::collections::BTreeMap;
-    use std::path::Path;
-
-    use super::TASK_MODULES;
-
-    /// Each module of xtask/src (main.rs aside) and the modules its code
-    /// uses (`crate::name`, `use crate::{a, b::c}`, an exported macro by its
-    /// module), its tests and comments left out.
-    fn imports() -> BTreeMap<String, Vec<String>> {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-        let mut code = BTreeMap::new();
-        for e in std::fs::read_dir(&dir).unwrap() {
-            let p = e.unwrap().path();
-            let name = p.file_stem().unwrap().to_string_lossy().into_owned();
-            if p.extension().is_some_and(|x| x == "rs") && name != "main" {
-                let text = std::fs::read_to_string(&p).unwrap();
-                let text = text.split("#[cfg(test)]").next().unwrap_or("");
-                let lines: Vec<&str> = text
-                    .lines()
-                    .filter(|l| !l.trim_start().starts_with("//"))
-                    .collect();
-                code.insert(name, lines.join("\n"));
-            }
-        }
-        // `crate::say` is util's macro.
-        let mut owner: BTreeMap<String, String> = BTreeMap::new();
-        for (m, text) in &code {
-            owner.insert(m.clone(), m.clone());
-            for (at, _) in text.match_indices("macro_rules! ") {
-                owner.insert(ident(&text[at + 13..]), m.clone());
-            }
-        }
-        code.iter()
-            .map(|(m, text)| {
-                let mut used: Vec<String> = Vec::new();
-                for (at, _) in text.match_indices("crate::") {
-                    for name in top_names(&text[at + 7..]) {
-                        if let Some(o) = owner.get(&name).filter(|o| *o != m) {
-                            if !used.contains(o) {
-                                used.push(o.clone());
-                            }
-                        }
-                    }
-                }
-                used.sort();
-                (m.clone(), used)
-            })
-            .collect()
-    }
-
-    fn ident(s: &str) -> String {
-        s.chars()
-            .take_while(|c| c.is_alphanumeric() || *c == '_')
-            .collect()
-    }
-
-    /// The first names of the paths at the start of `rest`, which follows a
-    /// `crate::`: `a::b` gives a, `{a::{b, c}, d}` gives a and d.
-    fn top_names(rest: &str) -> Vec<String> {
-        let Some(group) = rest.strip_prefix('{') else {
-            return vec![ident(rest)];
-        };
-        let (mut names, mut depth, mut start) = (Vec::new(), 0, true);
-        for (i, c) in group.char_indices() {
-            match c {
-                '{' => depth += 1,
-                '}' if depth == 0 => break,
-                '}' => depth -= 1,
-                ',' if depth == 0 => start = true,
-                c if start && !c.is_whitespace() => {
-                    names.push(ident(&group[i..]));
-                    start = false;
-                }
-                _ => {}
-            }
-        }
-        names
-    }
-
-    #[test]
-    fn the_import_finder_finds_what_it_should() {
-        assert_eq!(top_names("vm::{self, Vm};"), ["vm"]);
-        assert_eq!(
-            top_names("{image::{self, BzImage}, util::{fnv, which},\n say};"),
-            ["image", "util", "say"]
-        );
-        let uses = imports();
-        assert!(uses["vmtest"].contains(&"kernel".to_owned()), "{uses:?}");
-        assert!(uses["debian"].contains(&"util".to_owned()), "say! {uses:?}");
-        assert!(
-            !uses["args"].contains(&"guest_build".to_owned()),
-            "a doc link"
-        );
-    }
-
-    /// util is under every other module: it imports none.
-    #[test]
-    fn util_imports_no_module() {
-        assert_eq!(imports()["util"], Vec::<String>::new());
-    }
-
-    /// A task's module is used by main alone: no part imports a task and no
-    /// task another, so that what two tasks share lives in a part.
-    #[test]
-    fn no_module_imports_a_task() {
-        let uses = imports();
-        for task in TASK_MODULES {
-            assert!(uses.contains_key(*task), "no module {task}");
-            for (m, used) in &uses {
-                assert!(!used.contains(&task.to_string()), "{m} imports {task}");
-            }
-        }
-    }
-
-    /// The modules use each other in layers, without a cycle.
-    #[test]
-    fn no_import_cycle() {
-        let uses = imports();
-        let modules: Vec<&str> = uses.keys().map(String::as_str).collect();
-        let used: Vec<Vec<String>> = uses.values().cloned().collect();
-        if let Some(cycle) = crate::import_cycle::find(&modules, &used) {
-            panic!("import cycle among xtask's modules: {}", cycle.join(" -> "));
-        }
-    }
 }

@@ -226,15 +226,15 @@ fn tests_script(repo: &Path, targs: &[String], exes: &[String], bench: Option<&B
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vmtest::Args;
+    use crate::tasks::vmtest::Args;
 
     fn args(v: &[&str]) -> Args {
         let argv: Vec<String> = std::iter::once("vmtest")
             .chain(v.iter().copied())
             .map(String::from)
             .collect();
-        match crate::args::parse(&argv, None).unwrap() {
-            crate::args::Parsed::Vmtest(a) => *a,
+        match crate::cli::args::parse(&argv, None).unwrap() {
+            crate::cli::args::Parsed::Vmtest(a) => *a,
             other => panic!("{other:?}"),
         }
     }

@@ -7,6 +7,12 @@
 //! recipe copies them; the collection's tests, settings and config are the
 //! in-tree drop-in's (kselftest/bpf_overhead), listed by its Makefile; its
 //! programs are the static build ([`crate::build::static_build`]).
+//!
+//! The kselftest room: this task, its options, and kselftest's own files
+//! and rules ([`selftests`]). It imports build and util, never another
+//! task.
+
+pub mod selftests;
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -17,7 +23,7 @@ use anyhow::{bail, ensure, Context, Result};
 
 use crate::build::static_build::{self, Programs};
 use crate::kernels::arch::{arch, Arch};
-use crate::selftests::{self, Collection, COLLECTION, DROP_IN};
+use crate::tasks::kselftest::selftests::{Collection, COLLECTION, DROP_IN};
 use crate::util::signal::catch_signals;
 use crate::util::values::directory;
 use crate::util::{one_line, repo_root, shown};

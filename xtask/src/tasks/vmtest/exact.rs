@@ -17,11 +17,11 @@ use anyhow::{ensure, Context, Result};
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::tasks::vmtest::Args;
 use crate::util::signal::check_signal;
 use crate::util::{repo_root, say, secs};
 use crate::vm::job::Job;
 use crate::vm::{self, Accel};
-use crate::vmtest::Args;
 
 pub fn main(a: Args) -> i32 {
     vm::task_main(|| run(&a))

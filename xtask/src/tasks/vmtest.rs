@@ -1,4 +1,12 @@
 //! `cargo xtask vmtest`: boot a kernel under qemu and run the suite in it.
+//!
+//! The vmtest room: this task, its options ([`Args`]), and its two
+//! `--against` modes, [`duet`] (two kernels at once) and [`exact`] (two
+//! kernels counted in turn), which share them. It imports the parts (vm,
+//! build, kernels, util), never another task.
+
+pub mod duet;
+pub mod exact;
 
 use std::env;
 use std::fs;

@@ -28,12 +28,12 @@ use serde::Serialize;
 
 use crate::build::guest_build::build_tests;
 use crate::kernels::kernel::kernel;
+use crate::tasks::vmtest::Args;
 use crate::util::signal::{check_signal, signalled};
 use crate::util::{cache_dir, relay, repo_root, say, secs, sh_quote, shown, which};
 use crate::vm::job::Job;
 use crate::vm::out::STAGING;
 use crate::vm::{self, Accel};
-use crate::vmtest::Args;
 
 /// What a guest writes into its output share once it is up, and what the
 /// runner writes back to start it.

