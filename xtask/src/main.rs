@@ -10,7 +10,7 @@
 //!   beside disk writes, and how often each test failed (docs/suite.md).
 //!
 //! Rooms by concern, in layers, each importing only from those under it
-//! :
+//! (`layers.rs` checks it):
 //! 1. [`util`], the helpers every room shares (say!, the signal check, the
 //!    value parsers, the environment's names): it imports nothing of the crate;
 //! 2. the parts: [`kernels`] (a kernel to boot and its image), [`build`]
@@ -31,6 +31,12 @@ mod tasks;
 mod util;
 mod vm;
 
+// The layer tests, and their cycle finder, shared with the main crate's.
+#[cfg(test)]
+#[path = "../../src/import_cycle.rs"]
+mod import_cycle;
+#[cfg(test)]
+mod layers;
 
 use std::process::ExitCode;
 
