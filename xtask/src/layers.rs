@@ -218,7 +218,7 @@ fn the_import_finder_finds_what_it_should() {
         "its options {uses:?}"
     );
     assert!(
-        uses["cli::args"].contains(&"tasks::ci".to_owned()),
+        uses["cli::args"].contains(&"tasks::ci::options".to_owned()),
         "{uses:?}"
     );
 }

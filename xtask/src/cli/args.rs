@@ -10,7 +10,7 @@ use crate::cli::help::{
     CI_ABOUT, CI_AFTER, KSELFTEST_AFTER, VMTEST_ABOUT, VMTEST_AFTER, VMTEST_USAGE,
 };
 use crate::kernels::arch::{arch, Arch};
-use crate::tasks::ci::CiArgs;
+use crate::tasks::ci::options::CiArgs;
 use crate::tasks::flakes::FlakesArgs;
 use crate::tasks::kselftest::KselftestArgs;
 use crate::tasks::vmtest::Args;
