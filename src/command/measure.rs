@@ -172,7 +172,15 @@ fn kernel_config() -> Option<kconfig::KernelConfig> {
     let file = |path: String| Some((path.clone(), std::fs::read_to_string(path).ok()?));
     let given = || file(std::env::var(KCONFIG_ENV).ok().filter(|p| !p.is_empty())?);
     let boot = || file(format!("/boot/config-{}", host::kernel_release()));
-    let (source, text) = proc_config().or_else(given).or_else(boot)?;
+    let (mut source, text) = proc_config().or_else(given).or_else(boot)?;
+    // vmtest's file says where vmtest read it.
+    if let Some(said) = text
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("# vmtest: "))
+    {
+        source = format!("vmtest: {said}");
+    }
     let config = kconfig::Config::parse(&text);
     (!config.is_empty()).then(|| config.record(&source))
 }

@@ -59,7 +59,8 @@ fn run(a: &Args) -> Result<i32> {
     let kconfig = match &k.config {
         Some(c) => {
             let f = rundir_path.join("kernel.config");
-            fs::write(&f, &c.text)?;
+            // Its first line says where vmtest read it, for the record.
+            fs::write(&f, format!("# vmtest: {}\n{}", c.source, c.text))?;
             Some(f)
         }
         None => None,
