@@ -20,6 +20,7 @@ pub mod expect;
 pub mod gate;
 #[cfg(test)]
 mod import_cycle;
+pub mod kconfig;
 pub mod measure;
 pub mod paired;
 pub mod pipeline;

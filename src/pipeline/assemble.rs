@@ -60,6 +60,7 @@ pub fn document(plan: &Plan, runs: &Runs, host: Host) -> Document {
         against: plan.against.as_ref().map(|v| v.to_string()),
         objects: objects(plan),
         packet: packet(plan),
+        kernel_config: plan.kernel_config.clone(),
         mechanisms,
     }
 }

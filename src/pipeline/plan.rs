@@ -124,6 +124,8 @@ pub struct Plan {
     pub emulated: Option<String>,
     /// The emulator's version, as its runner said it (recorded only).
     pub emulator: Option<String>,
+    /// The kernel's config, as the caller read it (recorded only).
+    pub kernel_config: Option<crate::kconfig::KernelConfig>,
 }
 
 impl Plan {
@@ -159,6 +161,7 @@ impl Plan {
             against: None,
             emulated,
             emulator: None,
+            kernel_config: None,
         }
     }
 

@@ -261,6 +261,7 @@ pub fn fixture() -> Value {
     doc["against"] = serde_json::Value::Null;
     doc["objects"] = serde_json::json!([]);
     doc["packet"] = serde_json::Value::Null;
+    doc["kernel_config"] = serde_json::Value::Null;
     doc["unit"] = "ns".into();
     doc["emulator"] = serde_json::Value::Null;
     for m in doc["mechanisms"].as_array_mut().unwrap() {

@@ -92,6 +92,11 @@ struct VmtestCli {
     /// Modules for a KERNEL given as a path
     #[arg(long, value_name = "DIR")]
     modules: Option<String>,
+    /// The .config of a KERNEL given as a path, checked against ci/vmtest.config before
+    /// boot and recorded (default: the image's own, CONFIG_IKCONFIG, else the build tree's
+    /// .config for <tree>/arch/x86/boot/bzImage or <tree>/vmlinux)
+    #[arg(long, value_name = "FILE")]
+    config: Option<String>,
     /// Force the accelerator (also env VMTEST_ACCEL). Default: kvm only if /dev/kvm is
     /// usable and the CPU has vmx or svm, else tcg (-accel tcg,thread=single)
     #[arg(long, value_name = "kvm|tcg")]
@@ -153,6 +158,13 @@ struct VmtestCli {
     /// With --against: modules for a KERNEL_B given as a path (--modules is KERNEL's)
     #[arg(long = "against-modules", value_name = "DIR", requires = "against")]
     against_modules: Option<String>,
+    /// With --against: the .config of a KERNEL_B given as a path (--config is KERNEL's)
+    #[arg(long = "against-config", value_name = "FILE", requires = "against")]
+    against_config: Option<String>,
+    /// With --against --exact: give a verdict although the two kernels differ in options
+    /// that change costs (lock debugging, sanitizers, preemption, mitigations, tracers)
+    #[arg(long = "across-configs", requires = "exact")]
+    across_configs: bool,
     /// With --against: duets to boot, the host CPUs swapped between the sides each time
     #[arg(long, value_name = "N", default_value_t = 3, value_parser = positive, requires = "against")]
     sessions: u32,
@@ -293,6 +305,8 @@ pub struct Args {
     pub bench_args: Vec<String>,
     pub env: Vec<(String, String)>,
     pub modules: Option<String>,
+    /// `--config FILE`: KERNEL's config.
+    pub config: Option<String>,
     pub accel: Option<Accel>,
     pub timeout: u64,
     pub alive_timeout: u64,
@@ -310,6 +324,10 @@ pub struct Args {
     /// `--against KERNEL_B`: a duet of KERNEL and KERNEL_B, `sessions` times.
     pub against: Option<String>,
     pub against_modules: Option<String>,
+    pub against_config: Option<String>,
+    /// `--across-configs`: an exact verdict across kernels whose
+    /// cost-changing options differ.
+    pub across_configs: bool,
     pub sessions: u32,
     /// `--exact`: TCG clocked by instructions, figures in instructions per event.
     pub exact: bool,
@@ -396,6 +414,7 @@ fn vmtest_args(v: Box<VmtestCli>, dashdash: bool, env_accel: Option<&str>) -> Re
         bench_args: v.bench_args,
         env: v.env,
         modules: v.modules,
+        config: v.config,
         accel,
         timeout: v.timeout,
         alive_timeout: v.alive_timeout,
@@ -414,6 +433,8 @@ fn vmtest_args(v: Box<VmtestCli>, dashdash: bool, env_accel: Option<&str>) -> Re
         all_tests: v.all_tests,
         against: v.against,
         against_modules: v.against_modules,
+        against_config: v.against_config,
+        across_configs: v.across_configs,
         sessions: v.sessions,
         exact: v.exact,
         threshold: v.threshold,

@@ -43,6 +43,9 @@ mod env_vars;
 mod guest_build;
 mod help;
 mod image;
+// Kernel configs: parsed, digested, compared; shared with the main crate.
+#[path = "../../src/kconfig.rs"]
+mod kconfig;
 // The layer tests' cycle finder, shared with the main crate's.
 #[cfg(test)]
 #[path = "../../src/import_cycle.rs"]

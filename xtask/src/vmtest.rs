@@ -10,7 +10,7 @@ use anyhow::{bail, ensure, Result};
 use crate::arch::Arch;
 use crate::args::{Accel, Args, Job};
 use crate::debian;
-use crate::env_vars::ABSENT_ENV;
+use crate::env_vars::{ABSENT_ENV, KCONFIG_ENV};
 use crate::guest_build::build_tests;
 use crate::initramfs::{busybox, initramfs};
 use crate::job::{guest_env, job_script, Bench};
@@ -36,7 +36,14 @@ fn run(a: &Args) -> Result<i32> {
     );
     let cache = cache_dir()?;
     let bb = busybox(a.arch, &cache)?;
-    let k = kernel(&a.kernel, a.modules.as_deref(), a.arch, &cache, a.bzimage)?;
+    let k = kernel(
+        &a.kernel,
+        a.modules.as_deref(),
+        a.config.as_deref(),
+        a.arch,
+        &cache,
+        a.bzimage,
+    )?;
     let fetch = start.elapsed();
     check_signal()?;
     let initrd = initramfs(&k, &bb)?;
@@ -48,8 +55,18 @@ fn run(a: &Args) -> Result<i32> {
     let (rundir, rundir_path) = vm::job_dir()?;
     let out = open_out(a, &repo, &k.release)?;
 
+    // The kernel's config, for the command to record with its result.
+    let kconfig = match &k.config {
+        Some(c) => {
+            let f = rundir_path.join("kernel.config");
+            // Its first line says where vmtest read it, for the record.
+            fs::write(&f, format!("# vmtest: {}\n{}", c.source, c.text))?;
+            Some(f)
+        }
+        None => None,
+    };
     let t = Instant::now();
-    let script = prepare_job(a, &repo, &k, accel)?;
+    let script = prepare_job(a, &repo, &k, accel, kconfig.as_deref())?;
     let build = t.elapsed();
     fs::write(rundir_path.join("job.sh"), script)?;
     let vm = Vm {
@@ -83,6 +100,7 @@ fn run(a: &Args) -> Result<i32> {
         total_s: summary::tenths(start.elapsed().saturating_sub(fetch)),
         exit: rc,
         why,
+        kernel_config: k.config.as_ref().map(|c| c.record()),
         steps: fs::read_to_string(dir.join(summary::STEPS_FILE))
             .map(|t| summary::parse_steps(&t))
             .unwrap_or_default(),
@@ -162,7 +180,13 @@ fn boot(a: &Args, k: &Kernel, vm: &Vm) -> Result<(vm::Boot, Option<String>)> {
 }
 
 /// The guest's job script; in default mode it builds the test binaries first.
-fn prepare_job(a: &Args, repo: &Path, k: &Kernel, accel: Accel) -> Result<String> {
+fn prepare_job(
+    a: &Args,
+    repo: &Path,
+    k: &Kernel,
+    accel: Accel,
+    kconfig: Option<&Path>,
+) -> Result<String> {
     let (exes, command) = match &a.job {
         Job::Tests(_) => build_tests(repo, a.arch, a.all_tests, &a.cargo_args)?,
         _ => (Vec::new(), None),
@@ -195,7 +219,10 @@ fn prepare_job(a: &Args, repo: &Path, k: &Kernel, accel: Accel) -> Result<String
     }
     let host: Vec<(String, String)> = env::vars().collect();
     let emulator = a.exact.then(|| vm::qemu_version(a.arch)).transpose()?;
-    let env = guest_env(a, accel, absent, &host, emulator.as_deref());
+    let mut env = guest_env(a, accel, absent, &host, emulator.as_deref());
+    if let Some(f) = kconfig {
+        env.push((KCONFIG_ENV.into(), Some(f.display().to_string())));
+    }
     Ok(job_script(repo, &env, &a.job, &exes, bench.as_ref()))
 }
 
