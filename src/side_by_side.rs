@@ -197,7 +197,6 @@ fn cell(m: &crate::document::MechanismResult) -> Cell {
     }
 }
 
-/// The mechanisms (bases aside) a document lists, whatever their status.
 /// One line for each run whose kernel differs from the first run's (the
 /// first with a recorded config) in options that change costs, naming
 /// them: `kernels differ in cost-changing options (a.json vs b.json):
@@ -225,6 +224,7 @@ pub fn config_lines(docs: &[(String, Document)]) -> Vec<String> {
         .collect()
 }
 
+/// The mechanisms (bases aside) a document lists, whatever their status.
 fn mechanisms(doc: &Document) -> BTreeSet<&str> {
     doc.mechanisms
         .iter()
