@@ -161,6 +161,11 @@ struct VmtestCli {
     /// With --against: the .config of a KERNEL_B given as a path (--config is KERNEL's)
     #[arg(long = "against-config", value_name = "FILE", requires = "against")]
     against_config: Option<String>,
+    /// A file of the mechanisms KERNEL lacks (as ci/absent/<series>): the suite runs strict
+    /// against it. A Debian kernel's series has its own; a kernel you built has none unless
+    /// given, and then runs without strict mode (each skip says why)
+    #[arg(long, value_name = "FILE")]
+    absent: Option<String>,
     /// With --against --exact: give a verdict although the two kernels differ in options
     /// that change costs (lock debugging, sanitizers, preemption, mitigations, tracers)
     #[arg(long = "across-configs", requires = "exact")]
@@ -307,6 +312,8 @@ pub struct Args {
     pub modules: Option<String>,
     /// `--config FILE`: KERNEL's config.
     pub config: Option<String>,
+    /// `--absent FILE`: what KERNEL lacks, declared.
+    pub absent: Option<String>,
     pub accel: Option<Accel>,
     pub timeout: u64,
     pub alive_timeout: u64,
@@ -434,6 +441,7 @@ fn vmtest_args(v: Box<VmtestCli>, dashdash: bool, env_accel: Option<&str>) -> Re
         against: v.against,
         against_modules: v.against_modules,
         against_config: v.against_config,
+        absent: v.absent,
         across_configs: v.across_configs,
         sessions: v.sessions,
         exact: v.exact,

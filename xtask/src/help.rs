@@ -40,7 +40,8 @@ else the Debian package's; none readable: said, and the kernel boots unchecked.
 What runs in the guest (cwd = repo root; env VMTEST_OUT (see Output),
 BPF_OVERHEAD_STRICT=1, BPF_OVERHEAD_EMULATED=tcg under TCG,
 BPF_OVERHEAD_ABSENT=<repo>/ci/absent/<series> (arm64: ci/absent/arm64/<series>) when that
-file exists, RUST_BACKTRACE=0,
+file exists, or --absent FILE (a kernel you built gets no series file: without --absent its
+suite runs without BPF_OVERHEAD_STRICT), RUST_BACKTRACE=0,
 CARGO_MANIFEST_DIR, and any BPF_OVERHEAD_* from the host environment):
   default              `cargo test --release --no-run --test overhead --test cleanup
                        --test kernel_hooks` on the host, then each test executable with

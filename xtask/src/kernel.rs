@@ -161,7 +161,7 @@ pub fn kernel(
     cache: &Path,
     force_bz: bool,
 ) -> Result<Kernel> {
-    let is_path = kernel.contains('/') || Path::new(kernel).exists();
+    let is_path = is_path(kernel);
     let k = if is_path {
         custom_kernel(kernel, modules_dir, cache, arch, force_bz, config)?
     } else {
@@ -418,6 +418,12 @@ fn cached_kernel(kernels: &Path, release: &str, arch: Arch, force_bz: bool) -> R
         downloaded: 0,
         config: package_config(&root, release),
     })
+}
+
+/// Whether KERNEL names a file (a kernel someone built), not a Debian
+/// kernel by series or release.
+pub fn is_path(kernel: &str) -> bool {
+    kernel.contains('/') || Path::new(kernel).exists()
 }
 
 fn custom_kernel(

@@ -204,26 +204,47 @@ fn prepare_job(
         (Job::Tests(_), Some(exe)) => Some(Bench::new(exe, accel, &a.bench_args)),
         _ => None,
     };
-    let series = debian::series_of(&k.release);
+    let (absent, strict) = declared_absences(a, &k.release, repo);
+    let absent = absent.as_deref();
+    let host: Vec<(String, String)> = env::vars().collect();
+    let emulator = a.exact.then(|| vm::qemu_version(a.arch)).transpose()?;
+    let mut env = guest_env(a, accel, absent, strict, &host, emulator.as_deref());
+    if let Some(f) = kconfig {
+        env.push((KCONFIG_ENV.into(), Some(f.display().to_string())));
+    }
+    Ok(job_script(repo, &env, &a.job, &exes, bench.as_ref()))
+}
+
+/// What the kernel is declared to lack, and whether the suite runs strict:
+/// `--absent FILE`; else a Debian kernel's series file (ci/absent). A
+/// kernel someone built is no Debian series' build (6.1.192 with FPROBE
+/// would run what Debian's 6.1 lacks), so without `--absent` it runs
+/// without strict mode, each skip saying why.
+fn declared_absences(a: &Args, release: &str, repo: &Path) -> (Option<PathBuf>, bool) {
+    if let Some(f) = &a.absent {
+        say!("declared absences: {ABSENT_ENV}={f}");
+        return (Some(PathBuf::from(f)), true);
+    }
+    if crate::kernel::is_path(&a.kernel) {
+        say!(
+            "a kernel you built: nothing declared absent, so the suite runs without strict \
+             mode (each skip says why); --absent FILE declares what it lacks, for strict"
+        );
+        return (None, false);
+    }
+    let series = debian::series_of(release);
     let absent = absent_files(a.arch, &series)
         .into_iter()
         .map(|f| repo.join(f))
         .find(|f| f.is_file());
-    let absent = absent.as_deref();
-    if let Some(f) = absent {
+    if let Some(f) = &absent {
         say!(
             "kernel series {series} ({}): {ABSENT_ENV}={}",
             a.arch.name(),
             f.display()
         );
     }
-    let host: Vec<(String, String)> = env::vars().collect();
-    let emulator = a.exact.then(|| vm::qemu_version(a.arch)).transpose()?;
-    let mut env = guest_env(a, accel, absent, &host, emulator.as_deref());
-    if let Some(f) = kconfig {
-        env.push((KCONFIG_ENV.into(), Some(f.display().to_string())));
-    }
-    Ok(job_script(repo, &env, &a.job, &exes, bench.as_ref()))
+    (absent, true)
 }
 
 /// Where a kernel series' declared absences may be, relative to the
