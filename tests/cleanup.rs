@@ -19,9 +19,9 @@ use bpf_overhead::Mechanism;
 use libbpf_rs::query::ProgInfoIter;
 use serial_test::serial;
 
-#[path = "common/procs.rs"]
-mod procs;
-use procs::BpfFds;
+mod common;
+use common::procs;
+use common::procs::BpfFds;
 
 /// IDs of the BPF programs this process holds. Not the machine's list:
 /// another suite or benchmark running at the same time loads the same

@@ -7,9 +7,8 @@ use std::process::Command;
 
 use serde_json::Value;
 
-#[path = "common/cli.rs"]
-mod cli;
-use cli::*;
+mod common;
+use common::cli::*;
 
 #[test]
 fn special_file_baselines_are_refused_without_reading_them() {

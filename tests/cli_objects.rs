@@ -5,15 +5,11 @@
 //! line, exit 2, no program loaded), and `--against object=`: a slower
 //! build REGRESSED, the same build not. Needs root, like the suite.
 
-#[path = "common/cli.rs"]
-mod cli;
-#[path = "common/objects.rs"]
-mod objects;
-#[path = "common/procs.rs"]
-mod procs;
+mod common;
+use common::{cli, procs};
 
-use cli::{is_root, mechanism, run, TempFile};
-use objects::{hits_are_events, measured, object, ours_loaded, root, short};
+use common::cli::{is_root, mechanism, run, TempFile};
+use common::objects::{hits_are_events, measured, object, ours_loaded, root, short};
 use serde_json::Value;
 use serial_test::serial;
 

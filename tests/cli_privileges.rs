@@ -6,9 +6,8 @@ use std::process::Command;
 
 use serial_test::serial;
 
-#[path = "common/cli.rs"]
-mod cli;
-use cli::*;
+mod common;
+use common::cli::*;
 
 #[test]
 fn not_root_is_one_line_and_exit_1() {

@@ -8,9 +8,8 @@ use std::process::{Command, Stdio};
 use serde_json::Value;
 use serial_test::serial;
 
-#[path = "common/cli.rs"]
-mod cli;
-use cli::*;
+mod common;
+use common::cli::*;
 
 /// A closed stdout ends the output quietly: no panic, no backtrace, the
 /// run's own exit status; and --save is written anyway.

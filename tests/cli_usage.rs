@@ -5,9 +5,8 @@ use std::fs;
 
 use serial_test::serial;
 
-#[path = "common/cli.rs"]
-mod cli;
-use cli::*;
+mod common;
+use common::cli::*;
 
 #[test]
 fn help_describes_every_option() {

@@ -12,8 +12,8 @@ use bpf_overhead::env_vars::EMULATED_ENV;
 use bpf_overhead::measure::cpu::cpulock::{self, Wait};
 use serial_test::serial;
 
-#[path = "common/procs.rs"]
-mod procs;
+mod common;
+use common::procs;
 
 const BIN: &str = env!("CARGO_BIN_EXE_bpf-overhead");
 

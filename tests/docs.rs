@@ -3,6 +3,8 @@
 //! commands it promises, the second the one `cargo xtask ci` runs. No root
 //! needed.
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::Path;
@@ -10,7 +12,14 @@ use std::path::Path;
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 /// Where the source files are: every one of them must be in layout.md.
-const SOURCE_DIRS: [&str; 6] = ["src", "xtask/src", "bpf", "tests/common", "examples", "research"];
+const SOURCE_DIRS: [&str; 6] = [
+    "src",
+    "xtask/src",
+    "bpf",
+    "tests/common",
+    "examples",
+    "research",
+];
 const SOURCE_EXTS: [&str; 4] = ["rs", "c", "h", "sh"];
 
 fn is_source(path: &str) -> bool {

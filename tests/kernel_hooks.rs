@@ -3,13 +3,10 @@
 //! built-in mechanism of its kind is. The VMs run this as they run the
 //! suite (`cargo xtask vmtest`); this host skips them.
 
-#[path = "common/cli.rs"]
-mod cli;
-#[path = "common/objects.rs"]
-mod objects;
+mod common;
 
-use cli::{mechanism, run};
-use objects::{hits_are_events, object, ours_loaded, root, short};
+use common::cli::{mechanism, run};
+use common::objects::{hits_are_events, object, ours_loaded, root, short};
 use serde_json::Value;
 use serial_test::serial;
 

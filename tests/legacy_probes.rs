@@ -18,6 +18,8 @@
 //!
 //! Needs root.
 
+mod common;
+
 use std::fs;
 use std::path::Path;
 use std::process::{Command, Stdio};

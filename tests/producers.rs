@@ -1,6 +1,8 @@
 //! Multi-producer runs (`--producers`): every producer, each on its own
 //! CPU, counts exactly its own events, in the suite's pipeline.
 
+mod common;
+
 use std::num::NonZeroUsize;
 use std::time::Duration;
 

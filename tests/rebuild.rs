@@ -14,8 +14,8 @@ use bpf_overhead::env_vars::EMULATED_ENV;
 use serde_json::Value;
 use serial_test::serial;
 
-#[path = "common/procs.rs"]
-mod procs;
+mod common;
+use common::procs;
 
 const BIN: &str = env!("CARGO_BIN_EXE_bpf-overhead");
 

@@ -25,9 +25,8 @@ use nix::unistd::Pid;
 use serde_json::Value;
 use serial_test::serial;
 
-#[path = "common/procs.rs"]
-mod procs;
-use procs::{mounts, BpfFds};
+mod common;
+use common::procs::{mounts, BpfFds};
 
 const BIN: &str = env!("CARGO_BIN_EXE_bpf-overhead");
 const TRACING: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];

@@ -1,7 +1,6 @@
 //! Shared by the tests of the `bpf-overhead` command (tests/cli_*.rs):
 //! running it, its output, temporary files, and a result document with
-//! fixed figures. Each test file includes it with `#[path]`, so what one
-//! file does not use is no warning.
+//! fixed figures.
 //!
 //! Those tests never assert timings: the gate is exercised on doctored
 //! figures (a baseline edited to be 30% better), and its rule itself is
@@ -9,7 +8,6 @@
 //! programs run the binary as a child process, one at a time
 //! (`#[serial]`): they pin to the same CPU and attach to the same hooks.
 //! They need root, like the rest of the suite.
-#![allow(dead_code)]
 
 use std::fs;
 use std::path::PathBuf;

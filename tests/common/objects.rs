@@ -1,9 +1,5 @@
 //! Helpers of the tests that run the suite's own BPF objects
-//! (tests/objects/, built by build.rs) through `--object`. Each test file
-//! includes it with `#[path]`, so what one file does not use is no
-//! warning.
-
-#![allow(dead_code)]
+//! (tests/objects/, built by build.rs) through `--object`.
 
 use serde_json::Value;
 
