@@ -479,11 +479,10 @@ fn ctrl_c_mid_run_leaves_no_object_program_loaded() {
     use nix::unistd::Pid;
     let file = object("syscalls");
     // Long enough to be mid-run when the signal comes.
-    let child = cli::command(&["--object", &file, "--repeat", "200", "--format", "json"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = cli::spawn(
+        &mut cli::command(&["--object", &file, "--repeat", "200", "--format", "json"]),
+        std::process::Stdio::piped(),
+    );
     // Into the rounds: a program attached (a link held), not only loaded
     // by the check before the run, and not waiting for the CPU, which
     // another measuring run may hold for a while.

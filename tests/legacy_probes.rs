@@ -20,6 +20,7 @@
 
 mod common;
 
+use common::cli::{spawn, BIN};
 use std::fs;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -30,7 +31,6 @@ use nix::mount::{mount, MsFlags};
 use nix::sched::{unshare, CloneFlags};
 use serial_test::serial;
 
-const BIN: &str = env!("CARGO_BIN_EXE_bpf-overhead");
 const DEVICES: &str = "/sys/bus/event_source/devices";
 
 /// Runs `f` on a thread in a private mount namespace where the perf PMUs
@@ -96,20 +96,19 @@ fn remove(events: &Path, entries: &[String]) {
 /// Starts `mechanism`, SIGKILLs it once its legacy probe is in `events`,
 /// and expects the next run to remove what it left.
 fn killed_runs_probe_is_removed(events: &Path, mechanism: &str) {
-    let mut killed = Command::new(BIN)
-        .args([
-            "-m",
-            mechanism,
-            "--repeat",
-            "100000",
-            "--iterations",
-            "20000",
-        ])
-        .env_remove(EMULATED_ENV)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut killed = spawn(
+        Command::new(BIN)
+            .args([
+                "-m",
+                mechanism,
+                "--repeat",
+                "100000",
+                "--iterations",
+                "20000",
+            ])
+            .env_remove(EMULATED_ENV),
+        Stdio::null(),
+    );
     let pid = killed.id();
     let deadline = Instant::now() + Duration::from_secs(60);
     while entries_of(events, pid).is_empty() {

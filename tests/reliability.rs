@@ -13,10 +13,9 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::os::unix::process::ExitStatusExt as _;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use bpf_overhead::env_vars::EMULATED_ENV;
 use libbpf_rs::query::{LinkInfoIter, ProgInfoIter};
 use nix::mount::{mount, umount2, MntFlags, MsFlags};
 use nix::sched::{unshare, CloneFlags};
@@ -26,9 +25,9 @@ use serde_json::Value;
 use serial_test::serial;
 
 mod common;
+use common::cli::{command, spawn};
 use common::procs::{mounts, BpfFds};
 
-const BIN: &str = env!("CARGO_BIN_EXE_bpf-overhead");
 const TRACING: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
 
 fn root() -> bool {
@@ -84,18 +83,6 @@ fn in_own_mount_namespace<R: Send>(f: impl FnOnce() -> R + Send) -> R {
     })
 }
 
-fn spawn(args: &[&str]) -> Child {
-    Command::new(BIN)
-        .args(args)
-        // Exactly --repeat rounds: these test what a run leaves behind.
-        .args(["--budget", "0"])
-        .env_remove(EMULATED_ENV)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("bpf-overhead starts")
-}
-
 /// Waits for `child` for at most `limit`; kills it and fails past that.
 fn wait(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
     let deadline = Instant::now() + limit;
@@ -138,7 +125,11 @@ fn concurrent_runs_keep_tracefs_to_themselves() {
             "--format",
             "json",
         ];
-        let mut runs: Vec<Child> = (0..3).map(|_| spawn(&args)).collect();
+        // Exactly --repeat rounds (command's `--budget 0`): these test
+        // what a run leaves behind.
+        let mut runs: Vec<Child> = (0..3)
+            .map(|_| spawn(&mut command(&args), Stdio::piped()))
+            .collect();
         // Watch this namespace while they run: their tracefs must never
         // show here (the monitor of issue 9 saw it come and go 7 times).
         let deadline = Instant::now() + Duration::from_secs(120);
@@ -191,7 +182,7 @@ fn holds_perf_event(pid: u32) -> bool {
 /// program attached (a link), mid-run. Returns the run and what it holds.
 fn start_attached(save: &Path) -> (Child, BpfFds) {
     let save = save.to_str().unwrap();
-    let mut run = spawn(&[
+    let args = [
         "-m",
         "tp,uprobe-nop",
         "--repeat",
@@ -202,7 +193,8 @@ fn start_attached(save: &Path) -> (Child, BpfFds) {
         "json",
         "--save",
         save,
-    ]);
+    ];
+    let mut run = spawn(&mut command(&args), Stdio::piped());
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let held = BpfFds::of(run.id());

@@ -11,10 +11,12 @@
 
 use std::fs;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 
 use serde_json::Value;
 
+/// The `bpf-overhead` binary cargo built for the tests: the one path every
+/// test runs.
 pub const BIN: &str = env!("CARGO_BIN_EXE_bpf-overhead");
 pub use bpf_overhead::env_vars::EMULATED_ENV;
 
@@ -35,6 +37,17 @@ pub fn command(args: &[&str]) -> Command {
         cmd.args(["--budget", "0"]);
     }
     cmd
+}
+
+/// Starts `cmd` (the binary, from [`command`] or built by the test) as a
+/// child, its stderr piped and its stdout as `stdout` says: piped, or
+/// `Stdio::null()` where only stderr is watched.
+#[track_caller]
+pub fn spawn(cmd: &mut Command, stdout: Stdio) -> Child {
+    cmd.stdout(stdout)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("bpf-overhead starts")
 }
 
 #[track_caller]
@@ -154,11 +167,7 @@ pub fn output_within_or_kill(
     limit: std::time::Duration,
 ) -> Result<Ended, String> {
     use std::io::Read as _;
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("bpf-overhead runs");
+    let mut child = spawn(&mut cmd, Stdio::piped());
     let drain = |mut r: Box<dyn std::io::Read + Send>| {
         std::thread::spawn(move || {
             let mut bytes = Vec::new();
