@@ -8,15 +8,16 @@
 mod common;
 use common::{cli, procs};
 
-use common::cli::{is_root, mechanism, run, TempFile};
-use common::objects::{hits_are_events, measured, object, ours_loaded, root, short};
+use common::cli::{mechanism, run, TempFile};
+use common::objects::{hits_are_events, measured, object, ours_loaded, short, NEEDS_ROOT};
+use common::system::{is_root, root_or_skip};
 use serde_json::Value;
 use serial_test::serial;
 
 #[test]
 #[serial]
 fn syscall_tracepoints_are_measured_with_their_hits_checked() {
-    if !root() {
+    if !root_or_skip(NEEDS_ROOT) {
         return;
     }
     let doc = measured("syscalls");
@@ -45,7 +46,7 @@ fn syscall_tracepoints_are_measured_with_their_hits_checked() {
 #[test]
 #[serial]
 fn an_object_program_is_in_every_output() {
-    if !root() {
+    if !root_or_skip(NEEDS_ROOT) {
         return;
     }
     let one = format!("{}:enter_getpid", object("syscalls"));
@@ -89,7 +90,7 @@ fn an_object_program_is_in_every_output() {
 #[test]
 #[serial]
 fn a_trigger_named_for_a_section_without_one_and_a_set_global() {
-    if !root() {
+    if !root_or_skip(NEEDS_ROOT) {
         return;
     }
     let any = format!("{}:any_syscall", object("raw_syscall"));
@@ -109,7 +110,7 @@ fn a_trigger_named_for_a_section_without_one_and_a_set_global() {
 #[test]
 #[serial]
 fn a_program_its_trigger_never_reaches_fails_naming_hook_and_trigger() {
-    if !root() {
+    if !root_or_skip(NEEDS_ROOT) {
         return;
     }
     let fork = format!("{}:on_fork", object("raw_syscall"));
@@ -210,7 +211,7 @@ fn packet_run() -> &'static PacketRun {
 #[test]
 #[serial]
 fn an_xdp_program_is_run_by_the_kernels_test_run_against_its_base() {
-    if !root() {
+    if !root_or_skip(NEEDS_ROOT) {
         return;
     }
     let default_packet = run(&short(&[
@@ -239,7 +240,7 @@ fn an_xdp_program_is_run_by_the_kernels_test_run_against_its_base() {
 #[test]
 #[serial]
 fn tc_socket_filter_and_flow_dissector_programs_are_run_by_the_kernels_test_run() {
-    if !root() {
+    if !root_or_skip(NEEDS_ROOT) {
         return;
     }
     let doc = measured("skb");
@@ -268,7 +269,7 @@ fn tc_socket_filter_and_flow_dissector_programs_are_run_by_the_kernels_test_run(
 #[test]
 #[serial]
 fn a_syscall_program_is_run_by_one_test_run_call_an_event() {
-    if !root() {
+    if !root_or_skip(NEEDS_ROOT) {
         return;
     }
     let doc = measured("sys_prog");
@@ -401,7 +402,7 @@ fn against(a: &str, b: &str, extra: &[&str]) -> cli::Output {
 #[test]
 #[serial]
 fn a_slower_build_is_regressed_and_the_same_build_is_not() {
-    if !root() {
+    if !root_or_skip(NEEDS_ROOT) {
         return;
     }
     let a = format!("{}:enter_getpid", object("syscalls"));
@@ -442,7 +443,7 @@ fn a_slower_build_is_regressed_and_the_same_build_is_not() {
 #[test]
 #[serial]
 fn programs_only_one_build_has_are_listed_not_compared() {
-    if !root() {
+    if !root_or_skip(NEEDS_ROOT) {
         return;
     }
     let b = format!("object={}", object("syscalls_v2"));
@@ -472,7 +473,7 @@ fn programs_only_one_build_has_are_listed_not_compared() {
 #[test]
 #[serial]
 fn ctrl_c_mid_run_leaves_no_object_program_loaded() {
-    if !root() {
+    if !root_or_skip(NEEDS_ROOT) {
         return;
     }
     use nix::sys::signal::{kill, Signal};
@@ -545,7 +546,7 @@ fn bpf_fs_listing() -> Vec<String> {
 #[test]
 #[serial]
 fn maps_pinned_by_name_leave_the_hosts_bpf_filesystem_as_it_was() {
-    if !root() {
+    if !root_or_skip(NEEDS_ROOT) {
         return;
     }
     in_private_mounts(|| {
@@ -612,7 +613,7 @@ fn maps_pinned_by_name_leave_the_hosts_bpf_filesystem_as_it_was() {
 #[test]
 #[serial]
 fn maps_pinned_by_name_are_measured_without_a_bpf_filesystem() {
-    if !root() {
+    if !root_or_skip(NEEDS_ROOT) {
         return;
     }
     in_private_mounts(|| {
@@ -639,7 +640,7 @@ fn maps_pinned_by_name_are_measured_without_a_bpf_filesystem() {
 /// reason (not a register state or its statistics) and where the rest is.
 #[track_caller]
 fn verifier_refuses(name: &str, reason: &str) {
-    if !root() {
+    if !root_or_skip(NEEDS_ROOT) {
         return;
     }
     // One run: the too large program takes the verifier some 30 s.
@@ -698,7 +699,7 @@ fn a_gpl_only_helper_without_gpl_is_refused_with_the_verifiers_reason() {
 #[test]
 #[serial]
 fn a_refused_program_names_its_objects_others_as_file_colon_program() {
-    if !root() {
+    if !root_or_skip(NEEDS_ROOT) {
         return;
     }
     let file = object("one_bad");
@@ -760,7 +761,7 @@ fn objects_libbpf_cannot_take_are_said_as_such() {
 #[test]
 #[serial]
 fn odd_file_names_and_unused_flags() {
-    if !root() {
+    if !root_or_skip(NEEDS_ROOT) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -802,7 +803,7 @@ fn odd_file_names_and_unused_flags() {
 #[test]
 #[serial]
 fn a_failure_names_its_program_once() {
-    if !root() {
+    if !root_or_skip(NEEDS_ROOT) {
         return;
     }
     let fork = format!("{}:on_fork", object("raw_syscall"));
@@ -822,7 +823,7 @@ fn a_failure_names_its_program_once() {
 #[test]
 #[serial]
 fn an_object_of_which_nothing_was_measured_exits_4() {
-    if !root() {
+    if !root_or_skip(NEEDS_ROOT) {
         return;
     }
     let fentry = format!("{}:fe_read", object("kernel_hooks"));
@@ -846,7 +847,7 @@ fn an_object_of_which_nothing_was_measured_exits_4() {
 #[test]
 #[serial]
 fn the_result_records_the_object_files_and_the_packet() {
-    if !root() {
+    if !root_or_skip(NEEDS_ROOT) {
         return;
     }
     use sha2::Digest as _;

@@ -8,6 +8,7 @@ use serial_test::serial;
 
 mod common;
 use common::cli::*;
+use common::system::{is_root, root_or_skip};
 
 #[test]
 fn not_root_is_one_line_and_exit_1() {
@@ -38,8 +39,7 @@ fn not_root_is_one_line_and_exit_1() {
 #[test]
 #[serial]
 fn missing_capabilities_are_named_up_front() {
-    if !is_root() {
-        println!("SKIP: needs root to drop to other capabilities");
+    if !root_or_skip("needs root to drop to other capabilities") {
         return;
     }
     let as_nobody_with = |caps: &str, args: &[&str]| -> Option<Output> {

@@ -7,6 +7,7 @@ use serial_test::serial;
 
 mod common;
 use common::cli::*;
+use common::system::is_root;
 
 #[test]
 fn help_describes_every_option() {

@@ -14,14 +14,7 @@ use serial_test::serial;
 mod common;
 use common::cli::{command, spawn, BIN};
 use common::procs;
-
-fn root() -> bool {
-    let root = nix::unistd::geteuid().is_root();
-    if !root {
-        println!("SKIP: needs root");
-    }
-    root
-}
+use common::system::root_or_skip;
 
 const RUN: [&str; 7] = [
     "-m",
@@ -38,7 +31,7 @@ const RUN: [&str; 7] = [
 #[test]
 #[serial]
 fn runs_on_one_cpu_take_turns_and_say_whom_they_wait_for() {
-    if !root() {
+    if !root_or_skip("needs root") {
         return;
     }
     let mut runs: Vec<Child> = Vec::new();
@@ -98,7 +91,7 @@ fn runs_on_one_cpu_take_turns_and_say_whom_they_wait_for() {
 #[test]
 #[serial]
 fn no_wait_fails_at_once_naming_the_holder() {
-    if !root() {
+    if !root_or_skip("needs root") {
         return;
     }
     let cpus = cpulock::cpus_of(None, 1).unwrap();
@@ -185,7 +178,7 @@ fn no_wait_fails_at_once_naming_the_holder() {
 #[test]
 #[serial]
 fn the_lock_is_reentrant_within_a_process() {
-    if !root() {
+    if !root_or_skip("needs root") {
         return;
     }
     let cpus = cpulock::cpus_of(None, 1).unwrap();
@@ -216,7 +209,7 @@ fn the_lock_is_reentrant_within_a_process() {
 #[test]
 #[serial]
 fn a_signal_while_waiting_stops_the_wait() {
-    if !root() {
+    if !root_or_skip("needs root") {
         return;
     }
     let cpus = cpulock::cpus_of(None, 1).unwrap();

@@ -21,6 +21,7 @@
 mod common;
 
 use common::cli::{spawn, BIN};
+use common::system::root_or_skip;
 use std::fs;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -161,8 +162,7 @@ fn killed_runs_probe_is_removed(events: &Path, mechanism: &str) {
 #[test]
 #[serial]
 fn a_killed_runs_legacy_probe_is_removed_by_the_next_run() {
-    if !nix::unistd::geteuid().is_root() {
-        println!("SKIP: needs root");
+    if !root_or_skip("needs root") {
         return;
     }
     without_pmus(|tracing| {

@@ -19,7 +19,8 @@ use std::time::{Duration, Instant};
 
 use bpf_overhead::env_vars::mutants::{COUNT_ENV, KEEP_ENV, SEED_ENV};
 use common::cli::{command, output_within_or_kill};
-use common::objects::{object, root};
+use common::objects::{object, NEEDS_ROOT};
+use common::system::root_or_skip;
 use serial_test::serial;
 
 /// Objects of every kind the command takes: tracepoints, socket filters,
@@ -238,7 +239,7 @@ fn env_u64(name: &str, default: u64) -> u64 {
 #[test]
 #[serial]
 fn damaged_objects_never_abort_hang_or_leave_anything() {
-    if !root() {
+    if !root_or_skip(NEEDS_ROOT) {
         return;
     }
     let count = env_u64(COUNT_ENV, DEFAULT_MUTANTS);

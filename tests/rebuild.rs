@@ -17,6 +17,7 @@ use serial_test::serial;
 mod common;
 use common::cli::{spawn, BIN};
 use common::procs;
+use common::system::root_or_skip;
 
 /// Replaces `path` the way a linker or `cp new tmp && mv tmp path` does:
 /// a new file, renamed over the old one (a new inode at the path; the
@@ -30,8 +31,7 @@ fn replace(path: &Path) {
 #[test]
 #[serial]
 fn the_executable_replaced_mid_run_keeps_exact_counts() {
-    if !nix::unistd::geteuid().is_root() {
-        println!("SKIP: needs root");
+    if !root_or_skip("needs root") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -27,16 +27,9 @@ use serial_test::serial;
 mod common;
 use common::cli::{command, spawn};
 use common::procs::{mounts, BpfFds};
+use common::system::root_or_skip;
 
 const TRACING: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
-
-fn root() -> bool {
-    let root = nix::unistd::geteuid().is_root();
-    if !root {
-        println!("SKIP: needs root");
-    }
-    root
-}
 
 /// Runs `f` on a new thread in a mount namespace of its own, with tracefs
 /// unmounted there and every mount shared (see the module documentation).
@@ -109,7 +102,7 @@ fn read_all(pipe: Option<impl std::io::Read>) -> String {
 #[test]
 #[serial]
 fn concurrent_runs_keep_tracefs_to_themselves() {
-    if !root() {
+    if !root_or_skip("needs root") {
         return;
     }
     in_own_mount_namespace(|| {
@@ -250,7 +243,7 @@ fn files_in(dir: &Path) -> Vec<String> {
 #[test]
 #[serial]
 fn sigint_and_sigterm_end_the_run_cleanly() {
-    if !root() {
+    if !root_or_skip("needs root") {
         return;
     }
     in_own_mount_namespace(|| {
@@ -286,7 +279,7 @@ fn sigint_and_sigterm_end_the_run_cleanly() {
 #[test]
 #[serial]
 fn sigkill_mid_run_leaves_nothing_behind() {
-    if !root() {
+    if !root_or_skip("needs root") {
         return;
     }
     in_own_mount_namespace(|| {

@@ -103,10 +103,6 @@ impl Drop for TempFile {
     }
 }
 
-pub fn is_root() -> bool {
-    nix::unistd::geteuid().is_root()
-}
-
 /// The mechanism `name` of a result document.
 #[track_caller]
 pub fn mechanism<'a>(doc: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {

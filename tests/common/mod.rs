@@ -3,8 +3,8 @@
 //! mechanism through the same pipeline as the `bpf-overhead` command, the
 //! way the kernel's test_overhead does, checked for what it should have
 //! done. In the submodules: running the command ([`cli`]), the suite's
-//! BPF objects ([`objects`]), what a process holds ([`procs`]) and the
-//! suite's KTAP ([`ktap`]).
+//! BPF objects ([`objects`]), what a process holds ([`procs`]), what a test
+//! needs of the machine ([`system`]) and the suite's KTAP ([`ktap`]).
 //!
 //! Each test file uses a different part, and what one does not use is no
 //! warning.
@@ -25,6 +25,7 @@ pub mod cli;
 pub mod ktap;
 pub mod objects;
 pub mod procs;
+pub mod system;
 
 /// A test failure that prints as its one-line message: the harness shows
 /// `Error: <message>` rather than a panic location and backtrace.
