@@ -10,7 +10,7 @@ use common::{cli, procs};
 
 use common::cli::{mechanism, run, TempFile};
 use common::objects::{hits_are_events, measured, object, ours_loaded, short, NEEDS_ROOT};
-use common::system::{is_root, root_or_skip};
+use common::system::{in_private_mounts, is_root, root_or_skip};
 use serde_json::Value;
 use serial_test::serial;
 
@@ -505,28 +505,10 @@ fn ctrl_c_mid_run_leaves_no_object_program_loaded() {
     assert!(ours_loaded().is_empty(), "{:?}", ours_loaded());
 }
 
-/// Runs `f` on a thread of its own in a mount namespace of its own (the
-/// commands it spawns inherit it), its mounts private: what it mounts at
-/// /sys/fs/bpf is seen by nobody else, and goes with the thread.
-fn in_private_mounts<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
-    use nix::mount::{mount, MsFlags};
-    use nix::sched::{unshare, CloneFlags};
-    std::thread::spawn(move || {
-        unshare(CloneFlags::CLONE_FS | CloneFlags::CLONE_NEWNS).expect("unshare(CLONE_NEWNS)");
-        mount(
-            None::<&str>,
-            "/",
-            None::<&str>,
-            MsFlags::MS_REC | MsFlags::MS_PRIVATE,
-            None::<&str>,
-        )
-        .expect("making the thread's mounts private");
-        f()
-    })
-    .join()
-    .unwrap_or_else(|e| std::panic::resume_unwind(e))
-}
-
+/// Where the tests below mount a BPF filesystem, each in private mounts
+/// ([`in_private_mounts`]; the commands they spawn inherit them): what
+/// they mount at /sys/fs/bpf is seen by nobody else, and goes with the
+/// thread.
 const BPF_FS: &str = "/sys/fs/bpf";
 
 /// /sys/fs/bpf's names, sorted.

@@ -3,11 +3,11 @@
 //! commands it promises, the second the one `cargo xtask ci` runs. No root
 //! needed.
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::Path;
+
+mod common;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 

@@ -18,10 +18,6 @@
 //!
 //! Needs root.
 
-mod common;
-
-use common::cli::{spawn, BIN};
-use common::system::root_or_skip;
 use std::fs;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -29,43 +25,40 @@ use std::time::{Duration, Instant};
 
 use bpf_overhead::env_vars::EMULATED_ENV;
 use nix::mount::{mount, MsFlags};
-use nix::sched::{unshare, CloneFlags};
 use serial_test::serial;
+
+mod common;
+use common::cli::{spawn, BIN};
+use common::system::{in_private_mounts, root_or_skip};
 
 const DEVICES: &str = "/sys/bus/event_source/devices";
 
-/// Runs `f` on a thread in a private mount namespace where the perf PMUs
-/// are hidden and tracefs is mounted, given the tracefs directory.
+/// Runs `f` on a thread in a private mount namespace
+/// ([`in_private_mounts`]) where the perf PMUs are hidden and tracefs is
+/// mounted, given the tracefs directory.
 fn without_pmus<R: Send>(f: impl FnOnce(&Path) -> R + Send) -> R {
-    std::thread::scope(|scope| {
-        scope
-            .spawn(|| {
-                unshare(CloneFlags::CLONE_FS | CloneFlags::CLONE_NEWNS).unwrap();
-                let none = None::<&str>;
-                mount(none, "/", none, MsFlags::MS_REC | MsFlags::MS_PRIVATE, none).unwrap();
-                mount(
-                    Some("tmpfs"),
-                    DEVICES,
-                    Some("tmpfs"),
-                    MsFlags::empty(),
-                    none,
-                )
-                .unwrap();
-                let tracing = Path::new("/sys/kernel/tracing");
-                if !tracing.join("events").exists() {
-                    mount(
-                        Some("tracefs"),
-                        tracing,
-                        Some("tracefs"),
-                        MsFlags::empty(),
-                        none,
-                    )
-                    .unwrap();
-                }
-                f(tracing)
-            })
-            .join()
-            .unwrap()
+    in_private_mounts(|| {
+        let none = None::<&str>;
+        mount(
+            Some("tmpfs"),
+            DEVICES,
+            Some("tmpfs"),
+            MsFlags::empty(),
+            none,
+        )
+        .unwrap();
+        let tracing = Path::new("/sys/kernel/tracing");
+        if !tracing.join("events").exists() {
+            mount(
+                Some("tracefs"),
+                tracing,
+                Some("tracefs"),
+                MsFlags::empty(),
+                none,
+            )
+            .unwrap();
+        }
+        f(tracing)
     })
 }
 

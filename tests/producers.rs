@@ -1,8 +1,6 @@
 //! Multi-producer runs (`--producers`): every producer, each on its own
 //! CPU, counts exactly its own events, in the suite's pipeline.
 
-mod common;
-
 use std::num::NonZeroUsize;
 use std::time::Duration;
 
@@ -13,6 +11,8 @@ use bpf_overhead::measure::{allowed_cpus, Options, Privileged};
 use bpf_overhead::pipeline::{self, Plan};
 use bpf_overhead::Mechanism;
 use serial_test::serial;
+
+mod common;
 
 const ITERATIONS: std::num::NonZeroU64 = std::num::NonZeroU64::new(10_000).unwrap();
 

@@ -18,7 +18,6 @@ use std::time::{Duration, Instant};
 
 use libbpf_rs::query::{LinkInfoIter, ProgInfoIter};
 use nix::mount::{mount, umount2, MntFlags, MsFlags};
-use nix::sched::{unshare, CloneFlags};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use serde_json::Value;
@@ -27,52 +26,39 @@ use serial_test::serial;
 mod common;
 use common::cli::{command, spawn};
 use common::procs::{mounts, BpfFds};
-use common::system::root_or_skip;
+use common::system::{in_private_mounts, root_or_skip};
 
 const TRACING: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
 
-/// Runs `f` on a new thread in a mount namespace of its own, with tracefs
-/// unmounted there and every mount shared (see the module documentation).
-/// The host's mounts are not touched.
+/// Runs `f` on a new thread in a mount namespace of its own
+/// ([`in_private_mounts`]), with tracefs unmounted there and every mount
+/// shared (see the module documentation). The host's mounts are not
+/// touched: the namespace's mounts are made private before the unmounts,
+/// and shared only after them.
 fn in_own_mount_namespace<R: Send>(f: impl FnOnce() -> R + Send) -> R {
-    std::thread::scope(|scope| {
-        scope
-            .spawn(|| {
-                unshare(CloneFlags::CLONE_FS | CloneFlags::CLONE_NEWNS).unwrap();
-                let all = MsFlags::MS_REC;
-                mount(
-                    None::<&str>,
-                    "/",
-                    None::<&str>,
-                    all | MsFlags::MS_PRIVATE,
-                    None::<&str>,
-                )
-                .unwrap();
-                // debugfs too: the kernel automounts tracefs under it
-                // whenever anyone looks there (as on the VMs, which mount
-                // debugfs), and the runs must find tracefs unmounted.
-                for dir in TRACING.into_iter().chain(["/sys/kernel/debug"]) {
-                    while mounts().iter().any(|m| m.contains(&format!(" {dir} "))) {
-                        umount2(dir, MntFlags::MNT_DETACH).unwrap();
-                    }
-                }
-                mount(
-                    None::<&str>,
-                    "/",
-                    None::<&str>,
-                    all | MsFlags::MS_SHARED,
-                    None::<&str>,
-                )
-                .unwrap();
-                assert!(
-                    !mounts().iter().any(|m| m.ends_with(" tracefs")),
-                    "{:?}",
-                    mounts()
-                );
-                f()
-            })
-            .join()
-            .unwrap()
+    in_private_mounts(|| {
+        // debugfs too: the kernel automounts tracefs under it
+        // whenever anyone looks there (as on the VMs, which mount
+        // debugfs), and the runs must find tracefs unmounted.
+        for dir in TRACING.into_iter().chain(["/sys/kernel/debug"]) {
+            while mounts().iter().any(|m| m.contains(&format!(" {dir} "))) {
+                umount2(dir, MntFlags::MNT_DETACH).unwrap();
+            }
+        }
+        mount(
+            None::<&str>,
+            "/",
+            None::<&str>,
+            MsFlags::MS_REC | MsFlags::MS_SHARED,
+            None::<&str>,
+        )
+        .unwrap();
+        assert!(
+            !mounts().iter().any(|m| m.ends_with(" tracefs")),
+            "{:?}",
+            mounts()
+        );
+        f()
     })
 }
 
