@@ -8,9 +8,8 @@ use std::fs;
 use serde_json::Value;
 use serial_test::serial;
 
-#[path = "common/cli.rs"]
-mod cli;
-use cli::*;
+mod common;
+use common::cli::*;
 
 /// The field tables of docs/json-schema.md: section -> field -> type.
 fn documented_schema() -> BTreeMap<String, BTreeMap<String, String>> {
