@@ -13,7 +13,7 @@ use std::num::{NonZeroU64, NonZeroUsize};
 
 use bpf_overhead::document::Status;
 use bpf_overhead::measure::kernel::host::emulated;
-use bpf_overhead::measure::{cpu::cpulock, with_run, Options, Privileged, Support};
+use bpf_overhead::measure::{cpu::cpulock, with_attached, Options, Privileged, Support};
 use bpf_overhead::pipeline::{self, Plan};
 use bpf_overhead::Mechanism;
 use libbpf_rs::query::ProgInfoIter;
@@ -131,7 +131,7 @@ fn a_run_with_bpf_stats_leaves_nothing_behind() {
         };
         assert!(plan.stats_run);
         let privileged = Privileged::check(&plan.mechanisms).unwrap();
-        let per_mechanism = pipeline::run(&plan, &privileged, |_| {})
+        let per_mechanism = pipeline::gather(&plan, &privileged, |_| {})
             .unwrap()
             .per_mechanism;
         let mut ran = Vec::new();
@@ -167,8 +167,8 @@ fn a_panic_while_attached_leaves_nothing_behind() {
             let result = catch_unwind(AssertUnwindSafe(|| {
                 let support = Support::one(mechanism).unwrap();
                 let ready = support.ready(mechanism).unwrap();
-                with_run(ready, &opts(), |run| -> bpf_overhead::Result<()> {
-                    run.measure(NonZeroU64::new(10).unwrap())?;
+                with_attached(ready, &opts(), |run| -> bpf_overhead::Result<()> {
+                    run.time_run(NonZeroU64::new(10).unwrap())?;
                     // Prove the check below can fail: our program is loaded now.
                     *attached.borrow_mut() = our_programs();
                     assert_ne!(*attached.borrow(), held, "{mechanism}: no program loaded");

@@ -26,7 +26,7 @@ use super::save::{save_target, SaveTarget};
 use crate::{exit, note, print, Failure};
 
 /// Measures what the command line asks for (see --help).
-pub fn measure(cli: &Cli) -> Result<ExitCode, Failure> {
+pub fn main(cli: &Cli) -> Result<ExitCode, Failure> {
     if cli.list_triggers {
         return print(&object::list_triggers()).map(|()| ExitCode::SUCCESS);
     }
@@ -104,7 +104,7 @@ pub fn measure(cli: &Cli) -> Result<ExitCode, Failure> {
     }
     match saved {
         Some(Ok(path)) => note(&format!("result saved to {}", path.display())),
-        Some(Err(e)) => return Err(Failure::Run(e)),
+        Some(Err(e)) => return Err(Failure::Runtime(e)),
         None => {}
     }
     printed?;

@@ -63,9 +63,10 @@ pub fn report(args: &ReportArgs) -> Result<ExitCode, Failure> {
     print(&render::matrix::table(&matrix))?;
     if let Some(out) = &svg_out {
         let svg = render::matrix::svg(&matrix)
-            .map_err(|e| Failure::Run(format!("report: cannot draw the chart: {e}")))?;
-        std::fs::write(out, svg)
-            .map_err(|e| Failure::Run(format!("report: cannot write {}: {e}", out.display())))?;
+            .map_err(|e| Failure::Runtime(format!("report: cannot draw the chart: {e}")))?;
+        std::fs::write(out, svg).map_err(|e| {
+            Failure::Runtime(format!("report: cannot write {}: {e}", out.display()))
+        })?;
         note(&format!("chart written to {}", out.display()));
     }
     Ok(ExitCode::SUCCESS)

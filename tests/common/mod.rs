@@ -60,7 +60,7 @@ macro_rules! ensure {
 /// With [`ktap::KTAP_ENV`] set, also appends the test's KTAP result to
 /// that file (see [`ktap::append`]).
 pub fn check(name: &str) -> TestResult {
-    let (outcome, diagnostics) = match measure(name) {
+    let (outcome, diagnostics) = match selftest(name) {
         Ok(Checked::Passed(lines)) => (Ok(()), lines),
         Ok(Checked::Skipped(reason)) => {
             ktap::record(name, KtapResult::Skip(&reason), &[])?;
@@ -85,7 +85,7 @@ enum Checked {
     Skipped(String),
 }
 
-fn measure(name: &str) -> Result<Checked, Failure> {
+fn selftest(name: &str) -> Result<Checked, Failure> {
     let expect = Expectations::from_env().map_err(Failure)?;
     let mechanism: Mechanism = name.parse().map_err(Failure)?;
     let plan = Plan::selftest(mechanism, emulated());
