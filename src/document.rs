@@ -72,6 +72,7 @@ pub(crate) mod fixtures {
             retaken_runs: 0,
             context: None,
             cpu_wait_s: 0.0,
+            kernel_config: None,
             against: None,
             objects: Vec::new(),
             packet: None,

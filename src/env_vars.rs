@@ -20,6 +20,11 @@ pub const EMULATED_ENV: &str = "BPF_OVERHEAD_EMULATED";
 /// by `cargo xtask vmtest --exact`: a count of instructions depends on it.
 pub const EMULATOR_ENV: &str = "BPF_OVERHEAD_EMULATOR";
 
+/// A file holding the kernel's config, set by `cargo xtask vmtest`, which
+/// knows it (from the package, the image or `--config`): the command
+/// records it with its result where the kernel has no /proc/config.gz.
+pub const KCONFIG_ENV: &str = "BPF_OVERHEAD_KCONFIG";
+
 /// The file the suite appends its KTAP results to.
 pub const KTAP_ENV: &str = "BPF_OVERHEAD_KTAP";
 
@@ -50,6 +55,7 @@ mod tests {
             ABSENT_ENV,
             EMULATED_ENV,
             EMULATOR_ENV,
+            KCONFIG_ENV,
             KTAP_ENV,
             CACHE_ENV,
             mutants::COUNT_ENV,

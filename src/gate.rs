@@ -47,6 +47,7 @@
 pub mod against;
 mod drift;
 pub mod duet;
+pub mod exact_rule;
 pub mod set;
 mod warning;
 

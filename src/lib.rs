@@ -20,6 +20,7 @@ pub mod expect;
 pub mod gate;
 #[cfg(test)]
 mod import_cycle;
+pub mod kconfig;
 pub mod measure;
 pub mod paired;
 pub mod pipeline;
@@ -132,7 +133,7 @@ mod tests {
     /// The modules of `src/measure/` that `text` (one of them, its tests
     /// and comments left out) uses: `super::name`, `crate::measure::name`,
     /// nested groups (`super::{load::{self, Loaded}, sys}`), and a name
-    /// that `measure/mod.rs` or `lib.rs` re-exports (`super::with_run`,
+    /// that `measure/mod.rs` or `lib.rs` re-exports (`super::with_attached`,
     /// `crate::Error`), counted as a use of the module it comes from, so
     /// that a re-export cannot hide a cycle.
     fn core_imports(text: &str, modules: &[String], reexports: &[(String, String)]) -> Vec<String> {
@@ -271,12 +272,12 @@ mod tests {
     fn the_import_finder_sees_through_groups_and_reexports() {
         let modules: Vec<String> = ["run", "support", "error"].map(String::from).to_vec();
         let reexports = reexports(
-            "pub use run::{\n    measure, with_run,\n};\npub use error::{Error, Result};",
+            "pub use run::{\n    timed_run, with_attached,\n};\npub use error::{Error, Result};",
             &modules,
         );
         assert_eq!(
             core_imports(
-                "//! [`x`](super::run)\nuse super::{error::{self, Error}, with_run};\nfn f(_: crate::Result<()>) {}",
+                "//! [`x`](super::run)\nuse super::{error::{self, Error}, with_attached};\nfn f(_: crate::Result<()>) {}",
                 &modules,
                 &reexports,
             ),

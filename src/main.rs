@@ -47,12 +47,12 @@ enum Failure {
     /// Bad input: exit 2.
     Input(String),
     /// The run could not be made or completed: exit 1.
-    Run(String),
+    Runtime(String),
 }
 
 impl From<Error> for Failure {
     fn from(err: Error) -> Self {
-        Failure::Run(err.to_string())
+        Failure::Runtime(err.to_string())
     }
 }
 
@@ -67,7 +67,7 @@ fn print(text: &str) -> Result<(), Failure> {
     {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        Err(e) => Err(Failure::Run(format!(
+        Err(e) => Err(Failure::Runtime(format!(
             "cannot write the output to stdout: {e}"
         ))),
     }
@@ -90,7 +90,7 @@ fn main() -> ExitCode {
     let ran = match &cli.command {
         Some(Command::Report(args)) => command::report::report(args),
         Some(Command::Compare(args)) => command::compare::compare(args),
-        None => command::measure::measure(&cli),
+        None => command::measure::main(&cli),
     };
     match ran {
         Ok(code) => code,
@@ -98,7 +98,7 @@ fn main() -> ExitCode {
             note(&format!("error: {msg}"));
             ExitCode::from(exit::INPUT)
         }
-        Err(Failure::Run(msg)) => {
+        Err(Failure::Runtime(msg)) => {
             note(&format!("error: {msg}"));
             ExitCode::from(exit::FAILED)
         }

@@ -1,6 +1,6 @@
 //! The one measurement pipeline, used by the tests and the command alike:
 //! a [`Plan`] (validated when built: the types admit no zero counts) goes
-//! to [`run`], whose runs become a result [`Document`] in [`document`].
+//! to [`gather`], whose runs become a result [`Document`] in [`document`].
 //! Overhead and ratio to base are computed there and nowhere else. One
 //! concern a file: the plan and its defaults (`plan.rs`), the scheduler
 //! (`schedule.rs`, and `schedule/ab.rs` for `--against`'s B sides), the
@@ -45,7 +45,7 @@ pub use plan::{
     SURE_SHARE,
 };
 pub use schedule::{
-    run, signal_name, MechanismRuns, Runs, Step, MAX_LOST, MAX_RETAKES, MAX_ROUNDS,
+    gather, signal_name, Gathered, MechanismRuns, Step, MAX_LOST, MAX_RETAKES, MAX_ROUNDS,
 };
 pub use survey::{survey, Availability};
 pub use threshold::{Threshold, COMM_THRESHOLD, DEFAULT_THRESHOLD};
@@ -54,14 +54,14 @@ use crate::document::Document;
 use crate::measure::kernel::host::Host;
 use crate::measure::{Privileged, Result};
 
-/// Runs the plan and returns its document: [`run`], then [`document`].
+/// Runs the plan and returns its document: [`gather`], then [`document`].
 pub fn execute(
     plan: &Plan,
     privileged: &Privileged,
     host: impl FnOnce() -> Host,
     progress: impl FnMut(&Step) + Send,
 ) -> Result<Document> {
-    let runs = run(plan, privileged, progress)?;
+    let runs = gather(plan, privileged, progress)?;
     Ok(document(plan, &runs, host()))
 }
 
@@ -71,7 +71,7 @@ pub fn execute(
 mod fixtures {
     use std::time::Duration;
 
-    use super::{MechanismRuns, Runs};
+    use super::{Gathered, MechanismRuns};
     use crate::measure::kernel::host::Host;
     use crate::measure::{Mechanism, Sample};
 
@@ -79,8 +79,8 @@ mod fixtures {
         name.parse().unwrap()
     }
 
-    pub(super) fn runs(per_mechanism: &[MechanismRuns]) -> Runs {
-        Runs {
+    pub(super) fn runs(per_mechanism: &[MechanismRuns]) -> Gathered {
+        Gathered {
             per_mechanism: per_mechanism.to_vec(),
             rounds: per_mechanism
                 .iter()

@@ -197,6 +197,33 @@ fn cell(m: &crate::document::MechanismResult) -> Cell {
     }
 }
 
+/// One line for each run whose kernel differs from the first run's (the
+/// first with a recorded config) in options that change costs, naming
+/// them: `kernels differ in cost-changing options (a.json vs b.json):
+/// LOCKDEP (y vs not set), ...`. None for runs of one config, or without
+/// a recorded config.
+pub fn config_lines(docs: &[(String, Document)]) -> Vec<String> {
+    let with: Vec<(&str, &crate::kconfig::KernelConfig)> = docs
+        .iter()
+        .filter_map(|(label, d)| Some((label.as_str(), d.kernel_config.as_ref()?)))
+        .collect();
+    let Some(&(first, reference)) = with.first() else {
+        return Vec::new();
+    };
+    with.iter()
+        .skip(1)
+        .filter_map(|&(label, c)| {
+            let d = crate::kconfig::cost_differences(reference, c);
+            (!d.is_empty()).then(|| {
+                format!(
+                    "kernels differ in cost-changing options ({first} vs {label}): {}",
+                    d.join(", ")
+                )
+            })
+        })
+        .collect()
+}
+
 /// The mechanisms (bases aside) a document lists, whatever their status.
 fn mechanisms(doc: &Document) -> BTreeSet<&str> {
     doc.mechanisms
@@ -318,6 +345,40 @@ pub(crate) mod tests {
     use super::*;
     use crate::document::fixtures::document;
     use crate::stats::Summary;
+
+    #[test]
+    fn kernels_of_other_cost_options_are_named() {
+        use crate::kconfig::Config;
+        let debug = Config::parse("CONFIG_LOCKDEP=y\nCONFIG_PREEMPT_VOLUNTARY=y\n");
+        let release = Config::parse("CONFIG_PREEMPT_VOLUNTARY=y\nCONFIG_HZ=250\n");
+        let with = |c: Option<&Config>| {
+            let mut d = document();
+            d.kernel_config = c.map(|c| c.record("/proc/config.gz"));
+            d
+        };
+        let docs = vec![
+            ("old.json".to_owned(), with(None)),
+            ("debug.json".to_owned(), with(Some(&debug))),
+            ("debug2.json".to_owned(), with(Some(&debug))),
+            ("release.json".to_owned(), with(Some(&release))),
+        ];
+        assert_eq!(
+            config_lines(&docs),
+            [
+                "kernels differ in cost-changing options (debug.json vs release.json): \
+              LOCKDEP (y vs not set)"
+            ]
+        );
+        assert!(
+            config_lines(&docs[..3]).is_empty(),
+            "one config: nothing said"
+        );
+        // An older result reads without the field.
+        let mut old = serde_json::to_value(document()).unwrap();
+        old.as_object_mut().unwrap().remove("kernel_config");
+        let back: Document = serde_json::from_value(old).unwrap();
+        assert_eq!(back.kernel_config, None);
+    }
 
     /// Three runs of the fixture: two kernels and an emulated one, with
     /// kprobe measured where the fixture skips it and tp absent from one.

@@ -4,9 +4,8 @@
 use serde_json::Value;
 use serial_test::serial;
 
-#[path = "common/cli.rs"]
-mod cli;
-use cli::*;
+mod common;
+use common::cli::*;
 
 /// raw_tp with B's program doing 10000 steps more per hit, the most
 /// `prog-work` takes: +3114 ns over raw_tp's own +113 ns (+2750%, `sees`

@@ -7,9 +7,9 @@ use std::process::Command;
 
 use serde_json::Value;
 
-#[path = "common/cli.rs"]
-mod cli;
-use cli::*;
+mod common;
+use common::cli::*;
+use common::system::{is_root, root_or_skip};
 
 #[test]
 fn special_file_baselines_are_refused_without_reading_them() {
@@ -208,8 +208,7 @@ fn bad_baseline_sets_are_refused_naming_the_file() {
 #[test]
 #[serial_test::serial]
 fn save_into_a_set_adds_a_file_each_run() {
-    if !is_root() {
-        println!("SKIP: a run needs root");
+    if !root_or_skip("a run needs root") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

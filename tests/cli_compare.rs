@@ -4,9 +4,8 @@
 
 use serde_json::Value;
 
-#[path = "common/cli.rs"]
-mod cli;
-use cli::*;
+mod common;
+use common::cli::*;
 
 /// Per-round figures: `samples` and their statistics.
 fn stats(samples: &[f64]) -> Value {

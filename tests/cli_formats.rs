@@ -3,9 +3,8 @@
 
 use serial_test::serial;
 
-#[path = "common/cli.rs"]
-mod cli;
-use cli::*;
+mod common;
+use common::cli::*;
 
 #[test]
 #[serial]

@@ -7,9 +7,8 @@ use std::sync::OnceLock;
 use serde_json::Value;
 use serial_test::serial;
 
-#[path = "common/cli.rs"]
-mod cli;
-use cli::*;
+mod common;
+use common::cli::*;
 
 /// Enough rounds for the gate's noise test (5 rounds reach p <= 0.05).
 /// 20000 events a run: raw_tp's overhead, a few % of a comm write, may

@@ -4,9 +4,8 @@
 
 use std::fs;
 
-#[path = "common/cli.rs"]
-mod cli;
-use cli::*;
+mod common;
+use common::cli::*;
 
 #[test]
 fn unknown_mechanism() {

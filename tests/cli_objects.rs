@@ -5,22 +5,19 @@
 //! line, exit 2, no program loaded), and `--against object=`: a slower
 //! build REGRESSED, the same build not. Needs root, like the suite.
 
-#[path = "common/cli.rs"]
-mod cli;
-#[path = "common/objects.rs"]
-mod objects;
-#[path = "common/procs.rs"]
-mod procs;
+mod common;
+use common::{cli, procs};
 
-use cli::{is_root, mechanism, run, TempFile};
-use objects::{hits_are_events, measured, object, ours_loaded, root, short};
+use common::cli::{mechanism, run, TempFile};
+use common::objects::{hits_are_events, measured, object, ours_loaded, short, NEEDS_ROOT};
+use common::system::{in_private_mounts, is_root, root_or_skip};
 use serde_json::Value;
 use serial_test::serial;
 
 #[test]
 #[serial]
 fn syscall_tracepoints_are_measured_with_their_hits_checked() {
-    if !root() {
+    if !root_or_skip(NEEDS_ROOT) {
         return;
     }
     let doc = measured("syscalls");
@@ -49,7 +46,7 @@ fn syscall_tracepoints_are_measured_with_their_hits_checked() {
 #[test]
 #[serial]
 fn an_object_program_is_in_every_output() {
-    if !root() {
+    if !root_or_skip(NEEDS_ROOT) {
         return;
     }
     let one = format!("{}:enter_getpid", object("syscalls"));
@@ -93,7 +90,7 @@ fn an_object_program_is_in_every_output() {
 #[test]
 #[serial]
 fn a_trigger_named_for_a_section_without_one_and_a_set_global() {
-    if !root() {
+    if !root_or_skip(NEEDS_ROOT) {
         return;
     }
     let any = format!("{}:any_syscall", object("raw_syscall"));
@@ -113,7 +110,7 @@ fn a_trigger_named_for_a_section_without_one_and_a_set_global() {
 #[test]
 #[serial]
 fn a_program_its_trigger_never_reaches_fails_naming_hook_and_trigger() {
-    if !root() {
+    if !root_or_skip(NEEDS_ROOT) {
         return;
     }
     let fork = format!("{}:on_fork", object("raw_syscall"));
@@ -214,7 +211,7 @@ fn packet_run() -> &'static PacketRun {
 #[test]
 #[serial]
 fn an_xdp_program_is_run_by_the_kernels_test_run_against_its_base() {
-    if !root() {
+    if !root_or_skip(NEEDS_ROOT) {
         return;
     }
     let default_packet = run(&short(&[
@@ -243,7 +240,7 @@ fn an_xdp_program_is_run_by_the_kernels_test_run_against_its_base() {
 #[test]
 #[serial]
 fn tc_socket_filter_and_flow_dissector_programs_are_run_by_the_kernels_test_run() {
-    if !root() {
+    if !root_or_skip(NEEDS_ROOT) {
         return;
     }
     let doc = measured("skb");
@@ -272,7 +269,7 @@ fn tc_socket_filter_and_flow_dissector_programs_are_run_by_the_kernels_test_run(
 #[test]
 #[serial]
 fn a_syscall_program_is_run_by_one_test_run_call_an_event() {
-    if !root() {
+    if !root_or_skip(NEEDS_ROOT) {
         return;
     }
     let doc = measured("sys_prog");
@@ -405,7 +402,7 @@ fn against(a: &str, b: &str, extra: &[&str]) -> cli::Output {
 #[test]
 #[serial]
 fn a_slower_build_is_regressed_and_the_same_build_is_not() {
-    if !root() {
+    if !root_or_skip(NEEDS_ROOT) {
         return;
     }
     let a = format!("{}:enter_getpid", object("syscalls"));
@@ -446,7 +443,7 @@ fn a_slower_build_is_regressed_and_the_same_build_is_not() {
 #[test]
 #[serial]
 fn programs_only_one_build_has_are_listed_not_compared() {
-    if !root() {
+    if !root_or_skip(NEEDS_ROOT) {
         return;
     }
     let b = format!("object={}", object("syscalls_v2"));
@@ -476,18 +473,17 @@ fn programs_only_one_build_has_are_listed_not_compared() {
 #[test]
 #[serial]
 fn ctrl_c_mid_run_leaves_no_object_program_loaded() {
-    if !root() {
+    if !root_or_skip(NEEDS_ROOT) {
         return;
     }
     use nix::sys::signal::{kill, Signal};
     use nix::unistd::Pid;
     let file = object("syscalls");
     // Long enough to be mid-run when the signal comes.
-    let child = cli::command(&["--object", &file, "--repeat", "200", "--format", "json"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = cli::spawn(
+        &mut cli::command(&["--object", &file, "--repeat", "200", "--format", "json"]),
+        std::process::Stdio::piped(),
+    );
     // Into the rounds: a program attached (a link held), not only loaded
     // by the check before the run, and not waiting for the CPU, which
     // another measuring run may hold for a while.
@@ -509,28 +505,10 @@ fn ctrl_c_mid_run_leaves_no_object_program_loaded() {
     assert!(ours_loaded().is_empty(), "{:?}", ours_loaded());
 }
 
-/// Runs `f` on a thread of its own in a mount namespace of its own (the
-/// commands it spawns inherit it), its mounts private: what it mounts at
-/// /sys/fs/bpf is seen by nobody else, and goes with the thread.
-fn in_private_mounts<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
-    use nix::mount::{mount, MsFlags};
-    use nix::sched::{unshare, CloneFlags};
-    std::thread::spawn(move || {
-        unshare(CloneFlags::CLONE_FS | CloneFlags::CLONE_NEWNS).expect("unshare(CLONE_NEWNS)");
-        mount(
-            None::<&str>,
-            "/",
-            None::<&str>,
-            MsFlags::MS_REC | MsFlags::MS_PRIVATE,
-            None::<&str>,
-        )
-        .expect("making the thread's mounts private");
-        f()
-    })
-    .join()
-    .unwrap_or_else(|e| std::panic::resume_unwind(e))
-}
-
+/// Where the tests below mount a BPF filesystem, each in private mounts
+/// ([`in_private_mounts`]; the commands they spawn inherit them): what
+/// they mount at /sys/fs/bpf is seen by nobody else, and goes with the
+/// thread.
 const BPF_FS: &str = "/sys/fs/bpf";
 
 /// /sys/fs/bpf's names, sorted.
@@ -550,7 +528,7 @@ fn bpf_fs_listing() -> Vec<String> {
 #[test]
 #[serial]
 fn maps_pinned_by_name_leave_the_hosts_bpf_filesystem_as_it_was() {
-    if !root() {
+    if !root_or_skip(NEEDS_ROOT) {
         return;
     }
     in_private_mounts(|| {
@@ -617,7 +595,7 @@ fn maps_pinned_by_name_leave_the_hosts_bpf_filesystem_as_it_was() {
 #[test]
 #[serial]
 fn maps_pinned_by_name_are_measured_without_a_bpf_filesystem() {
-    if !root() {
+    if !root_or_skip(NEEDS_ROOT) {
         return;
     }
     in_private_mounts(|| {
@@ -644,7 +622,7 @@ fn maps_pinned_by_name_are_measured_without_a_bpf_filesystem() {
 /// reason (not a register state or its statistics) and where the rest is.
 #[track_caller]
 fn verifier_refuses(name: &str, reason: &str) {
-    if !root() {
+    if !root_or_skip(NEEDS_ROOT) {
         return;
     }
     // One run: the too large program takes the verifier some 30 s.
@@ -703,7 +681,7 @@ fn a_gpl_only_helper_without_gpl_is_refused_with_the_verifiers_reason() {
 #[test]
 #[serial]
 fn a_refused_program_names_its_objects_others_as_file_colon_program() {
-    if !root() {
+    if !root_or_skip(NEEDS_ROOT) {
         return;
     }
     let file = object("one_bad");
@@ -765,7 +743,7 @@ fn objects_libbpf_cannot_take_are_said_as_such() {
 #[test]
 #[serial]
 fn odd_file_names_and_unused_flags() {
-    if !root() {
+    if !root_or_skip(NEEDS_ROOT) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -807,7 +785,7 @@ fn odd_file_names_and_unused_flags() {
 #[test]
 #[serial]
 fn a_failure_names_its_program_once() {
-    if !root() {
+    if !root_or_skip(NEEDS_ROOT) {
         return;
     }
     let fork = format!("{}:on_fork", object("raw_syscall"));
@@ -827,7 +805,7 @@ fn a_failure_names_its_program_once() {
 #[test]
 #[serial]
 fn an_object_of_which_nothing_was_measured_exits_4() {
-    if !root() {
+    if !root_or_skip(NEEDS_ROOT) {
         return;
     }
     let fentry = format!("{}:fe_read", object("kernel_hooks"));
@@ -851,7 +829,7 @@ fn an_object_of_which_nothing_was_measured_exits_4() {
 #[test]
 #[serial]
 fn the_result_records_the_object_files_and_the_packet() {
-    if !root() {
+    if !root_or_skip(NEEDS_ROOT) {
         return;
     }
     use sha2::Digest as _;

@@ -6,9 +6,9 @@ use std::process::Command;
 
 use serial_test::serial;
 
-#[path = "common/cli.rs"]
-mod cli;
-use cli::*;
+mod common;
+use common::cli::*;
+use common::system::{is_root, root_or_skip};
 
 #[test]
 fn not_root_is_one_line_and_exit_1() {
@@ -39,8 +39,7 @@ fn not_root_is_one_line_and_exit_1() {
 #[test]
 #[serial]
 fn missing_capabilities_are_named_up_front() {
-    if !is_root() {
-        println!("SKIP: needs root to drop to other capabilities");
+    if !root_or_skip("needs root to drop to other capabilities") {
         return;
     }
     let as_nobody_with = |caps: &str, args: &[&str]| -> Option<Output> {

@@ -8,9 +8,8 @@ use std::fs;
 use serde_json::Value;
 use serial_test::serial;
 
-#[path = "common/cli.rs"]
-mod cli;
-use cli::*;
+mod common;
+use common::cli::*;
 
 /// The field tables of docs/json-schema.md: section -> field -> type.
 fn documented_schema() -> BTreeMap<String, BTreeMap<String, String>> {
@@ -24,6 +23,8 @@ fn documented_schema() -> BTreeMap<String, BTreeMap<String, String>> {
                 "top"
             } else if heading == "`context`" {
                 "context"
+            } else if heading == "`kernel_config`" {
+                "kernel_config"
             } else if heading.contains("objects[]") {
                 "file"
             } else if heading.contains("producers[]") {
@@ -69,6 +70,7 @@ fn check_type(
         "boolean" => assert!(value.is_boolean(), "{what}: not a boolean: {value}"),
         "statistics" => check_object(value, &schema["statistics"], what, schema),
         "context" => check_object(value, &schema["context"], what, schema),
+        "kernel config" => check_object(value, &schema["kernel_config"], what, schema),
         "file" => check_object(value, &schema["file"], what, schema),
         "attach" => check_object(value, &schema["attach"], what, schema),
         _ => {
@@ -125,6 +127,7 @@ fn check_schema(doc: &Value) {
             "attach",
             "context",
             "file",
+            "kernel_config",
             "mechanism",
             "producer",
             "statistics",
@@ -157,6 +160,16 @@ fn the_schema_checker_checks() {
     check_schema(&objects);
     objects["packet"]["size"] = "4096".into();
     assert!(std::panic::catch_unwind(|| check_schema(&objects)).is_err());
+    // A kernel's config, and one wrong.
+    let mut config = fixture();
+    config["kernel_config"] = serde_json::json!({
+        "source": "/proc/config.gz",
+        "sha256": "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
+        "cost_options": ["CONFIG_LOCKDEP=y", "CONFIG_PREEMPT_VOLUNTARY=y"]
+    });
+    check_schema(&config);
+    config["kernel_config"]["cost_options"] = "CONFIG_LOCKDEP=y".into();
+    assert!(std::panic::catch_unwind(|| check_schema(&config)).is_err());
     // An attach cost, as a link on every kernel function has, and one wrong.
     let mut attach = fixture();
     attach["mechanisms"][2]["attach"] =

@@ -8,9 +8,8 @@ use std::process::{Command, Stdio};
 use serde_json::Value;
 use serial_test::serial;
 
-#[path = "common/cli.rs"]
-mod cli;
-use cli::*;
+mod common;
+use common::cli::*;
 
 /// A closed stdout ends the output quietly: no panic, no backtrace, the
 /// run's own exit status; and --save is written anyway.
@@ -41,11 +40,7 @@ fn a_closed_stdout_ends_the_output_quietly() {
 /// Runs `cmd` with its stdout's reader gone before a byte is written
 /// (`| (exec 0<&-)`): its exit code and stderr.
 fn with_stdout_closed(mut cmd: Command) -> (Option<i32>, String) {
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn(&mut cmd, Stdio::piped());
     drop(child.stdout.take());
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();

@@ -5,9 +5,9 @@ use std::fs;
 
 use serial_test::serial;
 
-#[path = "common/cli.rs"]
-mod cli;
-use cli::*;
+mod common;
+use common::cli::*;
+use common::system::is_root;
 
 #[test]
 fn help_describes_every_option() {

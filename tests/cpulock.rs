@@ -8,32 +8,13 @@
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use bpf_overhead::env_vars::EMULATED_ENV;
 use bpf_overhead::measure::cpu::cpulock::{self, Wait};
 use serial_test::serial;
 
-#[path = "common/procs.rs"]
-mod procs;
-
-const BIN: &str = env!("CARGO_BIN_EXE_bpf-overhead");
-
-fn root() -> bool {
-    let root = nix::unistd::geteuid().is_root();
-    if !root {
-        println!("SKIP: needs root");
-    }
-    root
-}
-
-fn spawn(args: &[&str]) -> Child {
-    Command::new(BIN)
-        .args(args)
-        .env_remove(EMULATED_ENV)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("bpf-overhead starts")
-}
+mod common;
+use common::cli::{command, spawn, BIN};
+use common::procs;
+use common::system::root_or_skip;
 
 const RUN: [&str; 7] = [
     "-m",
@@ -50,12 +31,12 @@ const RUN: [&str; 7] = [
 #[test]
 #[serial]
 fn runs_on_one_cpu_take_turns_and_say_whom_they_wait_for() {
-    if !root() {
+    if !root_or_skip("needs root") {
         return;
     }
     let mut runs: Vec<Child> = Vec::new();
     for _ in 0..3 {
-        runs.push(spawn(&RUN));
+        runs.push(spawn(&mut command(&RUN), Stdio::null()));
         std::thread::sleep(Duration::from_millis(100));
     }
     let pids: Vec<u32> = runs.iter().map(Child::id).collect();
@@ -110,7 +91,7 @@ fn runs_on_one_cpu_take_turns_and_say_whom_they_wait_for() {
 #[test]
 #[serial]
 fn no_wait_fails_at_once_naming_the_holder() {
-    if !root() {
+    if !root_or_skip("needs root") {
         return;
     }
     let cpus = cpulock::cpus_of(None, 1).unwrap();
@@ -136,14 +117,10 @@ fn no_wait_fails_at_once_naming_the_holder() {
 
     // Without --no-wait: waits while we hold it, runs once we let go, and
     // its result says how long it waited.
-    let mut run = Command::new(BIN)
-        .args(RUN)
-        .args(["--format", "json"])
-        .env_remove(EMULATED_ENV)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut run = spawn(
+        &mut command(&[&RUN[..], &["--format", "json"]].concat()),
+        Stdio::piped(),
+    );
     // It says it waits as soon as it finds the CPU taken; then, 0.2 s on,
     // it still neither ended nor attached anything.
     let mut stderr = run.stderr.take().unwrap();
@@ -201,7 +178,7 @@ fn no_wait_fails_at_once_naming_the_holder() {
 #[test]
 #[serial]
 fn the_lock_is_reentrant_within_a_process() {
-    if !root() {
+    if !root_or_skip("needs root") {
         return;
     }
     let cpus = cpulock::cpus_of(None, 1).unwrap();
@@ -232,12 +209,12 @@ fn the_lock_is_reentrant_within_a_process() {
 #[test]
 #[serial]
 fn a_signal_while_waiting_stops_the_wait() {
-    if !root() {
+    if !root_or_skip("needs root") {
         return;
     }
     let cpus = cpulock::cpus_of(None, 1).unwrap();
     let _lock = cpulock::hold(&cpus, Wait::Yes).unwrap();
-    let mut run = spawn(&RUN);
+    let mut run = spawn(&mut command(&RUN), Stdio::null());
     let mut stderr = run.stderr.take().unwrap();
     let mut seen = Vec::new();
     let mut buf = [0u8; 256];

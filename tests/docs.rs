@@ -1,11 +1,14 @@
 //! The documentation against the tree: docs/layout.md names every source
-//! file and no file that is gone, and the README's quick start is the two
-//! commands it promises, the second the one `cargo xtask ci` runs. No root
+//! file and no file that is gone, the README's quick start is the two
+//! commands it promises, the second the one `cargo xtask ci` runs, and the
+//! tests share the one helper layout.md describes (tests/common/). No root
 //! needed.
 
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::Path;
+
+mod common;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
@@ -149,6 +152,60 @@ fn the_readme_quick_start_is_what_ci_runs() {
         xtask.iter().any(|f| unspaced(&read(f)).contains(&in_xtask)),
         "no file in xtask/src runs cargo with {in_xtask}, the README's test command"
     );
+}
+
+/// The suite's one test helper: every test file has `mod common;`, none
+/// pulls a helper in by `#[path]`, and the binary's path, the root check,
+/// the spawn of the binary and the private mount namespace are each
+/// written in one file of tests/common/ (issue 51: each was written up to
+/// six times).
+#[test]
+fn the_tests_share_one_helper() {
+    let mut rust = BTreeSet::new();
+    source_files("tests", &mut rust);
+    rust.retain(|f| f.ends_with(".rs"));
+    let texts: Vec<(&String, String)> = rust.iter().map(|f| (f, read(f))).collect();
+    let test_files = texts
+        .iter()
+        .filter(|(f, _)| Path::new(f).parent() == Some(Path::new("tests")));
+    let without: Vec<&String> = test_files
+        .filter(|(_, text)| !text.lines().any(|l| l == "mod common;"))
+        .map(|(f, _)| *f)
+        .collect();
+    assert!(
+        without.is_empty(),
+        "test files without `mod common;`: {without:?}"
+    );
+    // Spelt in pieces, so that this file does not hold them.
+    let by_path = concat!("#[path = ", "\"common");
+    let once = [
+        (
+            concat!("env!(\"CARGO_BIN_EXE_", "bpf-overhead\")"),
+            "tests/common/cli.rs",
+        ),
+        (concat!("geteuid", "()"), "tests/common/system.rs"),
+        (concat!("fn ", "spawn("), "tests/common/cli.rs"),
+        (concat!("CLONE_", "NEWNS"), "tests/common/system.rs"),
+    ];
+    let holding = |needle: &str| -> Vec<&str> {
+        texts
+            .iter()
+            .filter(|(_, text)| text.contains(needle))
+            .map(|(f, _)| f.as_str())
+            .collect()
+    };
+    assert_eq!(
+        holding(by_path),
+        Vec::<&str>::new(),
+        "use `mod common;` instead"
+    );
+    for (needle, file) in once {
+        assert_eq!(
+            holding(needle),
+            [file],
+            "{needle} belongs in {file} alone: use it from there"
+        );
+    }
 }
 
 /// One line per folder or file: no cell of layout.md's table runs past

@@ -3,13 +3,11 @@
 //! built-in mechanism of its kind is. The VMs run this as they run the
 //! suite (`cargo xtask vmtest`); this host skips them.
 
-#[path = "common/cli.rs"]
-mod cli;
-#[path = "common/objects.rs"]
-mod objects;
+mod common;
 
-use cli::{mechanism, run};
-use objects::{hits_are_events, object, ours_loaded, root, short};
+use common::cli::{mechanism, run};
+use common::objects::{hits_are_events, object, ours_loaded, short, NEEDS_ROOT};
+use common::system::root_or_skip;
 use serde_json::Value;
 use serial_test::serial;
 
@@ -27,7 +25,7 @@ const KERNEL_HOOKS: &[(&str, &str)] = &[
 #[serial]
 fn kprobes_fentries_and_lsm_programs_on_what_a_syscall_reaches_are_measured_where_the_kernel_has_them(
 ) {
-    if !root() {
+    if !root_or_skip(NEEDS_ROOT) {
         return;
     }
     let expect = bpf_overhead::expect::Expectations::from_env().unwrap();

@@ -25,44 +25,40 @@ use std::time::{Duration, Instant};
 
 use bpf_overhead::env_vars::EMULATED_ENV;
 use nix::mount::{mount, MsFlags};
-use nix::sched::{unshare, CloneFlags};
 use serial_test::serial;
 
-const BIN: &str = env!("CARGO_BIN_EXE_bpf-overhead");
+mod common;
+use common::cli::{spawn, BIN};
+use common::system::{in_private_mounts, root_or_skip};
+
 const DEVICES: &str = "/sys/bus/event_source/devices";
 
-/// Runs `f` on a thread in a private mount namespace where the perf PMUs
-/// are hidden and tracefs is mounted, given the tracefs directory.
+/// Runs `f` on a thread in a private mount namespace
+/// ([`in_private_mounts`]) where the perf PMUs are hidden and tracefs is
+/// mounted, given the tracefs directory.
 fn without_pmus<R: Send>(f: impl FnOnce(&Path) -> R + Send) -> R {
-    std::thread::scope(|scope| {
-        scope
-            .spawn(|| {
-                unshare(CloneFlags::CLONE_FS | CloneFlags::CLONE_NEWNS).unwrap();
-                let none = None::<&str>;
-                mount(none, "/", none, MsFlags::MS_REC | MsFlags::MS_PRIVATE, none).unwrap();
-                mount(
-                    Some("tmpfs"),
-                    DEVICES,
-                    Some("tmpfs"),
-                    MsFlags::empty(),
-                    none,
-                )
-                .unwrap();
-                let tracing = Path::new("/sys/kernel/tracing");
-                if !tracing.join("events").exists() {
-                    mount(
-                        Some("tracefs"),
-                        tracing,
-                        Some("tracefs"),
-                        MsFlags::empty(),
-                        none,
-                    )
-                    .unwrap();
-                }
-                f(tracing)
-            })
-            .join()
-            .unwrap()
+    in_private_mounts(|| {
+        let none = None::<&str>;
+        mount(
+            Some("tmpfs"),
+            DEVICES,
+            Some("tmpfs"),
+            MsFlags::empty(),
+            none,
+        )
+        .unwrap();
+        let tracing = Path::new("/sys/kernel/tracing");
+        if !tracing.join("events").exists() {
+            mount(
+                Some("tracefs"),
+                tracing,
+                Some("tracefs"),
+                MsFlags::empty(),
+                none,
+            )
+            .unwrap();
+        }
+        f(tracing)
     })
 }
 
@@ -94,20 +90,19 @@ fn remove(events: &Path, entries: &[String]) {
 /// Starts `mechanism`, SIGKILLs it once its legacy probe is in `events`,
 /// and expects the next run to remove what it left.
 fn killed_runs_probe_is_removed(events: &Path, mechanism: &str) {
-    let mut killed = Command::new(BIN)
-        .args([
-            "-m",
-            mechanism,
-            "--repeat",
-            "100000",
-            "--iterations",
-            "20000",
-        ])
-        .env_remove(EMULATED_ENV)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut killed = spawn(
+        Command::new(BIN)
+            .args([
+                "-m",
+                mechanism,
+                "--repeat",
+                "100000",
+                "--iterations",
+                "20000",
+            ])
+            .env_remove(EMULATED_ENV),
+        Stdio::null(),
+    );
     let pid = killed.id();
     let deadline = Instant::now() + Duration::from_secs(60);
     while entries_of(events, pid).is_empty() {
@@ -160,8 +155,7 @@ fn killed_runs_probe_is_removed(events: &Path, mechanism: &str) {
 #[test]
 #[serial]
 fn a_killed_runs_legacy_probe_is_removed_by_the_next_run() {
-    if !nix::unistd::geteuid().is_root() {
-        println!("SKIP: needs root");
+    if !root_or_skip("needs root") {
         return;
     }
     without_pmus(|tracing| {

@@ -9,12 +9,8 @@
 //! names what reruns it. `scripts/mutate-objects` runs thousands and keeps
 //! the failing objects (docs/objects.md). Needs root, like the suite.
 
-#[path = "common/cli.rs"]
-mod cli;
-#[path = "common/objects.rs"]
-mod objects;
-#[path = "common/procs.rs"]
-mod procs;
+mod common;
+use common::procs;
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -22,8 +18,9 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use bpf_overhead::env_vars::mutants::{COUNT_ENV, KEEP_ENV, SEED_ENV};
-use cli::{command, output_within_or_kill};
-use objects::{object, root};
+use common::cli::{command, output_within_or_kill};
+use common::objects::{object, NEEDS_ROOT};
+use common::system::root_or_skip;
 use serial_test::serial;
 
 /// Objects of every kind the command takes: tracepoints, socket filters,
@@ -242,7 +239,7 @@ fn env_u64(name: &str, default: u64) -> u64 {
 #[test]
 #[serial]
 fn damaged_objects_never_abort_hang_or_leave_anything() {
-    if !root() {
+    if !root_or_skip(NEEDS_ROOT) {
         return;
     }
     let count = env_u64(COUNT_ENV, DEFAULT_MUTANTS);

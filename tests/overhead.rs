@@ -81,3 +81,109 @@ overhead_tests! {
     loop_tp_btf => "tp_btf-loop",
     loop_fmod_ret => "fmod_ret-loop",
 }
+
+/// The KTAP file's appending (tests/common/ktap.rs), tested here rather
+/// than beside it: every test crate has `mod common;`, and these run once,
+/// with the suite that writes KTAP.
+mod ktap {
+    use std::fs;
+    use std::path::PathBuf;
+
+    use bpf_overhead::render::KtapResult;
+
+    use crate::common::ktap::append;
+
+    struct TempFile(PathBuf);
+
+    impl TempFile {
+        fn new(name: &str) -> Self {
+            let path = std::env::temp_dir()
+                .join(format!("bpf-overhead-{}-{name}.ktap", std::process::id()));
+            let _ = fs::remove_file(&path);
+            Self(path)
+        }
+    }
+
+    impl Drop for TempFile {
+        fn drop(&mut self) {
+            let _ = fs::remove_file(&self.0);
+        }
+    }
+
+    // Serial too: the mechanisms' tests count this process's open files.
+    #[test]
+    #[serial_test::serial]
+    fn results_follow_one_header_numbered_in_order() {
+        let file = TempFile::new("order");
+        let lines = ["task_rename raw_tp\t5994K events per sec".to_string()];
+        for (name, result, diagnostics) in [
+            ("base", KtapResult::Pass, &[][..]),
+            ("kprobe", KtapResult::Skip("kernel has no\nkprobes"), &[]),
+            ("raw_tp", KtapResult::Pass, &lines[..]),
+            (
+                "tp",
+                KtapResult::Fail,
+                &["tp: attach failed".to_string()][..],
+            ),
+        ] {
+            append(&file.0, 5, "suite", name, result, diagnostics).unwrap();
+        }
+        assert_eq!(
+            fs::read_to_string(&file.0).unwrap(),
+            "KTAP version 1\n\
+             1..5\n\
+             # suite\n\
+             ok 1 base\n\
+             ok 2 kprobe # SKIP kernel has no kprobes\n\
+             # task_rename raw_tp 5994K events per sec\n\
+             ok 3 raw_tp\n\
+             # tp: attach failed\n\
+             not ok 4 tp\n"
+        );
+    }
+
+    #[test]
+    #[serial_test::serial]
+    fn concurrent_writers_neither_interleave_nor_share_a_number() {
+        const THREADS: usize = 8;
+        const EACH: usize = 50;
+        let file = TempFile::new("concurrent");
+        let path = file.0.clone();
+        let start = std::sync::Arc::new(std::sync::Barrier::new(THREADS));
+        let threads: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let (path, start) = (path.clone(), start.clone());
+                std::thread::spawn(move || {
+                    let name = format!("t{t}");
+                    let lines = vec![format!("{name} first"), format!("{name} second")];
+                    start.wait();
+                    for _ in 0..EACH {
+                        append(
+                            &path,
+                            THREADS * EACH,
+                            "suite",
+                            &name,
+                            KtapResult::Pass,
+                            &lines,
+                        )
+                        .unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let text = fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(&lines[..3], ["KTAP version 1", "1..400", "# suite"]);
+        let body = &lines[3..];
+        assert_eq!(body.len(), THREADS * EACH * 3, "{text}");
+        for (i, block) in body.chunks(3).enumerate() {
+            let name = block[2].rsplit(' ').next().unwrap();
+            assert_eq!(block[0], format!("# {name} first"), "{text}");
+            assert_eq!(block[1], format!("# {name} second"), "{text}");
+            assert_eq!(block[2], format!("ok {} {name}", i + 1), "{text}");
+        }
+    }
+}

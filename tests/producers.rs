@@ -12,6 +12,8 @@ use bpf_overhead::pipeline::{self, Plan};
 use bpf_overhead::Mechanism;
 use serial_test::serial;
 
+mod common;
+
 const ITERATIONS: std::num::NonZeroU64 = std::num::NonZeroU64::new(10_000).unwrap();
 
 /// Runs `name` with 1 and with 2 producers; each producer's program must

@@ -14,10 +14,10 @@ use bpf_overhead::env_vars::EMULATED_ENV;
 use serde_json::Value;
 use serial_test::serial;
 
-#[path = "common/procs.rs"]
-mod procs;
-
-const BIN: &str = env!("CARGO_BIN_EXE_bpf-overhead");
+mod common;
+use common::cli::{spawn, BIN};
+use common::procs;
+use common::system::root_or_skip;
 
 /// Replaces `path` the way a linker or `cp new tmp && mv tmp path` does:
 /// a new file, renamed over the old one (a new inode at the path; the
@@ -31,33 +31,31 @@ fn replace(path: &Path) {
 #[test]
 #[serial]
 fn the_executable_replaced_mid_run_keeps_exact_counts() {
-    if !nix::unistd::geteuid().is_root() {
-        println!("SKIP: needs root");
+    if !root_or_skip("needs root") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     let exe = dir.path().join("bpf-overhead");
     fs::copy(BIN, &exe).unwrap();
-    let mut run = Command::new(&exe)
-        .args([
-            "-m",
-            // Every way of attaching to the executable; uprobe-nop as
-            // asked in the issue.
-            "base,uprobe-nop,uretprobe-nop,uprobe.multi-nop,uprobe.session-nop,usdt",
-            "--repeat",
-            "1",
-            "--iterations",
-            "5000",
-            "--budget",
-            "0",
-            "--format",
-            "json",
-        ])
-        .env_remove(EMULATED_ENV)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut run = spawn(
+        Command::new(&exe)
+            .args([
+                "-m",
+                // Every way of attaching to the executable; uprobe-nop as
+                // asked in the issue.
+                "base,uprobe-nop,uretprobe-nop,uprobe.multi-nop,uprobe.session-nop,usdt",
+                "--repeat",
+                "1",
+                "--iterations",
+                "5000",
+                "--budget",
+                "0",
+                "--format",
+                "json",
+            ])
+            .env_remove(EMULATED_ENV),
+        Stdio::piped(),
+    );
     // Replace it once the first uprobe is attached (the warm-up): every
     // later run loads and attaches again, after the replacement (one
     // round of each mechanism: each attach is the same proof, and each

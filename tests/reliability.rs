@@ -13,88 +13,53 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::os::unix::process::ExitStatusExt as _;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use bpf_overhead::env_vars::EMULATED_ENV;
 use libbpf_rs::query::{LinkInfoIter, ProgInfoIter};
 use nix::mount::{mount, umount2, MntFlags, MsFlags};
-use nix::sched::{unshare, CloneFlags};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use serde_json::Value;
 use serial_test::serial;
 
-#[path = "common/procs.rs"]
-mod procs;
-use procs::{mounts, BpfFds};
+mod common;
+use common::cli::{command, spawn};
+use common::procs::{mounts, BpfFds};
+use common::system::{in_private_mounts, root_or_skip};
 
-const BIN: &str = env!("CARGO_BIN_EXE_bpf-overhead");
 const TRACING: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
 
-fn root() -> bool {
-    let root = nix::unistd::geteuid().is_root();
-    if !root {
-        println!("SKIP: needs root");
-    }
-    root
-}
-
-/// Runs `f` on a new thread in a mount namespace of its own, with tracefs
-/// unmounted there and every mount shared (see the module documentation).
-/// The host's mounts are not touched.
+/// Runs `f` on a new thread in a mount namespace of its own
+/// ([`in_private_mounts`]), with tracefs unmounted there and every mount
+/// shared (see the module documentation). The host's mounts are not
+/// touched: the namespace's mounts are made private before the unmounts,
+/// and shared only after them.
 fn in_own_mount_namespace<R: Send>(f: impl FnOnce() -> R + Send) -> R {
-    std::thread::scope(|scope| {
-        scope
-            .spawn(|| {
-                unshare(CloneFlags::CLONE_FS | CloneFlags::CLONE_NEWNS).unwrap();
-                let all = MsFlags::MS_REC;
-                mount(
-                    None::<&str>,
-                    "/",
-                    None::<&str>,
-                    all | MsFlags::MS_PRIVATE,
-                    None::<&str>,
-                )
-                .unwrap();
-                // debugfs too: the kernel automounts tracefs under it
-                // whenever anyone looks there (as on the VMs, which mount
-                // debugfs), and the runs must find tracefs unmounted.
-                for dir in TRACING.into_iter().chain(["/sys/kernel/debug"]) {
-                    while mounts().iter().any(|m| m.contains(&format!(" {dir} "))) {
-                        umount2(dir, MntFlags::MNT_DETACH).unwrap();
-                    }
-                }
-                mount(
-                    None::<&str>,
-                    "/",
-                    None::<&str>,
-                    all | MsFlags::MS_SHARED,
-                    None::<&str>,
-                )
-                .unwrap();
-                assert!(
-                    !mounts().iter().any(|m| m.ends_with(" tracefs")),
-                    "{:?}",
-                    mounts()
-                );
-                f()
-            })
-            .join()
-            .unwrap()
+    in_private_mounts(|| {
+        // debugfs too: the kernel automounts tracefs under it
+        // whenever anyone looks there (as on the VMs, which mount
+        // debugfs), and the runs must find tracefs unmounted.
+        for dir in TRACING.into_iter().chain(["/sys/kernel/debug"]) {
+            while mounts().iter().any(|m| m.contains(&format!(" {dir} "))) {
+                umount2(dir, MntFlags::MNT_DETACH).unwrap();
+            }
+        }
+        mount(
+            None::<&str>,
+            "/",
+            None::<&str>,
+            MsFlags::MS_REC | MsFlags::MS_SHARED,
+            None::<&str>,
+        )
+        .unwrap();
+        assert!(
+            !mounts().iter().any(|m| m.ends_with(" tracefs")),
+            "{:?}",
+            mounts()
+        );
+        f()
     })
-}
-
-fn spawn(args: &[&str]) -> Child {
-    Command::new(BIN)
-        .args(args)
-        // Exactly --repeat rounds: these test what a run leaves behind.
-        .args(["--budget", "0"])
-        .env_remove(EMULATED_ENV)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("bpf-overhead starts")
 }
 
 /// Waits for `child` for at most `limit`; kills it and fails past that.
@@ -123,7 +88,7 @@ fn read_all(pipe: Option<impl std::io::Read>) -> String {
 #[test]
 #[serial]
 fn concurrent_runs_keep_tracefs_to_themselves() {
-    if !root() {
+    if !root_or_skip("needs root") {
         return;
     }
     in_own_mount_namespace(|| {
@@ -139,7 +104,11 @@ fn concurrent_runs_keep_tracefs_to_themselves() {
             "--format",
             "json",
         ];
-        let mut runs: Vec<Child> = (0..3).map(|_| spawn(&args)).collect();
+        // Exactly --repeat rounds (command's `--budget 0`): these test
+        // what a run leaves behind.
+        let mut runs: Vec<Child> = (0..3)
+            .map(|_| spawn(&mut command(&args), Stdio::piped()))
+            .collect();
         // Watch this namespace while they run: their tracefs must never
         // show here (the monitor of issue 9 saw it come and go 7 times).
         let deadline = Instant::now() + Duration::from_secs(120);
@@ -192,7 +161,7 @@ fn holds_perf_event(pid: u32) -> bool {
 /// program attached (a link), mid-run. Returns the run and what it holds.
 fn start_attached(save: &Path) -> (Child, BpfFds) {
     let save = save.to_str().unwrap();
-    let mut run = spawn(&[
+    let args = [
         "-m",
         "tp,uprobe-nop",
         "--repeat",
@@ -203,7 +172,8 @@ fn start_attached(save: &Path) -> (Child, BpfFds) {
         "json",
         "--save",
         save,
-    ]);
+    ];
+    let mut run = spawn(&mut command(&args), Stdio::piped());
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let held = BpfFds::of(run.id());
@@ -259,7 +229,7 @@ fn files_in(dir: &Path) -> Vec<String> {
 #[test]
 #[serial]
 fn sigint_and_sigterm_end_the_run_cleanly() {
-    if !root() {
+    if !root_or_skip("needs root") {
         return;
     }
     in_own_mount_namespace(|| {
@@ -295,7 +265,7 @@ fn sigint_and_sigterm_end_the_run_cleanly() {
 #[test]
 #[serial]
 fn sigkill_mid_run_leaves_nothing_behind() {
-    if !root() {
+    if !root_or_skip("needs root") {
         return;
     }
     in_own_mount_namespace(|| {

@@ -34,6 +34,15 @@ pub fn compare(args: &CompareArgs) -> Result<ExitCode, Failure> {
     let (name_a, name_b) = (name(&a), name(&b));
     let doc = duet::pair_sessions(&a, &b, &format!("kernel {name_b}"))
         .map_err(|e| Failure::Input(format!("compare: {e}")))?;
+    // Before any verdict: kernels built with other cost-changing options.
+    if let (Some(ca), Some(cb)) = (
+        a.first().and_then(|d| d.kernel_config.as_ref()),
+        b.first().and_then(|d| d.kernel_config.as_ref()),
+    ) {
+        if let Some(line) = bpf_overhead::kconfig::differences_line(ca, cb) {
+            eprintln!("compare: {line}");
+        }
+    }
     let threshold = args.threshold.unwrap_or(Threshold::ByTrigger);
     let findings = duet::compare(&a, &b, &doc, threshold);
     let mut text = render::duet_report(&doc, &findings, &name_a, &name_b);

@@ -11,13 +11,14 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use signal_hook::consts::{SIGINT, SIGTERM};
 
 use bpf_overhead::document::{self, Document, Status};
+use bpf_overhead::env_vars::KCONFIG_ENV;
 use bpf_overhead::gate::{self, against, Threshold};
 use bpf_overhead::measure::kernel::host::{self, Host};
 use bpf_overhead::measure::{
     allowed_cpus, cpu, cpu::cpulock::Wait, objects::object, Options, Privileged, Variant,
 };
 use bpf_overhead::pipeline::{self, Plan};
-use bpf_overhead::{render, Error, Mechanism};
+use bpf_overhead::{kconfig, render, Error, Mechanism};
 
 use super::cli::{Cli, Format};
 use super::object_args;
@@ -25,7 +26,7 @@ use super::save::{save_target, SaveTarget};
 use crate::{exit, note, print, Failure};
 
 /// Measures what the command line asks for (see --help).
-pub fn measure(cli: &Cli) -> Result<ExitCode, Failure> {
+pub fn main(cli: &Cli) -> Result<ExitCode, Failure> {
     if cli.list_triggers {
         return print(&object::list_triggers()).map(|()| ExitCode::SUCCESS);
     }
@@ -103,7 +104,7 @@ pub fn measure(cli: &Cli) -> Result<ExitCode, Failure> {
     }
     match saved {
         Some(Ok(path)) => note(&format!("result saved to {}", path.display())),
-        Some(Err(e)) => return Err(Failure::Run(e)),
+        Some(Err(e)) => return Err(Failure::Runtime(e)),
         None => {}
     }
     printed?;
@@ -149,8 +150,39 @@ fn plan(cli: &Cli, selection: &[Mechanism], against: Option<Variant>) -> Plan {
         budget: cli.budget.unwrap_or(defaults.budget),
         threshold: threshold(cli),
         emulator: host::emulator(),
+        kernel_config: kernel_config(),
         ..defaults
     }
+}
+
+/// The running kernel's config, recorded with the result: its own
+/// (/proc/config.gz, CONFIG_IKCONFIG_PROC), else the file its runner gave
+/// ($BPF_OVERHEAD_KCONFIG, `cargo xtask vmtest`), else
+/// /boot/config-<release>; none where none can be read.
+fn kernel_config() -> Option<kconfig::KernelConfig> {
+    use std::io::Read as _;
+    let proc_config = || {
+        let gz = std::fs::read("/proc/config.gz").ok()?;
+        let mut text = String::new();
+        flate2::read::GzDecoder::new(&gz[..])
+            .read_to_string(&mut text)
+            .ok()?;
+        Some(("/proc/config.gz".to_owned(), text))
+    };
+    let file = |path: String| Some((path.clone(), std::fs::read_to_string(path).ok()?));
+    let given = || file(std::env::var(KCONFIG_ENV).ok().filter(|p| !p.is_empty())?);
+    let boot = || file(format!("/boot/config-{}", host::kernel_release()));
+    let (mut source, text) = proc_config().or_else(given).or_else(boot)?;
+    // vmtest's file says where vmtest read it.
+    if let Some(said) = text
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("# vmtest: "))
+    {
+        source = format!("vmtest: {said}");
+    }
+    let config = kconfig::Config::parse(&text);
+    (!config.is_empty()).then(|| config.record(&source))
 }
 
 /// `--threshold`, or the defaults by trigger.

@@ -2,7 +2,7 @@
 //! `--against object=`): opened and checked before the run, so that bad
 //! input is one line and exit 2 with nothing loaded.
 
-use bpf_overhead::measure::objects::object::{self, Settings};
+use bpf_overhead::measure::objects::object::{self, ObjectFlags};
 use bpf_overhead::measure::Variant;
 use bpf_overhead::pipeline::Plan;
 use bpf_overhead::Mechanism;
@@ -27,9 +27,9 @@ pub fn open(cli: &Cli) -> Result<(Vec<Mechanism>, Option<Variant>), Failure> {
     }
     let packet = match &cli.packet {
         Some(path) => object::read_packet(path).map_err(Failure::Input)?,
-        None => Settings::default().packet,
+        None => ObjectFlags::default().packet,
     };
-    let settings = Settings {
+    let settings = ObjectFlags {
         sets: cli.sets.clone(),
         trigger: cli.trigger,
         packet,

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use bpf_overhead::document::{Document, Need};
 use bpf_overhead::render;
-use bpf_overhead::side_by_side::Matrix;
+use bpf_overhead::side_by_side::{self, Matrix};
 
 use super::cli::ReportArgs;
 use super::save::{save_target, SaveTarget};
@@ -57,12 +57,16 @@ pub fn report(args: &ReportArgs) -> Result<ExitCode, Failure> {
         })
         .collect();
     let matrix = Matrix::new(&docs).map_err(|e| Failure::Input(format!("report: {e}")))?;
+    for line in side_by_side::config_lines(&docs) {
+        note(&format!("report: {line}"));
+    }
     print(&render::matrix::table(&matrix))?;
     if let Some(out) = &svg_out {
         let svg = render::matrix::svg(&matrix)
-            .map_err(|e| Failure::Run(format!("report: cannot draw the chart: {e}")))?;
-        std::fs::write(out, svg)
-            .map_err(|e| Failure::Run(format!("report: cannot write {}: {e}", out.display())))?;
+            .map_err(|e| Failure::Runtime(format!("report: cannot draw the chart: {e}")))?;
+        std::fs::write(out, svg).map_err(|e| {
+            Failure::Runtime(format!("report: cannot write {}: {e}", out.display()))
+        })?;
         note(&format!("chart written to {}", out.display()));
     }
     Ok(ExitCode::SUCCESS)

@@ -122,6 +122,11 @@ pub struct Document {
     /// packet, or when no program ran on one.
     #[serde(default)]
     pub packet: Option<InputFile>,
+    /// The kernel's config: where it was read, its digest and the options
+    /// that change costs; null where none could be read, and in older
+    /// results.
+    #[serde(default)]
+    pub kernel_config: Option<crate::kconfig::KernelConfig>,
     /// Every mechanism measured or skipped, bases included, each base before
     /// the mechanisms it is the reference for.
     pub mechanisms: Vec<MechanismResult>,

@@ -17,6 +17,7 @@
 //! skipped (the kernel lacks what the variant needs) is not compared.
 
 use crate::document::{Document, MechanismResult, Status};
+use crate::gate::exact_rule::{judge_counts, ExactChange};
 use crate::gate::{Comparison, Findings, Judgement, Threshold, Verdict, ALPHA, FLOOR_OF_BASE};
 use crate::paired::{paired, speed_adjusted, Interval, Paired};
 
@@ -204,13 +205,10 @@ fn counted(a: &MechanismResult, b: &MechanismResult, threshold: f64) -> Comparis
         );
     };
     let diff = cb.median - ca.median;
-    let change = diff / ca.median.abs().max(f64::MIN_POSITIVE);
-    let verdict = if change > threshold {
-        Verdict::Regressed
-    } else if change < -threshold {
-        Verdict::Improved
-    } else {
-        Verdict::Unchanged
+    let (change, verdict) = match judge_counts(ca.median, cb.median, threshold) {
+        (c, ExactChange::Regressed) => (c, Verdict::Regressed),
+        (c, ExactChange::Improved) => (c, Verdict::Improved),
+        (c, ExactChange::Unchanged) => (c, Verdict::Unchanged),
     };
     Comparison {
         name: a.name.clone(),

@@ -77,7 +77,8 @@ pub use mechanism::target::Target;
 pub use mechanism::trigger::{Driver, Trigger, MAX_BATCH};
 pub use running::attach_cost::AttachCost;
 pub use running::run::{
-    fitted, lead_in, measure, on_measuring_thread, with_run, ProducerSample, Run, Sample,
+    fitted, lead_in, on_measuring_thread, timed_run, with_attached, Attached, ProducerSample,
+    Sample,
 };
 pub use settings::bpf_consts::MAX_PROG_WORK;
 pub use settings::options::{Batch, Options, ProgWork, DEFAULT_ITERATIONS};

@@ -2,7 +2,7 @@
 //! and ratio to base are computed here and nowhere else.
 
 use super::plan::Plan;
-use super::schedule::{signal_name, MechanismRuns, Runs};
+use super::schedule::{signal_name, Gathered, MechanismRuns};
 use crate::document::{
     Document, InputFile, MechanismResult, ProducerResult, Status, ORDER_BRACKETED, SCHEMA,
     SCHEMA_VERSION, UNIT_INSTRUCTIONS, UNIT_NS,
@@ -13,7 +13,7 @@ use crate::stats::Summary;
 
 /// Turns each mechanism's runs into the result document. Pure: the statistics of fixed
 /// samples are unit-tested.
-pub fn document(plan: &Plan, runs: &Runs, host: Host) -> Document {
+pub fn document(plan: &Plan, runs: &Gathered, host: Host) -> Document {
     let per_mechanism = &runs.per_mechanism;
     let cpu = per_mechanism
         .iter()
@@ -60,6 +60,7 @@ pub fn document(plan: &Plan, runs: &Runs, host: Host) -> Document {
         against: plan.against.as_ref().map(|v| v.to_string()),
         objects: objects(plan),
         packet: packet(plan),
+        kernel_config: plan.kernel_config.clone(),
         mechanisms,
     }
 }

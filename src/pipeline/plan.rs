@@ -81,7 +81,7 @@ pub struct Plan {
     /// The mechanisms to run, each base included, in catalogue order.
     pub mechanisms: Vec<Mechanism>,
     /// Every run's own settings (events, CPU, batch, program work,
-    /// producers), as [`with_run`](crate::measure::with_run) takes them
+    /// producers), as [`with_attached`](crate::measure::with_attached) takes them
     /// and the load writes them into the BPF object: set once, copied
     /// nowhere. Its `bpf_stats` is turned on for the stats run only.
     /// With more than one producer, each round also measures one producer
@@ -109,7 +109,7 @@ pub struct Plan {
     /// the mechanism's own cost, by trigger.
     pub threshold: Threshold,
     /// Set (to a signal number, by a signal handler) to stop the run
-    /// after the run in progress: see [`run`](super::run).
+    /// after the run in progress: see [`gather`](super::gather).
     pub stop: Option<&'static AtomicUsize>,
     /// Whether to wait for a CPU another measuring run holds (`--no-wait`:
     /// no, the run fails with [`Error::Busy`]).
@@ -124,6 +124,8 @@ pub struct Plan {
     pub emulated: Option<String>,
     /// The emulator's version, as its runner said it (recorded only).
     pub emulator: Option<String>,
+    /// The kernel's config, as the caller read it (recorded only).
+    pub kernel_config: Option<crate::kconfig::KernelConfig>,
 }
 
 impl Plan {
@@ -159,6 +161,7 @@ impl Plan {
             against: None,
             emulated,
             emulator: None,
+            kernel_config: None,
         }
     }
 
@@ -280,7 +283,7 @@ fn fastest_ns_per_event(trigger: Trigger, plan_batch: u32) -> f64 {
 /// Checks, before anything runs, that this process has the privileges
 /// every mechanism of the plan needs ([`caps`](crate::measure::environment::caps)), and the stats run's.
 /// The error is one line naming each missing capability and who needs it;
-/// the proof, what [`run`](super::run) takes.
+/// the proof, what [`gather`](super::gather) takes.
 pub fn check_privileges(plan: &Plan) -> Result<Privileged> {
     let privileged = Privileged::check(&plan.mechanisms)?;
     // Mechanisms that lack the same, together: "uprobe-nop, uretprobe-nop

@@ -12,7 +12,7 @@ use crate::document::Status;
 use crate::measure::running::keeper::Keeper;
 use crate::measure::{cpu::cpulock, note_default_cpu, running::context};
 use crate::measure::{
-    measure, on_measuring_thread, Error, Mechanism, Options, Privileged, Result, Sample, Support,
+    on_measuring_thread, timed_run, Error, Mechanism, Options, Privileged, Result, Sample, Support,
 };
 use ab::{side, sides, Side};
 
@@ -45,9 +45,9 @@ pub struct Step {
     pub retaken: u64,
 }
 
-/// What a [`run`] came to.
+/// What [`gather`] came to: each mechanism's runs, and the rounds.
 #[derive(Clone, Debug, Default)]
-pub struct Runs {
+pub struct Gathered {
     pub per_mechanism: Vec<MechanismRuns>,
     /// Timed rounds run (the most any mechanism had).
     pub rounds: usize,
@@ -191,11 +191,11 @@ impl Plan {
 /// mechanism's missing capabilities should fail only that mechanism).
 /// Fails only for problems that stop the whole run; a mechanism's own
 /// problems end up in its runs.
-pub fn run(
+pub fn gather(
     plan: &Plan,
     privileged: &Privileged,
     progress: impl FnMut(&Step) + Send,
-) -> Result<Runs> {
+) -> Result<Gathered> {
     // The CPUs are chosen and held here, once: one measuring run per CPU
     // at a time, across processes.
     let cpus = cpulock::hold_for(
@@ -214,7 +214,7 @@ fn run_here(
     privileged: &Privileged,
     cpu: usize,
     mut progress: impl FnMut(&Step),
-) -> Runs {
+) -> Gathered {
     let mut per_mechanism: Vec<MechanismRuns> = plan
         .mechanisms
         .iter()
@@ -268,7 +268,7 @@ fn run_here(
     }
     step.what = "done".into();
     progress(&step);
-    Runs {
+    Gathered {
         per_mechanism,
         rounds,
         retaken_runs: step.retaken,
@@ -293,8 +293,8 @@ impl<P: FnMut(&Step)> Running<'_, P> {
         (self.progress)(self.step);
     }
 
-    fn measure(&self, m: Mechanism, opts: &Options) -> Result<Sample> {
-        measure(self.support.ready(m)?, opts)
+    fn timed_run(&self, m: Mechanism, opts: &Options) -> Result<Sample> {
+        timed_run(self.support.ready(m)?, opts)
     }
 }
 
@@ -311,7 +311,7 @@ fn warm_up(at: &mut Running<'_, impl FnMut(&Step)>, per_mechanism: &mut [Mechani
             return;
         }
         at.next(format!("warm-up {}", m_runs.mechanism));
-        match at.measure(m_runs.mechanism, &opts) {
+        match at.timed_run(m_runs.mechanism, &opts) {
             Ok(sample) => {
                 m_runs.iterations = plan.run_time.map(|t| scaled(m_runs.mechanism, &sample, t))
             }
@@ -324,7 +324,7 @@ fn warm_up(at: &mut Running<'_, impl FnMut(&Step)>, per_mechanism: &mut [Mechani
         if let Some(b) = m_runs.against.as_mut().filter(|b| b.is_ok()) {
             b.iterations = iterations;
             at.next(format!("warm-up {} (B)", b.mechanism));
-            if let Err(err) = at.measure(b.mechanism, &plan.options_for(b, false)) {
+            if let Err(err) = at.timed_run(b.mechanism, &plan.options_for(b, false)) {
                 b.fail(err);
             }
         }
@@ -491,20 +491,20 @@ fn timed(
                 producers: NonZeroUsize::MIN,
                 ..opts.clone()
             };
-            at.measure(o.mechanism, &one)
+            at.timed_run(o.mechanism, &one)
         })
         .transpose()?;
     // A run during which another task (or the hypervisor) had the CPU for
     // a while timed that too: measured again at once (no pause: the CPU
     // stays busy), a few times.
-    let mut sample = at.measure(o.mechanism, &opts)?;
+    let mut sample = at.timed_run(o.mechanism, &opts)?;
     for _ in 0..MAX_RETAKES {
         let lost = sample.lost.as_secs_f64() / sample.elapsed.as_secs_f64().max(1e-9);
         if lost <= MAX_LOST || plan.stopped_by().is_some() {
             break;
         }
         at.step.retaken += 1;
-        sample = at.measure(o.mechanism, &opts)?;
+        sample = at.timed_run(o.mechanism, &opts)?;
     }
     Ok((single, sample))
 }

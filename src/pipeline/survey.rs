@@ -3,7 +3,7 @@
 use std::num::NonZeroU64;
 
 use crate::measure::{
-    measure, on_measuring_thread, AttachCost, Mechanism, Options, Privileged, Support,
+    on_measuring_thread, timed_run, AttachCost, Mechanism, Options, Privileged, Support,
 };
 
 /// Whether this kernel runs a mechanism, for `--list`.
@@ -45,7 +45,7 @@ pub fn survey(mechanisms: &[Mechanism], cpu: Option<usize>) -> Vec<(Mechanism, A
                     Some(i) => Err(problems.swap_remove(i).1),
                     None => support
                         .ready(m)
-                        .and_then(|r| measure(r, &opts))
+                        .and_then(|r| timed_run(r, &opts))
                         .map(|s| s.attach),
                 };
                 let availability = match verdict {

@@ -1,7 +1,6 @@
 //! Shared by the tests of the `bpf-overhead` command (tests/cli_*.rs):
 //! running it, its output, temporary files, and a result document with
-//! fixed figures. Each test file includes it with `#[path]`, so what one
-//! file does not use is no warning.
+//! fixed figures.
 //!
 //! Those tests never assert timings: the gate is exercised on doctored
 //! figures (a baseline edited to be 30% better), and its rule itself is
@@ -9,14 +8,15 @@
 //! programs run the binary as a child process, one at a time
 //! (`#[serial]`): they pin to the same CPU and attach to the same hooks.
 //! They need root, like the rest of the suite.
-#![allow(dead_code)]
 
 use std::fs;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 
 use serde_json::Value;
 
+/// The `bpf-overhead` binary cargo built for the tests: the one path every
+/// test runs.
 pub const BIN: &str = env!("CARGO_BIN_EXE_bpf-overhead");
 pub use bpf_overhead::env_vars::EMULATED_ENV;
 
@@ -37,6 +37,17 @@ pub fn command(args: &[&str]) -> Command {
         cmd.args(["--budget", "0"]);
     }
     cmd
+}
+
+/// Starts `cmd` (the binary, from [`command`] or built by the test) as a
+/// child, its stderr piped and its stdout as `stdout` says: piped, or
+/// `Stdio::null()` where only stderr is watched.
+#[track_caller]
+pub fn spawn(cmd: &mut Command, stdout: Stdio) -> Child {
+    cmd.stdout(stdout)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("bpf-overhead starts")
 }
 
 #[track_caller]
@@ -90,10 +101,6 @@ impl Drop for TempFile {
     fn drop(&mut self) {
         let _ = fs::remove_file(&self.0);
     }
-}
-
-pub fn is_root() -> bool {
-    nix::unistd::geteuid().is_root()
 }
 
 /// The mechanism `name` of a result document.
@@ -156,11 +163,7 @@ pub fn output_within_or_kill(
     limit: std::time::Duration,
 ) -> Result<Ended, String> {
     use std::io::Read as _;
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("bpf-overhead runs");
+    let mut child = spawn(&mut cmd, Stdio::piped());
     let drain = |mut r: Box<dyn std::io::Read + Send>| {
         std::thread::spawn(move || {
             let mut bytes = Vec::new();
@@ -261,6 +264,7 @@ pub fn fixture() -> Value {
     doc["against"] = serde_json::Value::Null;
     doc["objects"] = serde_json::json!([]);
     doc["packet"] = serde_json::Value::Null;
+    doc["kernel_config"] = serde_json::Value::Null;
     doc["unit"] = "ns".into();
     doc["emulator"] = serde_json::Value::Null;
     for m in doc["mechanisms"].as_array_mut().unwrap() {

@@ -1,6 +1,14 @@
-//! Shared by the integration tests: run one mechanism through the same
-//! pipeline as the `bpf-overhead` command, the way the kernel's
-//! test_overhead does, and check what it should have done.
+//! The integration tests' one helper: every test file has `mod common;`
+//! and takes what it needs. Here, what tests/overhead.rs runs: one
+//! mechanism through the same pipeline as the `bpf-overhead` command, the
+//! way the kernel's test_overhead does, checked for what it should have
+//! done. In the submodules: running the command ([`cli`]), the suite's
+//! BPF objects ([`objects`]), what a process holds ([`procs`]), what a test
+//! needs of the machine ([`system`]) and the suite's KTAP ([`ktap`]).
+//!
+//! Each test file uses a different part, and what one does not use is no
+//! warning.
+#![allow(dead_code)]
 
 use std::fmt;
 
@@ -13,8 +21,11 @@ use bpf_overhead::pipeline::{self, Plan};
 use bpf_overhead::render::KtapResult;
 use bpf_overhead::{render, Mechanism};
 
+pub mod cli;
 pub mod ktap;
+pub mod objects;
 pub mod procs;
+pub mod system;
 
 /// A test failure that prints as its one-line message: the harness shows
 /// `Error: <message>` rather than a panic location and backtrace.
@@ -49,7 +60,7 @@ macro_rules! ensure {
 /// With [`ktap::KTAP_ENV`] set, also appends the test's KTAP result to
 /// that file (see [`ktap::append`]).
 pub fn check(name: &str) -> TestResult {
-    let (outcome, diagnostics) = match measure(name) {
+    let (outcome, diagnostics) = match selftest(name) {
         Ok(Checked::Passed(lines)) => (Ok(()), lines),
         Ok(Checked::Skipped(reason)) => {
             ktap::record(name, KtapResult::Skip(&reason), &[])?;
@@ -74,7 +85,7 @@ enum Checked {
     Skipped(String),
 }
 
-fn measure(name: &str) -> Result<Checked, Failure> {
+fn selftest(name: &str) -> Result<Checked, Failure> {
     let expect = Expectations::from_env().map_err(Failure)?;
     let mechanism: Mechanism = name.parse().map_err(Failure)?;
     let plan = Plan::selftest(mechanism, emulated());

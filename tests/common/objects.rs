@@ -1,13 +1,9 @@
 //! Helpers of the tests that run the suite's own BPF objects
-//! (tests/objects/, built by build.rs) through `--object`. Each test file
-//! includes it with `#[path]`, so what one file does not use is no
-//! warning.
-
-#![allow(dead_code)]
+//! (tests/objects/, built by build.rs) through `--object`.
 
 use serde_json::Value;
 
-use super::cli::{is_root, run};
+use super::cli::run;
 
 /// One of the suite's objects.
 pub fn object(name: &str) -> String {
@@ -75,14 +71,9 @@ pub fn ours_loaded() -> Vec<String> {
     loaded_now()
 }
 
-/// Root, as loading BPF programs needs; else says the test skips.
-pub fn root() -> bool {
-    let root = is_root();
-    if !root {
-        eprintln!("SKIP: needs root to load BPF programs");
-    }
-    root
-}
+/// Why a test of the suite's objects skips where it is not root
+/// ([`root_or_skip`](super::system::root_or_skip)).
+pub const NEEDS_ROOT: &str = "needs root to load BPF programs";
 
 /// Every run of `m` reached its program once an event.
 #[track_caller]

@@ -1,7 +1,5 @@
 //! What a process holds, seen from /proc: its BPF programs and links,
-//! and the mounts a thread sees. Each test file includes it with
-//! `#[path]`, so what one file does not use is no warning.
-#![allow(dead_code)]
+//! and the mounts a thread sees.
 
 use std::collections::BTreeSet;
 

@@ -21,6 +21,10 @@ pub mod values;
 // (xtask does not depend on the main crate: that would build its BPF).
 #[path = "../../src/env_vars.rs"]
 pub mod env_vars;
+// Kernel configs: parsed, digested, compared; shared with the main crate,
+// which it stands apart from as env_vars.rs does.
+#[path = "../../src/kconfig.rs"]
+pub mod kconfig;
 
 use env_vars::CACHE_ENV;
 

@@ -1,5 +1,5 @@
 //! The checks a run needs, made once up front and carried as proof: a run
-//! ([`with_run`](crate::measure::with_run)) takes a [`Ready`], which only
+//! ([`with_attached`](crate::measure::with_attached)) takes a [`Ready`], which only
 //! [`Support::check`] makes, so it never checks again.
 
 use super::caps::{self, Missing};

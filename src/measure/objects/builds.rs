@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use super::object::{entry, inspect, Found, Settings};
+use super::object::{entry, inspect, Found, ObjectFlags};
 use crate::measure::mechanism::catalogue::Mechanism;
 
 /// `--against object=FILE`: B's programs, paired with A's by program
@@ -37,7 +37,7 @@ impl Against {
         &mut self,
         a: &[Mechanism],
         a_whole: bool,
-        settings: &Settings,
+        settings: &ObjectFlags,
     ) -> std::result::Result<(), String> {
         let (found, _) = inspect("--against object=", &self.path, None, settings)?;
         let mut b: Vec<Found> = found;

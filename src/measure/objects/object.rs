@@ -67,7 +67,7 @@ impl Request {
 
 /// What the command line sets for every object.
 #[derive(Clone, Debug)]
-pub struct Settings {
+pub struct ObjectFlags {
     /// `--set NAME=VALUE`: `const volatile` globals in `.rodata`.
     pub sets: Vec<(String, String)>,
     /// `--trigger NAME`, for the programs whose section names no event.
@@ -76,7 +76,7 @@ pub struct Settings {
     pub packet: &'static [u8],
 }
 
-impl Default for Settings {
+impl Default for ObjectFlags {
     fn default() -> Self {
         Self {
             sets: Vec::new(),
@@ -125,7 +125,7 @@ pub(crate) fn inspect(
     flag: &str,
     path: &Path,
     only: Option<&str>,
-    settings: &Settings,
+    settings: &ObjectFlags,
 ) -> std::result::Result<(Vec<Found>, Vec<String>), String> {
     let shown = format!("{flag}{}", path.display());
     let bytes = std::fs::read(path).map_err(|e| format!("{shown}: cannot read it: {e}"))?;
@@ -335,7 +335,7 @@ pub(crate) fn entry(
 /// do. Once a process: its bases are `base-<trigger>`.
 pub fn register(
     requests: &[Request],
-    settings: &Settings,
+    settings: &ObjectFlags,
 ) -> std::result::Result<Vec<Mechanism>, String> {
     let mut programs: Vec<(String, ObjectProgram, Kind, Trigger)> = Vec::new();
     let mut globals = Vec::new();
@@ -407,7 +407,7 @@ pub fn uses_trigger_flag(m: Mechanism) -> bool {
 /// Every `--set` names a global of some object; `--trigger` is for
 /// programs that need it.
 fn check_sets(
-    settings: &Settings,
+    settings: &ObjectFlags,
     globals: &[String],
     requests: &[Request],
 ) -> std::result::Result<(), String> {

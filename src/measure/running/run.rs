@@ -164,9 +164,9 @@ fn block_termination_signals() {
 }
 
 /// A mechanism attached and its trigger armed on the calling thread, pinned
-/// to one CPU, and on any extra producers. Lives only inside [`with_run`],
+/// to one CPU, and on any extra producers. Lives only inside [`with_attached`],
 /// which undoes everything.
-pub struct Run<'a, 'scope> {
+pub struct Attached<'a, 'scope> {
     mechanism: Mechanism,
     loaded: Option<Loaded<'a>>,
     armed: &'a mut Armed,
@@ -176,10 +176,10 @@ pub struct Run<'a, 'scope> {
     longest_run: Option<Duration>,
 }
 
-impl Run<'_, '_> {
+impl Attached<'_, '_> {
     /// Fires `events` events from every producer at once (for a loop,
     /// rounded up to whole batches) and times them.
-    pub fn measure(&mut self, events: NonZeroU64) -> Result<Sample> {
+    pub fn time_run(&mut self, events: NonZeroU64) -> Result<Sample> {
         let m = self.mechanism;
         // A program counts, and so does a loop's driver in a base run; a
         // user's object's program is counted by the BPF stats instead, and
@@ -366,10 +366,10 @@ fn check_hits(mechanism: Mechanism, hits: Option<u64>, events: u64) -> Result<()
 /// attach: its checks were made before, once), hands the run to `f`, then
 /// undoes all of it, in reverse order, however `f` ends (error or panic
 /// included).
-pub fn with_run<R>(
+pub fn with_attached<R>(
     ready: Ready<'_>,
     opts: &Options,
-    f: impl FnOnce(&mut Run<'_, '_>) -> Result<R>,
+    f: impl FnOnce(&mut Attached<'_, '_>) -> Result<R>,
 ) -> Result<R> {
     let mechanism = ready.mechanism();
     // A user's object's hits are its run count: stats on in all its runs.
@@ -426,7 +426,7 @@ pub fn with_run<R>(
             }
             l.attach(mechanism)?;
         }
-        let mut run = Run {
+        let mut run = Attached {
             mechanism,
             loaded,
             armed: &mut armed,
@@ -441,10 +441,10 @@ pub fn with_run<R>(
 
 /// One measurement of `ready`'s mechanism with `opts`: `opts.iterations`
 /// events, scaled for a base as its trigger says.
-pub fn measure(ready: Ready<'_>, opts: &Options) -> Result<Sample> {
+pub fn timed_run(ready: Ready<'_>, opts: &Options) -> Result<Sample> {
     let events = NonZeroU64::new(ready.mechanism().events(opts.iterations.get()))
         .expect("scaling a non-zero count keeps it non-zero");
-    with_run(ready, opts, |run| run.measure(events))
+    with_attached(ready, opts, |run| run.time_run(events))
 }
 
 #[cfg(test)]

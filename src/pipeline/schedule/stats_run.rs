@@ -50,7 +50,7 @@ fn stats_of(at: &mut Running<'_, impl FnMut(&Step)>, o: &mut MechanismRuns) -> b
     }
     let b_mark = if o.is_b { " (B)" } else { "" };
     at.next(format!("BPF stats {}{b_mark}", o.mechanism));
-    match at.measure(o.mechanism, &at.plan.options_for(o, true)) {
+    match at.timed_run(o.mechanism, &at.plan.options_for(o, true)) {
         Ok(sample) => o.prog_ns_per_event = sample.prog_ns_per_event(),
         // Before 5.8.
         Err(err) if err.is_unsupported() => {

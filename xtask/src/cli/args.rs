@@ -77,6 +77,11 @@ struct VmtestCli {
     /// Modules for a KERNEL given as a path
     #[arg(long, value_name = "DIR")]
     modules: Option<String>,
+    /// The .config of a KERNEL given as a path, checked against ci/vmtest.config before
+    /// boot and recorded (default: the image's own, CONFIG_IKCONFIG, else the build tree's
+    /// .config for <tree>/arch/x86/boot/bzImage or <tree>/vmlinux)
+    #[arg(long, value_name = "FILE")]
+    config: Option<String>,
     /// Force the accelerator (also env VMTEST_ACCEL). Default: kvm only if /dev/kvm is
     /// usable and the CPU has vmx or svm, else tcg (-accel tcg,thread=single)
     #[arg(long, value_name = "kvm|tcg")]
@@ -138,6 +143,18 @@ struct VmtestCli {
     /// With --against: modules for a KERNEL_B given as a path (--modules is KERNEL's)
     #[arg(long = "against-modules", value_name = "DIR", requires = "against")]
     against_modules: Option<String>,
+    /// With --against: the .config of a KERNEL_B given as a path (--config is KERNEL's)
+    #[arg(long = "against-config", value_name = "FILE", requires = "against")]
+    against_config: Option<String>,
+    /// A file of the mechanisms KERNEL lacks (as ci/absent/<series>): the suite runs strict
+    /// against it. A Debian kernel's series has its own; a kernel you built has none unless
+    /// given, and then runs without strict mode (each skip says why)
+    #[arg(long, value_name = "FILE")]
+    absent: Option<String>,
+    /// With --against --exact: give a verdict although the two kernels differ in options
+    /// that change costs (lock debugging, sanitizers, preemption, mitigations, tracers)
+    #[arg(long = "across-configs", requires = "exact")]
+    across_configs: bool,
     /// With --against: duets to boot, the host CPUs swapped between the sides each time
     #[arg(long, value_name = "N", default_value_t = 3, value_parser = positive, requires = "against")]
     sessions: u32,
@@ -230,6 +247,7 @@ fn vmtest_args(v: Box<VmtestCli>, dashdash: bool, env_accel: Option<&str>) -> Re
         bench_args: v.bench_args,
         env: v.env,
         modules: v.modules,
+        config: v.config,
         accel,
         timeout: v.timeout,
         alive_timeout: v.alive_timeout,
@@ -248,6 +266,9 @@ fn vmtest_args(v: Box<VmtestCli>, dashdash: bool, env_accel: Option<&str>) -> Re
         all_tests: v.all_tests,
         against: v.against,
         against_modules: v.against_modules,
+        against_config: v.against_config,
+        absent: v.absent,
+        across_configs: v.across_configs,
         sessions: v.sessions,
         exact: v.exact,
         threshold: v.threshold,

@@ -32,12 +32,16 @@ state in CACHE/apt, never the host's), unpacked (not installed) and checked in a
 directory, then moved to CACHE/kernels/<release>/ with the vmlinux extracted from the
 bzImage and the initramfs. CACHE is $BPF_OVERHEAD_CACHE or ~/.cache/bpf-overhead.
 Damaged images (size against the boot header, payload that does not decompress
-completely to a whole ELF) are refused before boot.
+completely to a whole ELF) are refused before boot. So is an x86_64 kernel whose config
+lacks what ci/vmtest.config calls needed (all of it named in one line); the config is
+--config FILE, else the image's own (CONFIG_IKCONFIG), else the build tree's .config,
+else the Debian package's; none readable: said, and the kernel boots unchecked.
 
 What runs in the guest (cwd = repo root; env VMTEST_OUT (see Output),
 BPF_OVERHEAD_STRICT=1, BPF_OVERHEAD_EMULATED=tcg under TCG,
 BPF_OVERHEAD_ABSENT=<repo>/ci/absent/<series> (arm64: ci/absent/arm64/<series>) when that
-file exists, RUST_BACKTRACE=0,
+file exists, or --absent FILE (a kernel you built gets no series file: without --absent its
+suite runs without BPF_OVERHEAD_STRICT), RUST_BACKTRACE=0,
 CARGO_MANIFEST_DIR, and any BPF_OVERHEAD_* from the host environment):
   default              `cargo test --release --no-run --test overhead --test cleanup
                        --test kernel_hooks` on the host, then each test executable with

@@ -54,6 +54,14 @@ impl Compression {
             .map(|&(c, _)| c)
     }
 
+    /// Whether the kernel's build appends the uncompressed size to the
+    /// compressed stream ([`SIZE_APPENDED`]).
+    pub fn size_appended(self) -> bool {
+        SIZE_APPENDED
+            .iter()
+            .any(|&(c, appended)| c == self && appended)
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Compression::Gzip => "gzip",
@@ -67,15 +75,35 @@ impl Compression {
     }
 }
 
+/// Whether the kernel's build appends the uncompressed size (4 bytes, little
+/// endian: scripts/Makefile.lib's `size_append`) to each compression's
+/// stream. From arch/x86/boot/compressed/Makefile and scripts/Makefile.lib,
+/// 5.10 to 7.3: vmlinux.bin.gz is made by `cmd_gzip`, which appends nothing
+/// (gzip's own trailer ends in ISIZE, the same size); every other one by a
+/// command that runs `$(size_append)` after the compressor: 5.10's
+/// `cmd_{bzip2,lzma,xzkern,lzo,lz4,zstd22}`, renamed `cmd_*_with_size` in
+/// 5.16. Either way mkpiggy reads the payload's last 4 bytes as the size.
+pub const SIZE_APPENDED: [(Compression, bool); 7] = [
+    (Compression::Gzip, false),
+    (Compression::Bzip2, true),
+    (Compression::Lzma, true),
+    (Compression::Xz, true),
+    (Compression::Lzo, true),
+    (Compression::Lz4, true),
+    (Compression::Zstd, true),
+];
+
 /// What the boot header of a bzImage says, checked against the file.
 #[derive(Debug)]
 pub struct BzImage<'a> {
     /// The kernel release from the header's kernel_version string, if any.
     pub release: Option<String>,
     pub compression: Compression,
-    /// The compressed payload without the trailing size word.
+    /// The compressed stream: the payload without the size word the build
+    /// appended, if it appended one.
     payload: &'a [u8],
-    /// The uncompressed size the build appended to the payload.
+    /// The uncompressed size: the payload's last 4 bytes (appended by the
+    /// build, or gzip's ISIZE).
     pub uncompressed_size: u32,
 }
 
@@ -138,9 +166,13 @@ impl<'a> BzImage<'a> {
                 &payload[..4]
             )
         })?;
-        // The kernel build appends the uncompressed size, little endian.
-        let (payload, size) = payload.split_at(length - 4);
-        let uncompressed_size = u32_at(size, 0);
+        // The last 4 bytes are the size, little endian: appended by the
+        // build, or gzip's own ISIZE, which stays in the stream.
+        let uncompressed_size = u32_at(payload, length - 4);
+        let payload = match compression.size_appended() {
+            true => &payload[..length - 4],
+            false => payload,
+        };
         Ok(BzImage {
             release: header_release(data),
             compression,
@@ -414,8 +446,55 @@ pub mod fixtures {
             Compression::Zstd => {
                 ruzstd::encoding::compress_to_vec(data, ruzstd::encoding::CompressionLevel::Fastest)
             }
-            other => panic!("no fixture compressor for {other:?}"),
+            Compression::Lzma => {
+                // `lzma -9` from a pipe: the .lzma ("alone") format, size unknown.
+                let opts = liblzma::stream::LzmaOptions::new_preset(9).unwrap();
+                let stream = liblzma::stream::Stream::new_lzma_encoder(&opts).unwrap();
+                let mut out = Vec::new();
+                liblzma::read::XzEncoder::new_stream(data, stream)
+                    .read_to_end(&mut out)
+                    .unwrap();
+                out
+            }
+            // No compressor here: a stand-in stream with the format's magic,
+            // which the parser accepts and does not decompress.
+            Compression::Bzip2 | Compression::Lz4 | Compression::Lzo => {
+                let magic: &[u8] = match kind {
+                    Compression::Bzip2 => b"BZh9",
+                    Compression::Lz4 => b"\x02\x21\x4c\x18",
+                    _ => b"\x89LZO\x00\r\n\x1a\n",
+                };
+                let mut out = magic.to_vec();
+                out.extend(data.iter().take(4000).map(|b| b ^ 0x5a));
+                out
+            }
         }
+    }
+
+    /// The command arch/x86/boot/compressed/Makefile makes each payload with
+    /// (`$(call if_changed,CMD)`, as named since 5.16): the `_with_size` ones
+    /// run `$(size_append)` after the compressor (in 5.10 the same commands,
+    /// without the suffix, did). Written out from the Makefile, apart from
+    /// the parser's table, so that the two are checked against each other.
+    pub const KERNEL_RULE: [(Compression, &str); 7] = [
+        (Compression::Gzip, "gzip"),
+        (Compression::Bzip2, "bzip2_with_size"),
+        (Compression::Lzma, "lzma_with_size"),
+        (Compression::Xz, "xzkern_with_size"),
+        (Compression::Lzo, "lzo_with_size"),
+        (Compression::Lz4, "lz4_with_size"),
+        (Compression::Zstd, "zstd22_with_size"),
+    ];
+
+    /// The payload the kernel's build makes of `elf`: compressed, then the
+    /// size appended if its rule says so.
+    pub fn payload(kind: Compression, elf: &[u8]) -> Vec<u8> {
+        let (_, cmd) = KERNEL_RULE.iter().find(|(k, _)| *k == kind).unwrap();
+        let mut payload = compress(kind, elf);
+        if cmd.ends_with("_with_size") {
+            payload.extend_from_slice(&(elf.len() as u32).to_le_bytes());
+        }
+        payload
     }
 
     /// A minimal bzImage (boot protocol 2.15) around `elf` compressed with `kind`.
@@ -432,8 +511,7 @@ pub mod fixtures {
         out[KERNEL_VERSION..KERNEL_VERSION + 2].copy_from_slice(&0x100u16.to_le_bytes());
         // Protected-mode part: a stand-in decompressor stub, then the payload.
         let stub = [0x90u8; 64];
-        let mut payload = compress(kind, elf);
-        payload.extend_from_slice(&(elf.len() as u32).to_le_bytes());
+        let payload = payload(kind, elf);
         out[PAYLOAD_OFFSET..PAYLOAD_OFFSET + 4].copy_from_slice(&(stub.len() as u32).to_le_bytes());
         out[PAYLOAD_LENGTH..PAYLOAD_LENGTH + 4]
             .copy_from_slice(&(payload.len() as u32).to_le_bytes());
@@ -451,7 +529,15 @@ mod tests {
     use super::fixtures::*;
     use super::*;
 
-    const KINDS: [Compression; 3] = [Compression::Gzip, Compression::Xz, Compression::Zstd];
+    /// The compressions this tool decompresses and checks.
+    const KINDS: [Compression; 4] = [
+        Compression::Gzip,
+        Compression::Xz,
+        Compression::Zstd,
+        Compression::Lzma,
+    ];
+    /// The payload's offset in a fixture image: the setup sectors, the stub.
+    const START: usize = 1024 + 64;
 
     fn err(r: Result<impl std::fmt::Debug>) -> String {
         let msg = format!("{:#}", r.expect_err("should fail"));
@@ -481,6 +567,78 @@ mod tests {
         assert_eq!(banner_release(&elf).as_deref(), Some(RELEASE));
     }
 
+    /// An image made by the kernel's rule for `kind`: parsed, its size word
+    /// found, and either decompressed to the ELF or accepted unchecked.
+    fn by_the_kernels_rule(kind: Compression) {
+        let elf = elf(true);
+        let bz = bzimage(kind, &elf);
+        let img = BzImage::parse(&bz).unwrap();
+        assert_eq!(img.compression, kind);
+        assert_eq!(img.uncompressed_size as usize, elf.len(), "{kind:?}");
+        assert_eq!(img.release.as_deref(), Some(RELEASE));
+        match img.vmlinux().unwrap() {
+            Some(got) => assert_eq!(got, elf, "{kind:?}"),
+            None => assert!(!KINDS.contains(&kind), "{kind:?} should be checked"),
+        }
+        // The parser's table and the Makefile's commands agree.
+        let cmd = KERNEL_RULE.iter().find(|(k, _)| *k == kind).unwrap().1;
+        assert_eq!(
+            kind.size_appended(),
+            cmd.ends_with("_with_size"),
+            "{kind:?}"
+        );
+    }
+
+    #[test]
+    fn gzip_image_by_the_kernels_rule() {
+        by_the_kernels_rule(Compression::Gzip);
+    }
+
+    #[test]
+    fn bzip2_image_by_the_kernels_rule() {
+        by_the_kernels_rule(Compression::Bzip2);
+    }
+
+    #[test]
+    fn lzma_image_by_the_kernels_rule() {
+        by_the_kernels_rule(Compression::Lzma);
+    }
+
+    #[test]
+    fn xz_image_by_the_kernels_rule() {
+        by_the_kernels_rule(Compression::Xz);
+    }
+
+    #[test]
+    fn lzo_image_by_the_kernels_rule() {
+        by_the_kernels_rule(Compression::Lzo);
+    }
+
+    #[test]
+    fn lz4_image_by_the_kernels_rule() {
+        by_the_kernels_rule(Compression::Lz4);
+    }
+
+    #[test]
+    fn zstd_image_by_the_kernels_rule() {
+        by_the_kernels_rule(Compression::Zstd);
+    }
+
+    #[test]
+    fn a_gzip_payload_is_whole_to_its_isize() {
+        // The issue-56 image: gzip's last 4 bytes are its ISIZE, not a
+        // word the build appended; cutting them cuts the stream.
+        let elf = elf(true);
+        let bz = bzimage(Compression::Gzip, &elf);
+        let plen = u32_at(&bz, PAYLOAD_LENGTH) as usize;
+        let stream = &bz[START..START + plen];
+        assert_eq!(&stream[plen - 4..], &(elf.len() as u32).to_le_bytes());
+        assert!(decompress(Compression::Gzip, &stream[..plen - 4])
+            .unwrap()
+            .is_err());
+        assert_eq!(extract(&bz).unwrap(), elf);
+    }
+
     #[test]
     fn a_signature_after_the_image_is_fine() {
         let mut bz = bzimage(Compression::Zstd, &elf(true));
@@ -506,9 +664,8 @@ mod tests {
         // Cut the payload and shrink the header to match: only decompression can tell.
         for kind in KINDS {
             let bz = bzimage(kind, &elf(true));
-            let img = BzImage::parse(&bz).unwrap();
-            let plen = img.payload.len() + 4;
-            let start = 1024 + 64;
+            let plen = u32_at(&bz, PAYLOAD_LENGTH) as usize;
+            let start = START;
             let keep = plen / 2;
             let mut cut = bz[..start + keep].to_vec();
             cut.extend_from_slice(&bz[start + plen - 4..start + plen]); // the size word
@@ -525,10 +682,12 @@ mod tests {
 
     #[test]
     fn bit_flips_in_the_payload_are_refused() {
-        for kind in KINDS {
+        // The .lzma format carries no checksum: a flip may decode to other
+        // bytes of the same length, unseen (the ELF check may catch it).
+        for kind in KINDS.into_iter().filter(|&k| k != Compression::Lzma) {
             let bz = bzimage(kind, &elf(true));
             let img = BzImage::parse(&bz).unwrap();
-            let start = 1024 + 64;
+            let start = START;
             let len = img.payload.len();
             for at in [len / 4, len / 2, len * 3 / 4, len - 6] {
                 let mut bad = bz.clone();
@@ -541,12 +700,20 @@ mod tests {
 
     #[test]
     fn a_wrong_size_word_is_refused() {
+        for kind in [Compression::Zstd, Compression::Xz, Compression::Lzma] {
+            let mut bz = bzimage(kind, &elf(true));
+            let img = BzImage::parse(&bz).unwrap();
+            let at = START + img.payload.len();
+            bz[at] ^= 1;
+            let msg = err(extract(&bz));
+            assert!(msg.contains("decompressed to"), "{kind:?}: {msg}");
+        }
+        // gzip's size is its ISIZE, inside the stream: the decoder checks it.
         let mut bz = bzimage(Compression::Gzip, &elf(true));
-        let img = BzImage::parse(&bz).unwrap();
-        let at = 1024 + 64 + img.payload.len();
-        bz[at] ^= 1;
+        let plen = u32_at(&bz, PAYLOAD_LENGTH) as usize;
+        bz[START + plen - 4] ^= 1;
         let msg = err(extract(&bz));
-        assert!(msg.contains("decompressed to"), "{msg}");
+        assert!(msg.starts_with("damaged: its gzip payload"), "{msg}");
     }
 
     #[test]

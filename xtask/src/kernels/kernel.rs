@@ -4,6 +4,7 @@
 //! is cached.
 
 use std::fs::{self, File};
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -14,6 +15,7 @@ use crate::kernels::arm64;
 use crate::kernels::debian::{self, Apt};
 use crate::kernels::image::{self, BzImage};
 use crate::kernels::modules;
+use crate::util::kconfig::{self, Config, KernelConfig};
 use crate::util::signal::{check_signal, signalled};
 use crate::util::{fnv, lock, say, secs, which, write_whole, FNV_START};
 
@@ -29,6 +31,122 @@ pub struct Kernel {
     pub modules: Option<PathBuf>,
     /// Bytes downloaded to get it (0: it was cached, or a path).
     pub downloaded: u64,
+    /// Its config, if it could be read before boot.
+    pub config: Option<FoundConfig>,
+}
+
+/// A kernel's config as found before boot: its text and where it was read.
+#[derive(Debug, Clone)]
+pub struct FoundConfig {
+    pub text: String,
+    pub source: String,
+}
+
+impl FoundConfig {
+    pub fn record(&self) -> KernelConfig {
+        Config::parse(&self.text).record(&self.source)
+    }
+}
+
+/// What the runner needs of a kernel, and recommends: the fragment a
+/// developer merges into a config of their own.
+pub const VMTEST_CONFIG: &str = include_str!("../../../ci/vmtest.config");
+
+/// The config file at `path` (`--config`, a package's, a build tree's).
+fn read_config(path: &Path, source: String) -> Result<FoundConfig> {
+    let data = fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let text = String::from_utf8_lossy(&data).into_owned();
+    ensure!(
+        !Config::parse(&text).is_empty(),
+        "{}: not a kernel config (no CONFIG_ line)",
+        path.display()
+    );
+    Ok(FoundConfig { text, source })
+}
+
+/// The config CONFIG_IKCONFIG embeds in `image` (a vmlinux or an
+/// uncompressed Image), found as scripts/extract-ikconfig finds it.
+fn embedded_config(image: &[u8], name: &str) -> Option<FoundConfig> {
+    let gz = kconfig::ikconfig_gz(image)?;
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(gz)
+        .read_to_string(&mut text)
+        .ok()?;
+    (!Config::parse(&text).is_empty()).then(|| FoundConfig {
+        text,
+        source: format!("{name}'s embedded config (CONFIG_IKCONFIG)"),
+    })
+}
+
+/// The `.config` of the build tree `image` was made in: T/.config for
+/// T/arch/x86/boot/bzImage or T/vmlinux. Not one changed after the image
+/// was built (it may not be the image's).
+fn tree_config(image: &Path) -> Option<FoundConfig> {
+    let tree = if image.ends_with("arch/x86/boot/bzImage") {
+        image.ancestors().nth(4)?
+    } else if image.file_name()? == "vmlinux" {
+        image.parent()?
+    } else {
+        return None;
+    };
+    let cfg = tree.join(".config");
+    let modified = |p: &Path| fs::metadata(p).and_then(|m| m.modified()).ok();
+    let (built, changed) = (modified(image)?, modified(&cfg)?);
+    if changed > built {
+        say!(
+            "{}: changed after {} was built: not taken as its config",
+            cfg.display(),
+            image.display()
+        );
+        return None;
+    }
+    read_config(&cfg, format!("{} (its build tree's)", cfg.display())).ok()
+}
+
+/// A Debian kernel's config, from its package.
+fn package_config(root: &Path, release: &str) -> Option<FoundConfig> {
+    [
+        format!("boot/config-{release}"),
+        format!("usr/lib/modules/{release}/config"),
+        format!("lib/modules/{release}/config"),
+    ]
+    .into_iter()
+    .map(|p| root.join(p))
+    .find(|p| p.is_file())
+    .and_then(|p| read_config(&p, format!("{} (its package's)", p.display())).ok())
+}
+
+/// Checks an x86_64 kernel's config against the runner's needs
+/// (ci/vmtest.config) before it boots: one that lacks a needed option is
+/// refused, all of them named; a custom kernel's missing recommended
+/// options are said. Without a config, says so: the boot goes on.
+pub fn check_needs(k: &Kernel, name: &str, custom: bool) -> Result<()> {
+    let Some(found) = &k.config else {
+        say!(
+            "{name}: its config could not be read (give --config FILE, or build it with \
+             CONFIG_IKCONFIG): booting it unchecked"
+        );
+        return Ok(());
+    };
+    let config = Config::parse(&found.text);
+    let wants = kconfig::fragment(VMTEST_CONFIG);
+    let (needed, recommended) = kconfig::missing(&config, &wants, k.modules.is_some());
+    ensure!(
+        needed.is_empty(),
+        "{name} lacks what vmtest needs: {} (config: {}; merge ci/vmtest.config)",
+        needed.join(", "),
+        found.source
+    );
+    if custom {
+        say!("kernel config: {}", found.source);
+        if !recommended.is_empty() {
+            say!(
+                "{name} lacks recommended options: {} (ci/vmtest.config says why); booting it",
+                recommended.join(", ")
+            );
+        }
+    }
+    Ok(())
 }
 
 /// KERNEL, ready to boot: a path (with its modules from `modules_dir`, if
@@ -37,17 +155,18 @@ pub struct Kernel {
 pub fn kernel(
     kernel: &str,
     modules_dir: Option<&str>,
+    config: Option<&str>,
     arch: Arch,
     cache: &Path,
     force_bz: bool,
 ) -> Result<Kernel> {
-    let is_path = kernel.contains('/') || Path::new(kernel).exists();
-    if is_path {
-        custom_kernel(kernel, modules_dir, cache, arch, force_bz)
+    let is_path = is_path(kernel);
+    let k = if is_path {
+        custom_kernel(kernel, modules_dir, cache, arch, force_bz, config)?
     } else {
         ensure!(
-            modules_dir.is_none(),
-            "--modules is for a KERNEL given as a path"
+            modules_dir.is_none() && config.is_none(),
+            "--modules and --config are for a KERNEL given as a path"
         );
         for other in [Arch::X86_64, Arch::Arm64] {
             ensure!(
@@ -58,13 +177,22 @@ pub fn kernel(
                 other.name()
             );
         }
-        debian_kernel(kernel, arch, cache, force_bz)
+        debian_kernel(kernel, arch, cache, force_bz)?
+    };
+    if arch == Arch::X86_64 {
+        check_needs(&k, kernel, is_path)?;
     }
+    Ok(k)
 }
 
 /// Checks a bzImage and, unless `force_bz`, writes its vmlinux to `dir/vmlinux`
-/// when that has a PVH entry. Returns the image to boot.
-fn prepare_bzimage(bz_path: &Path, dir: &Path, force_bz: bool) -> Result<PathBuf> {
+/// when that has a PVH entry. Returns the image to boot, and the config
+/// embedded in the vmlinux (CONFIG_IKCONFIG), if any.
+fn prepare_bzimage(
+    bz_path: &Path,
+    dir: &Path,
+    force_bz: bool,
+) -> Result<(PathBuf, Option<FoundConfig>)> {
     let data = fs::read(bz_path).with_context(|| format!("reading {}", bz_path.display()))?;
     let bz = BzImage::parse(&data).with_context(|| format!("{}", bz_path.display()))?;
     let vmlinux = bz
@@ -72,22 +200,25 @@ fn prepare_bzimage(bz_path: &Path, dir: &Path, force_bz: bool) -> Result<PathBuf
         .with_context(|| format!("{}", bz_path.display()))?;
     let Some(elf) = vmlinux else {
         say!(
-            "{}: cannot decompress its {} payload here (only its size is checked); booting the bzImage",
+            "{}: its {} payload is not decompressed here (not checked, nor its embedded \
+             config read); booting the bzImage",
             bz_path.display(),
             bz.compression.name()
         );
-        return Ok(bz_path.to_path_buf());
+        return Ok((bz_path.to_path_buf(), None));
     };
     let info = image::check_elf(&elf)?;
+    let name = bz_path.file_name().unwrap_or_default().to_string_lossy();
+    let config = embedded_config(&elf, &name);
     if force_bz {
-        return Ok(bz_path.to_path_buf());
+        return Ok((bz_path.to_path_buf(), config));
     }
     if !info.pvh {
         say!(
             "{}: its kernel has no PVH entry note (CONFIG_PVH): booting the bzImage (slower)",
             bz_path.display()
         );
-        return Ok(bz_path.to_path_buf());
+        return Ok((bz_path.to_path_buf(), config));
     }
     // Written only once checked.
     let out = dir.join("vmlinux");
@@ -99,7 +230,7 @@ fn prepare_bzimage(bz_path: &Path, dir: &Path, force_bz: bool) -> Result<PathBuf
         bz.compression.name(),
         elf.len()
     );
-    Ok(out)
+    Ok((out, config))
 }
 
 /// Removes what a killed run (SIGKILL: no cleanup) left unpacking hours ago.
@@ -214,8 +345,8 @@ fn fetch_release(
         );
         check_signal()?;
         match arch {
-            Arch::X86_64 => prepare_bzimage(&bz, tmp.path(), false)?,
-            Arch::Arm64 => arm64::prepare(&bz, tmp.path())?,
+            Arch::X86_64 => drop(prepare_bzimage(&bz, tmp.path(), false)?),
+            Arch::Arm64 => drop(arm64::prepare(&bz, tmp.path())?),
         };
         Ok(())
     })();
@@ -280,7 +411,14 @@ fn cached_kernel(kernels: &Path, release: &str, arch: Arch, force_bz: bool) -> R
         dir: kdir.clone(),
         modules: Some(tree.clone()),
         downloaded: 0,
+        config: package_config(&root, release),
     })
+}
+
+/// Whether KERNEL names a file (a kernel someone built), not a Debian
+/// kernel by series or release.
+pub fn is_path(kernel: &str) -> bool {
+    kernel.contains('/') || Path::new(kernel).exists()
 }
 
 fn custom_kernel(
@@ -289,6 +427,7 @@ fn custom_kernel(
     cache: &Path,
     arch: Arch,
     force_bz: bool,
+    config: Option<&str>,
 ) -> Result<Kernel> {
     let p = Path::new(path);
     ensure!(
@@ -301,22 +440,30 @@ fn custom_kernel(
     let mut h = FNV_START;
     fnv(&mut h, &data);
     let dir = cache.join("custom").join(format!("{h:016x}"));
-    let (release, boot) = if arch == Arch::Arm64 {
+    // Before the image is read: a wrong --config is bad input.
+    let given = config
+        .map(|c| read_config(Path::new(c), format!("{c} (--config)")))
+        .transpose()?;
+    let name = p.file_name().unwrap_or_default().to_string_lossy();
+    let (release, boot, embedded) = if arch == Arch::Arm64 {
         let boot = arm64::prepare(&p, &dir)?;
         let image = if boot == p { data } else { fs::read(&boot)? };
-        (image::banner_release(&image), boot)
+        let embedded = embedded_config(&image, &name);
+        (image::banner_release(&image), boot, embedded)
     } else if image::is_elf(&data) {
         let info = image::check_elf(&data).with_context(|| path.to_string())?;
         ensure!(
             info.pvh,
             "{path} is an ELF without a PVH entry note (CONFIG_PVH): boot its bzImage instead"
         );
-        (image::banner_release(&data), p.clone())
+        let embedded = embedded_config(&data, &name);
+        (image::banner_release(&data), p.clone(), embedded)
     } else if image::is_bzimage(&data) {
         let release = BzImage::parse(&data)
             .with_context(|| path.to_string())?
             .release;
-        (release, prepare_bzimage(&p, &dir, force_bz)?)
+        let (boot, embedded) = prepare_bzimage(&p, &dir, force_bz)?;
+        (release, boot, embedded)
     } else {
         bail!(
             "{path} is neither a bzImage nor an x86-64 vmlinux ELF; {}",
@@ -325,34 +472,37 @@ fn custom_kernel(
     };
     let release = release.unwrap_or_else(|| "unknown".into());
     fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let modules = match modules_dir {
-        None => None,
-        Some(m) => {
-            let m = Path::new(m);
-            ensure!(m.is_dir(), "--modules {} is not a directory", m.display());
-            let trees = modules::trees(m);
-            Some(match trees.len() {
-                0 => m.to_path_buf(),
-                1 => trees[0].0.clone(),
-                _ => trees
-                    .iter()
-                    .find(|(_, v)| *v == release)
-                    .map(|(t, _)| t.clone())
-                    .with_context(|| {
-                        format!(
-                            "--modules {}: more than one lib/modules/<version>, none is {release}",
-                            m.display()
-                        )
-                    })?,
-            })
-        }
-    };
+    let modules = modules_dir
+        .map(|m| custom_modules(Path::new(m), &release))
+        .transpose()?;
     Ok(Kernel {
         release,
         boot,
         dir,
         modules,
         downloaded: 0,
+        // --config, else the image's own, else its build tree's.
+        config: given.or(embedded).or_else(|| tree_config(&p)),
+    })
+}
+
+/// The modules tree under `--modules m` for `release`.
+fn custom_modules(m: &Path, release: &str) -> Result<PathBuf> {
+    ensure!(m.is_dir(), "--modules {} is not a directory", m.display());
+    let trees = modules::trees(m);
+    Ok(match trees.len() {
+        0 => m.to_path_buf(),
+        1 => trees[0].0.clone(),
+        _ => trees
+            .iter()
+            .find(|(_, v)| *v == release)
+            .map(|(t, _)| t.clone())
+            .with_context(|| {
+                format!(
+                    "--modules {}: more than one lib/modules/<version>, none is {release}",
+                    m.display()
+                )
+            })?,
     })
 }
 
@@ -411,7 +561,8 @@ mod tests {
         for (name, data, want) in cases {
             let p = dir.path().join(name);
             fs::write(&p, data).unwrap();
-            let err = custom_kernel(p.to_str().unwrap(), None, &cache, Arch::X86_64, false).err();
+            let err =
+                custom_kernel(p.to_str().unwrap(), None, &cache, Arch::X86_64, false, None).err();
             let msg = format!("{:#}", err.expect(name));
             assert!(msg.contains(want) && !msg.contains('\n'), "{name}: {msg}");
         }
@@ -419,16 +570,163 @@ mod tests {
 
         let p = dir.path().join("good.bzImage");
         fs::write(&p, &good).unwrap();
-        let k = custom_kernel(p.to_str().unwrap(), None, &cache, Arch::X86_64, false).unwrap();
+        let k =
+            custom_kernel(p.to_str().unwrap(), None, &cache, Arch::X86_64, false, None).unwrap();
         assert_eq!(k.release, fixtures::RELEASE);
         assert_eq!(k.boot.file_name().unwrap(), "vmlinux");
         assert_eq!(fs::read(&k.boot).unwrap(), elf);
-        let k = custom_kernel(p.to_str().unwrap(), None, &cache, Arch::X86_64, true).unwrap();
+        let k = custom_kernel(p.to_str().unwrap(), None, &cache, Arch::X86_64, true, None).unwrap();
         assert_eq!(
             k.boot,
             p.canonicalize().unwrap(),
             "--bzimage boots the bzImage"
         );
+    }
+
+    /// A gzip block as CONFIG_IKCONFIG embeds it in a kernel.
+    fn ikconfig(text: &str) -> Vec<u8> {
+        use std::io::Write as _;
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        e.write_all(text.as_bytes()).unwrap();
+        let mut block = b"IKCFG_ST".to_vec();
+        block.extend(e.finish().unwrap());
+        block.extend_from_slice(b"IKCFG_ED");
+        block
+    }
+
+    /// Every option of ci/vmtest.config, as a config a kernel could have.
+    fn full_config() -> String {
+        kconfig::fragment(VMTEST_CONFIG)
+            .iter()
+            .map(|w| format!("CONFIG_{}={}\n", w.name, w.value))
+            .collect()
+    }
+
+    #[test]
+    fn the_fragment_says_why_for_every_option() {
+        let mut why = "";
+        for l in VMTEST_CONFIG.lines() {
+            if l.starts_with("CONFIG_") {
+                assert!(
+                    why.starts_with("# needed: ") || why.starts_with("# recommended: "),
+                    "{l}: no '# needed: why' or '# recommended: why' just above it"
+                );
+            }
+            why = l;
+        }
+        let wants = kconfig::fragment(VMTEST_CONFIG);
+        let needed = |n: &str| wants.iter().find(|w| w.name == n).map(|w| w.needed);
+        for n in [
+            "9P_FS",
+            "NET_9P_VIRTIO",
+            "VIRTIO_PCI",
+            "VIRTIO_CONSOLE",
+            "DEVTMPFS",
+        ] {
+            assert_eq!(needed(n), Some(true), "{n}");
+        }
+        // init.sh falls back to a read-only root; the vmlinux or the bzImage boots.
+        assert_eq!(needed("OVERLAY_FS"), Some(false));
+        assert_eq!(needed("PVH"), Some(false));
+    }
+
+    #[test]
+    fn a_custom_kernels_config_is_found_and_checked() {
+        use crate::kernels::image::{fixtures, Compression};
+        let dir = tempfile::tempdir().unwrap();
+        let cache = dir.path().join("cache");
+        let full = full_config();
+        // The image's own config (CONFIG_IKCONFIG), read from its vmlinux.
+        let mut elf = fixtures::elf(true);
+        elf.extend(ikconfig(&full.replace("CONFIG_OVERLAY_FS=y\n", "")));
+        let p = dir.path().join("bzImage");
+        fs::write(&p, fixtures::bzimage(Compression::Gzip, &elf)).unwrap();
+        let custom = |p: &Path, config: Option<&str>| {
+            custom_kernel(
+                p.to_str().unwrap(),
+                None,
+                &cache,
+                Arch::X86_64,
+                false,
+                config,
+            )
+        };
+        let k = custom(&p, None).unwrap();
+        let found = k.config.as_ref().unwrap();
+        assert_eq!(found.source, "bzImage's embedded config (CONFIG_IKCONFIG)");
+        assert!(
+            check_needs(&k, "bzImage", true).is_ok(),
+            "OVERLAY_FS is recommended"
+        );
+        // --config wins; one that lacks needed options is refused, naming them all.
+        let lacking = dir.path().join("config");
+        let cut = full.replace("CONFIG_9P_FS=y\n", "").replace(
+            "CONFIG_VIRTIO_CONSOLE=y\n",
+            "# CONFIG_VIRTIO_CONSOLE is not set\n",
+        );
+        fs::write(&lacking, &cut).unwrap();
+        let k = custom(&p, Some(lacking.to_str().unwrap())).unwrap();
+        let msg = format!("{:#}", check_needs(&k, "bzImage", true).unwrap_err());
+        assert!(
+            msg.starts_with("bzImage lacks what vmtest needs: 9P_FS, VIRTIO_CONSOLE (config: "),
+            "{msg}"
+        );
+        assert!(!msg.contains('\n'));
+        // Not a config at all: bad input, one line.
+        let msg = format!("{:#}", custom(&p, Some(p.to_str().unwrap())).unwrap_err());
+        assert!(msg.contains("not a kernel config"), "{msg}");
+        // No embedded config: the build tree's .config, if not newer than the image.
+        let tree = dir.path().join("linux");
+        let boot = tree.join("arch/x86/boot");
+        fs::create_dir_all(&boot).unwrap();
+        fs::write(tree.join(".config"), &full).unwrap();
+        let bz = boot.join("bzImage");
+        fs::write(
+            &bz,
+            fixtures::bzimage(Compression::Zstd, &fixtures::elf(true)),
+        )
+        .unwrap();
+        let k = custom(&bz, None).unwrap();
+        assert!(k
+            .config
+            .unwrap()
+            .source
+            .ends_with("linux/.config (its build tree's)"));
+        // Elsewhere, and without one: unknown, and the boot goes on.
+        let k = custom(&dir.path().join("bzImage"), None).unwrap();
+        assert!(k.config.is_some());
+        let plain = dir.path().join("plain.bzImage");
+        fs::write(
+            &plain,
+            fixtures::bzimage(Compression::Zstd, &fixtures::elf(true)),
+        )
+        .unwrap();
+        let k = custom(&plain, None).unwrap();
+        assert!(k.config.is_none());
+        assert!(check_needs(&k, "plain.bzImage", true).is_ok());
+    }
+
+    #[test]
+    fn a_packages_config_and_modules() {
+        let root = tempfile::tempdir().unwrap();
+        assert!(package_config(root.path(), "6.1.0-57-amd64").is_none());
+        let boot = root.path().join("boot");
+        fs::create_dir_all(&boot).unwrap();
+        let debian = full_config().replace("=y", "=m");
+        fs::write(boot.join("config-6.1.0-57-amd64"), &debian).unwrap();
+        let config = package_config(root.path(), "6.1.0-57-amd64");
+        let k = Kernel {
+            release: "6.1.0-57-amd64".into(),
+            boot: PathBuf::new(),
+            dir: PathBuf::new(),
+            modules: Some(PathBuf::new()),
+            downloaded: 0,
+            config,
+        };
+        // Modules are loaded: =m will do.
+        assert!(check_needs(&k, "6.1", false).is_ok());
+        let k = Kernel { modules: None, ..k };
+        assert!(check_needs(&k, "6.1", false).is_err());
     }
 
     #[test]
@@ -440,7 +738,7 @@ mod tests {
         let img = fixtures::image();
         let z = dir.path().join("vmlinuz.efi");
         fs::write(&z, fixtures::zboot(Compression::Zstd, &img)).unwrap();
-        let k = custom_kernel(z.to_str().unwrap(), None, &cache, Arch::Arm64, false).unwrap();
+        let k = custom_kernel(z.to_str().unwrap(), None, &cache, Arch::Arm64, false, None).unwrap();
         assert_eq!(k.release, fixtures::RELEASE);
         assert_eq!(k.boot.file_name().unwrap(), "Image");
         assert_eq!(fs::read(&k.boot).unwrap(), img);
@@ -448,7 +746,15 @@ mod tests {
         fs::write(&cut, &img[..img.len() - 10]).unwrap();
         let msg = format!(
             "{:#}",
-            custom_kernel(cut.to_str().unwrap(), None, &cache, Arch::Arm64, false).unwrap_err()
+            custom_kernel(
+                cut.to_str().unwrap(),
+                None,
+                &cache,
+                Arch::Arm64,
+                false,
+                None
+            )
+            .unwrap_err()
         );
         assert!(msg.contains("Image: truncated Image: PE section"), "{msg}");
         // An x86 bzImage is no arm64 kernel.
@@ -461,7 +767,8 @@ mod tests {
         .unwrap();
         let msg = format!(
             "{:#}",
-            custom_kernel(bz.to_str().unwrap(), None, &cache, Arch::Arm64, false).unwrap_err()
+            custom_kernel(bz.to_str().unwrap(), None, &cache, Arch::Arm64, false, None)
+                .unwrap_err()
         );
         assert!(msg.contains("not an arm64 kernel"), "{msg}");
     }

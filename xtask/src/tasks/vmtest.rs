@@ -19,11 +19,11 @@ use crate::build::guest_build::build_tests;
 use crate::kernels::arch::Arch;
 use crate::kernels::debian;
 use crate::kernels::kernel::{kernel, Kernel};
-use crate::util::env_vars::ABSENT_ENV;
+use crate::util::env_vars::{ABSENT_ENV, KCONFIG_ENV};
 use crate::util::signal::check_signal;
 use crate::util::{cache_dir, one_line, repo_root, say, secs, which};
 use crate::vm::initramfs::{busybox, initramfs};
-use crate::vm::job::{guest_env, job_script, Bench, Job};
+use crate::vm::job::{guest_env, job_script, Bench, Expect, Job};
 use crate::vm::out::{self, Out};
 use crate::vm::summary::{self, VmtestJson};
 use crate::vm::{self, Accel, Rules, Timeouts, Vm};
@@ -38,6 +38,10 @@ pub struct Args {
     pub bench_args: Vec<String>,
     pub env: Vec<(String, String)>,
     pub modules: Option<String>,
+    /// `--config FILE`: KERNEL's config.
+    pub config: Option<String>,
+    /// `--absent FILE`: what KERNEL lacks, declared.
+    pub absent: Option<String>,
     pub accel: Option<Accel>,
     pub timeout: u64,
     pub alive_timeout: u64,
@@ -55,6 +59,10 @@ pub struct Args {
     /// `--against KERNEL_B`: a duet of KERNEL and KERNEL_B, `sessions` times.
     pub against: Option<String>,
     pub against_modules: Option<String>,
+    pub against_config: Option<String>,
+    /// `--across-configs`: an exact verdict across kernels whose
+    /// cost-changing options differ.
+    pub across_configs: bool,
     pub sessions: u32,
     /// `--exact`: TCG clocked by instructions, figures in instructions per event.
     pub exact: bool,
@@ -77,7 +85,14 @@ fn run(a: &Args) -> Result<i32> {
     );
     let cache = cache_dir()?;
     let bb = busybox(a.arch, &cache)?;
-    let k = kernel(&a.kernel, a.modules.as_deref(), a.arch, &cache, a.bzimage)?;
+    let k = kernel(
+        &a.kernel,
+        a.modules.as_deref(),
+        a.config.as_deref(),
+        a.arch,
+        &cache,
+        a.bzimage,
+    )?;
     let fetch = start.elapsed();
     check_signal()?;
     let initrd = initramfs(&k, &bb)?;
@@ -89,8 +104,18 @@ fn run(a: &Args) -> Result<i32> {
     let (rundir, rundir_path) = vm::job_dir()?;
     let out = open_out(a, &repo, &k.release)?;
 
+    // The kernel's config, for the command to record with its result.
+    let kconfig = match &k.config {
+        Some(c) => {
+            let f = rundir_path.join("kernel.config");
+            // Its first line says where vmtest read it, for the record.
+            fs::write(&f, format!("# vmtest: {}\n{}", c.source, c.text))?;
+            Some(f)
+        }
+        None => None,
+    };
     let t = Instant::now();
-    let script = prepare_job(a, &repo, &k, accel)?;
+    let script = prepare_job(a, &repo, &k, accel, kconfig.as_deref())?;
     let build = t.elapsed();
     fs::write(rundir_path.join("job.sh"), script)?;
     let vm = Vm {
@@ -124,6 +149,7 @@ fn run(a: &Args) -> Result<i32> {
         total_s: summary::tenths(start.elapsed().saturating_sub(fetch)),
         exit: rc,
         why,
+        kernel_config: k.config.as_ref().map(|c| c.record()),
         steps: fs::read_to_string(dir.join(summary::STEPS_FILE))
             .map(|t| summary::parse_steps(&t))
             .unwrap_or_default(),
@@ -203,7 +229,13 @@ fn boot(a: &Args, k: &Kernel, vm: &Vm) -> Result<(vm::Boot, Option<String>)> {
 }
 
 /// The guest's job script; in default mode it builds the test binaries first.
-fn prepare_job(a: &Args, repo: &Path, k: &Kernel, accel: Accel) -> Result<String> {
+fn prepare_job(
+    a: &Args,
+    repo: &Path,
+    k: &Kernel,
+    accel: Accel,
+    kconfig: Option<&Path>,
+) -> Result<String> {
     let (exes, command) = match &a.job {
         Job::Tests(_) => build_tests(repo, a.arch, a.all_tests, &a.cargo_args)?,
         _ => (Vec::new(), None),
@@ -221,31 +253,55 @@ fn prepare_job(a: &Args, repo: &Path, k: &Kernel, accel: Accel) -> Result<String
         (Job::Tests(_), Some(exe)) => Some(Bench::new(exe, accel, &a.bench_args)),
         _ => None,
     };
-    let series = debian::series_of(&k.release);
+    let (absent, strict) = declared_absences(a, &k.release, repo);
+    let absent = absent.as_deref();
+    let host: Vec<(String, String)> = env::vars().collect();
+    let emulator = a.exact.then(|| vm::qemu_version(a.arch)).transpose()?;
+    let mut env = guest_env(
+        &a.job,
+        a.exact,
+        &a.env,
+        accel,
+        Expect { strict, absent },
+        &host,
+        emulator.as_deref(),
+    );
+    if let Some(f) = kconfig {
+        env.push((KCONFIG_ENV.into(), Some(f.display().to_string())));
+    }
+    Ok(job_script(repo, &env, &a.job, &exes, bench.as_ref()))
+}
+
+/// What the kernel is declared to lack, and whether the suite runs strict:
+/// `--absent FILE`; else a Debian kernel's series file (ci/absent). A
+/// kernel someone built is no Debian series' build (6.1.192 with FPROBE
+/// would run what Debian's 6.1 lacks), so without `--absent` it runs
+/// without strict mode, each skip saying why.
+fn declared_absences(a: &Args, release: &str, repo: &Path) -> (Option<PathBuf>, bool) {
+    if let Some(f) = &a.absent {
+        say!("declared absences: {ABSENT_ENV}={f}");
+        return (Some(PathBuf::from(f)), true);
+    }
+    if crate::kernels::kernel::is_path(&a.kernel) {
+        say!(
+            "a kernel you built: nothing declared absent, so the suite runs without strict \
+             mode (each skip says why); --absent FILE declares what it lacks, for strict"
+        );
+        return (None, false);
+    }
+    let series = debian::series_of(release);
     let absent = absent_files(a.arch, &series)
         .into_iter()
         .map(|f| repo.join(f))
         .find(|f| f.is_file());
-    let absent = absent.as_deref();
-    if let Some(f) = absent {
+    if let Some(f) = &absent {
         say!(
             "kernel series {series} ({}): {ABSENT_ENV}={}",
             a.arch.name(),
             f.display()
         );
     }
-    let host: Vec<(String, String)> = env::vars().collect();
-    let emulator = a.exact.then(|| vm::qemu_version(a.arch)).transpose()?;
-    let env = guest_env(
-        &a.job,
-        a.exact,
-        &a.env,
-        accel,
-        absent,
-        &host,
-        emulator.as_deref(),
-    );
-    Ok(job_script(repo, &env, &a.job, &exes, bench.as_ref()))
+    (absent, true)
 }
 
 /// Where a kernel series' declared absences may be, relative to the

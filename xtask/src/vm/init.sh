@@ -1,6 +1,7 @@
 #!/bin/sh
 # PID 1 of the vmtest initramfs (busybox sh), built by `cargo xtask vmtest`.
-# Mounts the host root read-only over 9p under a tmpfs overlay, chroots into it,
+# Mounts the host root read-only over 9p under a tmpfs overlay (without overlayfs:
+# read-only, tmpfs on /tmp, /var/tmp, /root), chroots into it,
 # mounts the output share (9p tag "out") read-write when asked, runs $RUNDIR/job.sh, reports its exit status on the virtio-serial port
 # "vmtest.status", powers off. It never exits: PID 1 exiting panics the kernel.
 # On any setup error it powers off without a status, which the host reports as
@@ -55,10 +56,20 @@ mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=262144,cache=loose hostroo
 # nothing reaches the host.
 mount -t tmpfs -o mode=0755 tmpfs /mnt/rw
 mkdir -p /mnt/rw/upper /mnt/rw/work
-mount -t overlay -o lowerdir=/mnt/lower,upperdir=/mnt/rw/upper,workdir=/mnt/rw/work overlay /newroot ||
-	die "cannot mount overlayfs (kernel needs OVERLAY_FS)"
-
 r=/newroot
+if ! mount -t overlay -o lowerdir=/mnt/lower,upperdir=/mnt/rw/upper,workdir=/mnt/rw/work overlay $r 2>/dev/null; then
+	# No overlayfs (a kernel without OVERLAY_FS): the host root stays read-only,
+	# with RAM where the job writes: /tmp, /var/tmp, /root (and /run, /dev/shm
+	# below). The job's directory, under /tmp, is bound back from the host.
+	say "init: no overlayfs (kernel lacks OVERLAY_FS): root read-only, tmpfs on /tmp /var/tmp /root"
+	mount --bind /mnt/lower $r || die "cannot bind the host root to $r"
+	mount -t tmpfs -o mode=1777 tmpfs $r/tmp || die "cannot mount tmpfs on /tmp"
+	mount -t tmpfs -o mode=1777 tmpfs $r/var/tmp || die "cannot mount tmpfs on /var/tmp"
+	mount -t tmpfs -o mode=0700 tmpfs $r/root || die "cannot mount tmpfs on /root"
+	mkdir -p "$r$rundir" && mount --bind "/mnt/lower$rundir" "$r$rundir" ||
+		die "cannot bind the job's directory $rundir"
+fi
+
 mount -t proc proc $r/proc
 mount -t sysfs sysfs $r/sys
 mount -t devtmpfs devtmpfs $r/dev

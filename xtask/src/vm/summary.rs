@@ -46,6 +46,11 @@ pub struct VmtestJson {
     pub why: Vec<String>,
     /// What the guest ran (default mode), in order.
     pub steps: Vec<Step>,
+    /// The kernel's config as read before boot: where, its digest and the
+    /// options that change costs; null when it could not be read (and in
+    /// older files).
+    #[serde(default)]
+    pub kernel_config: Option<crate::util::kconfig::KernelConfig>,
 }
 
 fn x86_64() -> String {

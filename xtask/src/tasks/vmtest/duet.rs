@@ -27,8 +27,9 @@ use anyhow::{bail, ensure, Context, Result};
 use serde::Serialize;
 
 use crate::build::guest_build::build_tests;
-use crate::kernels::kernel::kernel;
+use crate::kernels::kernel::{kernel, Kernel};
 use crate::tasks::vmtest::Args;
+use crate::util::kconfig::{self, KernelConfig};
 use crate::util::signal::{check_signal, signalled};
 use crate::util::{cache_dir, relay, repo_root, say, secs, sh_quote, shown, which};
 use crate::vm::job::Job;
@@ -52,6 +53,9 @@ struct Summary {
     release: String,
     against_release: String,
     accel: String,
+    /// Each kernel's config as read before boot (null: unknown).
+    kernel_config: Option<KernelConfig>,
+    against_kernel_config: Option<KernelConfig>,
     /// The command's arguments in both guests.
     plan: Vec<String>,
     sessions: Vec<Session>,
@@ -102,17 +106,17 @@ fn run(a: &Args) -> Result<i32> {
         cpus.len()
     );
     let repo = repo_root();
-    let cache = cache_dir()?;
     // Both kernels fetched first: a download must not run beside a VM.
-    let ka = kernel(&a.kernel, a.modules.as_deref(), a.arch, &cache, a.bzimage)?;
-    let kb = kernel(
-        b_kernel,
-        a.against_modules.as_deref(),
-        a.arch,
-        &cache,
-        a.bzimage,
-    )?;
+    let (ka, kb) = kernels(a, b_kernel)?;
     check_signal()?;
+    let [ca, cb] = [&ka, &kb].map(|k| k.config.as_ref().map(|c| c.record()));
+    if let Some(line) = ca
+        .as_ref()
+        .zip(cb.as_ref())
+        .and_then(|(x, y)| kconfig::differences_line(x, y))
+    {
+        say!("{line}");
+    }
     let (_, exe) = build_tests(&repo, a.arch, false, &a.cargo_args)?;
     let exe = exe.context("cargo test built no bpf-overhead command")?;
     let accel = vm::choose_accel(a.accel, a.arch)?;
@@ -160,6 +164,8 @@ fn run(a: &Args) -> Result<i32> {
         release: ka.release.clone(),
         against_release: kb.release.clone(),
         accel: accel.name().into(),
+        kernel_config: ca,
+        against_kernel_config: cb,
         plan,
         sessions,
         compare,
@@ -178,6 +184,28 @@ fn run(a: &Args) -> Result<i32> {
         secs(start.elapsed())
     );
     Ok(exit)
+}
+
+/// Both kernels, ready to boot.
+fn kernels(a: &Args, b_kernel: &str) -> Result<(Kernel, Kernel)> {
+    let cache = cache_dir()?;
+    let ka = kernel(
+        &a.kernel,
+        a.modules.as_deref(),
+        a.config.as_deref(),
+        a.arch,
+        &cache,
+        a.bzimage,
+    )?;
+    let kb = kernel(
+        b_kernel,
+        a.against_modules.as_deref(),
+        a.against_config.as_deref(),
+        a.arch,
+        &cache,
+        a.bzimage,
+    )?;
+    Ok((ka, kb))
 }
 
 /// The command's fixed plan, the same in both guests: exactly so many
@@ -285,13 +313,16 @@ fn duet(
         cmd.args(["--timeout", &a.timeout.to_string()]);
         cmd.args(["--boot-timeout", &a.boot_timeout.to_string()]);
         cmd.args(["--alive-timeout", &a.alive_timeout.to_string()]);
-        let modules = if side == "a" {
-            &a.modules
+        let (modules, config) = if side == "a" {
+            (&a.modules, &a.config)
         } else {
-            &a.against_modules
+            (&a.against_modules, &a.against_config)
         };
         if let Some(m) = modules {
             cmd.args(["--modules", m]);
+        }
+        if let Some(c) = config {
+            cmd.args(["--config", c]);
         }
         for (k, v) in &a.env {
             cmd.args(["--env", &format!("{k}={v}")]);

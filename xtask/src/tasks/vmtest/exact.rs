@@ -17,9 +17,11 @@ use anyhow::{ensure, Context, Result};
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::kernels::kernel::kernel;
 use crate::tasks::vmtest::Args;
+use crate::util::kconfig::{self, KernelConfig};
 use crate::util::signal::check_signal;
-use crate::util::{repo_root, say, secs};
+use crate::util::{cache_dir, repo_root, say, secs};
 use crate::vm::job::Job;
 use crate::vm::{self, Accel};
 
@@ -207,12 +209,81 @@ pub fn table(rows: &[Row], name_a: &str, name_b: &str, threshold: f64) -> String
     lines.join("\n") + "\n"
 }
 
+/// What the two kernels' configs say before a verdict: the lines to say
+/// (the cost-changing options they set differently, named) and whether to
+/// refuse the verdict (they differ, and `across` was not given). A config
+/// not known says so, and refuses nothing.
+pub fn config_gate(
+    a: Option<&KernelConfig>,
+    b: Option<&KernelConfig>,
+    across: bool,
+) -> (Vec<String>, bool) {
+    let (a, b) = match (a, b) {
+        (Some(a), Some(b)) => (a, b),
+        (a, _) => {
+            let side = if a.is_none() { "A" } else { "B" };
+            return (
+                vec![format!(
+                    "{side}'s kernel config is unknown: cannot tell whether the kernels differ \
+                     in cost-changing options"
+                )],
+                false,
+            );
+        }
+    };
+    let Some(line) = kconfig::differences_line(a, b) else {
+        return (Vec::new(), false);
+    };
+    let mut lines = vec![line];
+    if !across {
+        lines.push(
+            "refused: these counts would weigh the configs, not a change; build both kernels \
+             from one config, or add --across-configs for a verdict anyway"
+                .into(),
+        );
+    }
+    (lines, !across)
+}
+
+/// Each kernel's config as vmtest reads it before boot (both kernels
+/// made ready, Debian ones fetched, as each side's vmtest would).
+fn configs(a: &Args, b_kernel: &str) -> Result<[Option<KernelConfig>; 2]> {
+    let cache = cache_dir()?;
+    let ka = kernel(
+        &a.kernel,
+        a.modules.as_deref(),
+        a.config.as_deref(),
+        a.arch,
+        &cache,
+        false,
+    )?;
+    let kb = kernel(
+        b_kernel,
+        a.against_modules.as_deref(),
+        a.against_config.as_deref(),
+        a.arch,
+        &cache,
+        false,
+    )?;
+    Ok([ka, kb].map(|k| k.config.as_ref().map(|c| c.record())))
+}
+
+/// A result document's `kernel_config`, if it has one.
+fn doc_config(doc: &Value) -> Option<KernelConfig> {
+    serde_json::from_value(doc.get("kernel_config")?.clone()).ok()
+}
+
 #[derive(Serialize)]
 struct Summary<'a> {
     kernel: &'a str,
     against: &'a str,
     release: String,
     against_release: String,
+    /// Each kernel's config as known before boot.
+    kernel_config: Option<KernelConfig>,
+    against_kernel_config: Option<KernelConfig>,
+    /// The cost-changing options they set differently.
+    config_differences: Vec<String>,
     threshold: f64,
     rows: &'a [Row],
     exit: i32,
@@ -231,8 +302,120 @@ fn run(a: &Args) -> Result<i32> {
         a.accel != Some(Accel::Kvm),
         "--exact counts instructions under TCG only: drop --accel kvm"
     );
-    let repo = repo_root();
-    let dir = out_dir(a, &repo, b_kernel);
+    // Before any boot: kernels that differ in cost-changing options get no
+    // verdict unless asked for.
+    let [ca, cb] = configs(a, b_kernel)?;
+    let (lines, refuse) = config_gate(ca.as_ref(), cb.as_ref(), a.across_configs);
+    for l in &lines {
+        say!("{l}");
+    }
+    if refuse {
+        return Ok(2);
+    }
+    let known = ca.is_some() && cb.is_some();
+    let dir = out_dir(a, &repo_root(), b_kernel);
+    clear_out(&dir)?;
+    let mut why = run_sides(a, b_kernel, &dir)?;
+    let read = |side: &str| -> Result<Value> {
+        let f = dir.join(side).join("result.json");
+        let text = fs::read_to_string(&f).with_context(|| format!("reading {}", f.display()))?;
+        serde_json::from_str(&text).with_context(|| format!("parsing {}", f.display()))
+    };
+    let (mut rows, mut release) = (Vec::new(), (String::new(), String::new()));
+    let mut differences = lines.first().filter(|_| known).cloned();
+    let exit = match (read("a"), read("b")) {
+        (Ok(ra), Ok(rb)) => {
+            release = (
+                ra["kernel_release"].as_str().unwrap_or("?").to_owned(),
+                rb["kernel_release"].as_str().unwrap_or("?").to_owned(),
+            );
+            // What the guests read themselves (/proc/config.gz) where
+            // the runner could not.
+            let (da, db) = (doc_config(&ra), doc_config(&rb));
+            let (after, refuse) = match known {
+                true => (Vec::new(), false),
+                false => config_gate(da.as_ref(), db.as_ref(), a.across_configs),
+            };
+            for l in after.iter().filter(|l| l.starts_with("kernels differ")) {
+                say!("{l}");
+                differences = Some(l.clone());
+            }
+            if refuse {
+                say!("{}", after[1]);
+                2
+            } else {
+                rows = judge(&ra, &rb, a.threshold / 100.0, &release, &dir)?;
+                if why.is_empty() {
+                    exit_code(&rows)
+                } else {
+                    1
+                }
+            }
+        }
+        (ra, rb) => {
+            for e in [ra.err(), rb.err()].into_iter().flatten() {
+                why.push(crate::util::one_line(&e));
+            }
+            1
+        }
+    };
+    for w in &why {
+        say!("{w}");
+    }
+    let config_differences = differences
+        .and_then(|l| l.split_once(": ").map(|(_, d)| d.to_owned()))
+        .map(|d| d.split(", ").map(String::from).collect())
+        .unwrap_or_default();
+    let summary = Summary {
+        kernel: &a.kernel,
+        against: b_kernel,
+        release: release.0.clone(),
+        against_release: release.1.clone(),
+        kernel_config: ca,
+        against_kernel_config: cb,
+        config_differences,
+        threshold: a.threshold,
+        rows: &rows,
+        exit,
+        why,
+        total_s: (start.elapsed().as_secs_f64() * 10.0).round() / 10.0,
+    };
+    fs::write(
+        dir.join("vmtest.json"),
+        serde_json::to_string_pretty(&summary)? + "\n",
+    )?;
+    println!(
+        "vmtest: exact {} against {} total {} exit {exit}",
+        release.0,
+        release.1,
+        secs(start.elapsed())
+    );
+    Ok(exit)
+}
+
+/// B's counts against A's: the table printed and written into DIR
+/// (compare.txt), the rows too (compare.json).
+fn judge(
+    ra: &Value,
+    rb: &Value,
+    threshold: f64,
+    release: &(String, String),
+    dir: &Path,
+) -> Result<Vec<Row>> {
+    let rows = verdicts(ra, rb, threshold)?;
+    let text = table(&rows, &release.0, &release.1, threshold);
+    print!("{text}");
+    fs::write(dir.join("compare.txt"), &text)?;
+    fs::write(
+        dir.join("compare.json"),
+        serde_json::to_string_pretty(&rows)? + "\n",
+    )?;
+    Ok(rows)
+}
+
+/// DIR without what an earlier run left there: each side's directory and
+/// the comparison must not pass for this one's.
+fn clear_out(dir: &Path) -> Result<()> {
     for side in ["a", "b"] {
         let d = dir.join(side);
         if d.exists() {
@@ -242,11 +425,17 @@ fn run(a: &Args) -> Result<i32> {
     for f in ["compare.txt", "compare.json", "vmtest.json"] {
         let _ = fs::remove_file(dir.join(f));
     }
+    Ok(())
+}
+
+/// Counts each kernel with its own `vmtest --exact`, A then B, into
+/// DIR/a and DIR/b; why either failed.
+fn run_sides(a: &Args, b_kernel: &str, dir: &Path) -> Result<Vec<String>> {
     let xtask = std::env::current_exe().context("finding xtask's own executable")?;
     let mut why = Vec::new();
-    for (side, k, modules) in [
-        ("a", a.kernel.as_str(), &a.modules),
-        ("b", b_kernel, &a.against_modules),
+    for (side, k, modules, config) in [
+        ("a", a.kernel.as_str(), &a.modules, &a.config),
+        ("b", b_kernel, &a.against_modules, &a.against_config),
     ] {
         let out = dir.join(side);
         fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
@@ -268,6 +457,9 @@ fn run(a: &Args) -> Result<i32> {
         }
         if let Some(m) = modules {
             cmd.args(["--modules", m]);
+        }
+        if let Some(c) = config {
+            cmd.args(["--config", c]);
         }
         for b in &a.bench_args {
             cmd.arg(format!("--bench-arg={b}"));
@@ -292,65 +484,7 @@ fn run(a: &Args) -> Result<i32> {
             ));
         }
     }
-    let read = |side: &str| -> Result<Value> {
-        let f = dir.join(side).join("result.json");
-        let text = fs::read_to_string(&f).with_context(|| format!("reading {}", f.display()))?;
-        serde_json::from_str(&text).with_context(|| format!("parsing {}", f.display()))
-    };
-    let (mut rows, mut release) = (Vec::new(), (String::new(), String::new()));
-    let exit = match (read("a"), read("b")) {
-        (Ok(ra), Ok(rb)) => {
-            release = (
-                ra["kernel_release"].as_str().unwrap_or("?").to_owned(),
-                rb["kernel_release"].as_str().unwrap_or("?").to_owned(),
-            );
-            rows = verdicts(&ra, &rb, a.threshold / 100.0)?;
-            let text = table(&rows, &release.0, &release.1, a.threshold / 100.0);
-            print!("{text}");
-            fs::write(dir.join("compare.txt"), &text)?;
-            fs::write(
-                dir.join("compare.json"),
-                serde_json::to_string_pretty(&rows)? + "\n",
-            )?;
-            let rc = exit_code(&rows);
-            if why.is_empty() {
-                rc
-            } else {
-                1
-            }
-        }
-        (ra, rb) => {
-            for e in [ra.err(), rb.err()].into_iter().flatten() {
-                why.push(crate::util::one_line(&e));
-            }
-            1
-        }
-    };
-    for w in &why {
-        say!("{w}");
-    }
-    let summary = Summary {
-        kernel: &a.kernel,
-        against: b_kernel,
-        release: release.0.clone(),
-        against_release: release.1.clone(),
-        threshold: a.threshold,
-        rows: &rows,
-        exit,
-        why,
-        total_s: (start.elapsed().as_secs_f64() * 10.0).round() / 10.0,
-    };
-    fs::write(
-        dir.join("vmtest.json"),
-        serde_json::to_string_pretty(&summary)? + "\n",
-    )?;
-    println!(
-        "vmtest: exact {} against {} total {} exit {exit}",
-        release.0,
-        release.1,
-        secs(start.elapsed())
-    );
-    Ok(exit)
+    Ok(why)
 }
 
 /// `--out`, else `<target dir>/vmtest/exact/<KERNEL>--<KERNEL_B>`.
@@ -443,6 +577,35 @@ mod tests {
             row.split_whitespace().collect::<Vec<_>>(),
             ["raw_tp", "+100.0", "+98.0", "-2.0", "-2.00%", "improved"]
         );
+    }
+
+    #[test]
+    fn a_verdict_across_configs_needs_the_flag() {
+        use crate::util::kconfig::Config;
+        let debug = Config::parse("CONFIG_LOCKDEP=y\nCONFIG_PROVE_RCU=y\nCONFIG_KPROBES=y\n");
+        let release = Config::parse("CONFIG_KPROBES=y\nCONFIG_HZ=250\n");
+        let (a, b) = (debug.record("a"), release.record("b"));
+        let (lines, refuse) = config_gate(Some(&a), Some(&b), false);
+        assert!(refuse);
+        assert_eq!(
+            lines[0],
+            "kernels differ in cost-changing options (A vs B): LOCKDEP (y vs not set), \
+             PROVE_RCU (y vs not set)"
+        );
+        assert!(lines[1].contains("--across-configs"), "{}", lines[1]);
+        let (lines, refuse) = config_gate(Some(&a), Some(&b), true);
+        assert_eq!((lines.len(), refuse), (1, false));
+        // Two builds of one config: nothing extra.
+        assert_eq!(
+            config_gate(Some(&a), Some(&a.clone()), false),
+            (vec![], false)
+        );
+        // Unknown: said, not refused.
+        let (lines, refuse) = config_gate(Some(&a), None, false);
+        assert!(!refuse && lines[0].starts_with("B's kernel config is unknown"));
+        let doc = serde_json::json!({"kernel_config": serde_json::to_value(&b).unwrap()});
+        assert_eq!(doc_config(&doc), Some(b));
+        assert_eq!(doc_config(&serde_json::json!({})), None);
     }
 
     #[test]
