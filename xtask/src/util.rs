@@ -25,6 +25,9 @@ pub mod env_vars;
 // which it stands apart from as env_vars.rs does.
 #[path = "../../src/kconfig.rs"]
 pub mod kconfig;
+// The exact verdict rule, the one the command's in-run gate uses.
+#[path = "../../src/gate/exact_rule.rs"]
+pub mod exact_rule;
 
 use env_vars::CACHE_ENV;
 

@@ -19,6 +19,7 @@ use serde_json::Value;
 
 use crate::kernels::kernel::kernel;
 use crate::tasks::vmtest::Args;
+use crate::util::exact_rule::{judge_counts, ExactChange};
 use crate::util::kconfig::{self, KernelConfig};
 use crate::util::signal::check_signal;
 use crate::util::{cache_dir, repo_root, say, secs};
@@ -114,13 +115,11 @@ pub fn verdicts(a: &Value, b: &Value, threshold: f64) -> Result<Vec<Row>> {
             None if skipped(&cb, m) => (None, Verdict::Absent),
             None => (None, Verdict::Lost),
             Some(vb) => {
-                let change = (vb - va) / va.abs().max(f64::MIN_POSITIVE);
-                let v = if change > threshold {
-                    Verdict::Regressed
-                } else if change < -threshold {
-                    Verdict::Improved
-                } else {
-                    Verdict::Unchanged
+                let (change, v) = judge_counts(va, vb, threshold);
+                let v = match v {
+                    ExactChange::Regressed => Verdict::Regressed,
+                    ExactChange::Improved => Verdict::Improved,
+                    ExactChange::Unchanged => Verdict::Unchanged,
                 };
                 (Some(change), v)
             }
