@@ -78,9 +78,9 @@ struct Session {
     secs: f64,
 }
 
-fn run(a: &Args) -> Result<i32> {
-    let start = Instant::now();
-    let b_kernel = a.against.as_deref().context("--against")?;
+/// What a duet needs of its arguments and the host, checked before any
+/// download: the host CPUs the two VMs are pinned to.
+fn duet_cpus(a: &Args) -> Result<Vec<usize>> {
     ensure!(
         a.arch.is_host() && a.arch.name() == "x86_64",
         "--against runs x86_64 guests on an x86_64 host (the host's bpf-overhead judges them)"
@@ -105,6 +105,13 @@ fn run(a: &Args) -> Result<i32> {
         "a duet needs two host CPUs, one per VM; this process may use {}",
         cpus.len()
     );
+    Ok(cpus)
+}
+
+fn run(a: &Args) -> Result<i32> {
+    let start = Instant::now();
+    let b_kernel = a.against.as_deref().context("--against")?;
+    let cpus = duet_cpus(a)?;
     let repo = repo_root();
     // Both kernels fetched first: a download must not run beside a VM.
     let (ka, kb) = kernels(a, b_kernel)?;

@@ -315,49 +315,13 @@ fn run(a: &Args) -> Result<i32> {
     let dir = out_dir(a, &repo_root(), b_kernel);
     clear_out(&dir)?;
     let mut why = run_sides(a, b_kernel, &dir)?;
-    let read = |side: &str| -> Result<Value> {
-        let f = dir.join(side).join("result.json");
-        let text = fs::read_to_string(&f).with_context(|| format!("reading {}", f.display()))?;
-        serde_json::from_str(&text).with_context(|| format!("parsing {}", f.display()))
-    };
-    let (mut rows, mut release) = (Vec::new(), (String::new(), String::new()));
-    let mut differences = lines.first().filter(|_| known).cloned();
-    let exit = match (read("a"), read("b")) {
-        (Ok(ra), Ok(rb)) => {
-            release = (
-                ra["kernel_release"].as_str().unwrap_or("?").to_owned(),
-                rb["kernel_release"].as_str().unwrap_or("?").to_owned(),
-            );
-            // What the guests read themselves (/proc/config.gz) where
-            // the runner could not.
-            let (da, db) = (doc_config(&ra), doc_config(&rb));
-            let (after, refuse) = match known {
-                true => (Vec::new(), false),
-                false => config_gate(da.as_ref(), db.as_ref(), a.across_configs),
-            };
-            for l in after.iter().filter(|l| l.starts_with("kernels differ")) {
-                say!("{l}");
-                differences = Some(l.clone());
-            }
-            if refuse {
-                say!("{}", after[1]);
-                2
-            } else {
-                rows = judge(&ra, &rb, a.threshold / 100.0, &release, &dir)?;
-                if why.is_empty() {
-                    exit_code(&rows)
-                } else {
-                    1
-                }
-            }
-        }
-        (ra, rb) => {
-            for e in [ra.err(), rb.err()].into_iter().flatten() {
-                why.push(crate::util::one_line(&e));
-            }
-            1
-        }
-    };
+    let differences = lines.first().filter(|_| known).cloned();
+    let Judged {
+        exit,
+        rows,
+        release,
+        differences,
+    } = judge_sides(a, &dir, known, differences, &mut why)?;
     for w in &why {
         say!("{w}");
     }
@@ -390,6 +354,75 @@ fn run(a: &Args) -> Result<i32> {
         secs(start.elapsed())
     );
     Ok(exit)
+}
+
+/// What the two sides came to: the exit status, the rows, the releases
+/// and the config differences line, if any.
+struct Judged {
+    exit: i32,
+    rows: Vec<Row>,
+    release: (String, String),
+    differences: Option<String>,
+}
+
+/// Reads both sides' results and judges B against A, unless the guests'
+/// own configs (read from /proc/config.gz where the runner could read
+/// none) differ and no verdict across configs was asked for.
+fn judge_sides(
+    a: &Args,
+    dir: &Path,
+    known: bool,
+    mut differences: Option<String>,
+    why: &mut Vec<String>,
+) -> Result<Judged> {
+    let read = |side: &str| -> Result<Value> {
+        let f = dir.join(side).join("result.json");
+        let text = fs::read_to_string(&f).with_context(|| format!("reading {}", f.display()))?;
+        serde_json::from_str(&text).with_context(|| format!("parsing {}", f.display()))
+    };
+    let (mut rows, mut release) = (Vec::new(), (String::new(), String::new()));
+    let exit = match (read("a"), read("b")) {
+        (Ok(ra), Ok(rb)) => {
+            release = (
+                ra["kernel_release"].as_str().unwrap_or("?").to_owned(),
+                rb["kernel_release"].as_str().unwrap_or("?").to_owned(),
+            );
+            // What the guests read themselves (/proc/config.gz) where
+            // the runner could not.
+            let (da, db) = (doc_config(&ra), doc_config(&rb));
+            let (after, refuse) = match known {
+                true => (Vec::new(), false),
+                false => config_gate(da.as_ref(), db.as_ref(), a.across_configs),
+            };
+            for l in after.iter().filter(|l| l.starts_with("kernels differ")) {
+                say!("{l}");
+                differences = Some(l.clone());
+            }
+            if refuse {
+                say!("{}", after[1]);
+                2
+            } else {
+                rows = judge(&ra, &rb, a.threshold / 100.0, &release, dir)?;
+                if why.is_empty() {
+                    exit_code(&rows)
+                } else {
+                    1
+                }
+            }
+        }
+        (ra, rb) => {
+            for e in [ra.err(), rb.err()].into_iter().flatten() {
+                why.push(crate::util::one_line(&e));
+            }
+            1
+        }
+    };
+    Ok(Judged {
+        exit,
+        rows,
+        release,
+        differences,
+    })
 }
 
 /// B's counts against A's: the table printed and written into DIR
