@@ -133,9 +133,11 @@ Steps (--skip NAME leaves one out):
                guest scripts/kselftest-guest (run_kselftest.sh -c bpf_overhead in a
                busybox-only root; DIR/NAME/kselftest.ktap), then kselftest-parse:
                scripts/check-kselftest --no-install over those outputs
-  duet         when 6.1 and 6.12 (x86_64) are among the kernels: `cargo xtask vmtest 6.1
-               --against 6.12 --sessions 2 -m fentry-loop,raw_tp` into DIR/duet, both VMs at
-               once; passes on any verdict (TCG) once both measured and the host compared
+  against      when 6.1 and 6.12 (x86_64) are among the kernels: `cargo xtask vmtest 6.1
+               --exact --against 6.12 --accel tcg --across-configs -m raw_tp,kprobe` into
+               DIR/against, each kernel counted in turn; its verdicts are exact, so it passes
+               on exit 0 or 1 with both mechanisms compared (the time-based duet is for hosts
+               with real clocks: under TCG it cannot answer)
   report       DIR/report.txt and DIR/report.svg: `bpf-overhead report` over every
                DIR/KERNEL/result.json; an `--exact` line (NAME-exact) runs `vmtest --exact
                --accel tcg`, the command's counts, which DIR/report-exact.txt and .svg put
