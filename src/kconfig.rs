@@ -143,15 +143,37 @@ pub struct KernelConfig {
     pub cost_options: Vec<String>,
 }
 
+/// Mitigations that 6.9 renamed (old name, new name): one option to
+/// compare, whatever the kernel's age calls it.
+const RENAMED: &[(&str, &str)] = &[
+    ("SPECULATION_MITIGATIONS", "CPU_MITIGATIONS"),
+    ("RETPOLINE", "MITIGATION_RETPOLINE"),
+    ("RETHUNK", "MITIGATION_RETHUNK"),
+    ("PAGE_TABLE_ISOLATION", "MITIGATION_PAGE_TABLE_ISOLATION"),
+    ("CPU_IBRS_ENTRY", "MITIGATION_IBRS_ENTRY"),
+    ("CPU_UNRET_ENTRY", "MITIGATION_UNRET_ENTRY"),
+    ("CALL_DEPTH_TRACKING", "MITIGATION_CALL_DEPTH_TRACKING"),
+    ("CPU_SRSO", "MITIGATION_SRSO"),
+    ("SLS", "MITIGATION_SLS"),
+];
+
 /// The cost-changing options `a` and `b` set differently, each as
 /// `NAME (A's value vs B's)`, `not set` for one unset: empty when alike.
+/// A mitigation is compared under its 6.9+ name ([`RENAMED`]).
 pub fn cost_differences(a: &KernelConfig, b: &KernelConfig) -> Vec<String> {
     let values = |c: &KernelConfig| -> BTreeMap<String, String> {
-        Config::parse(&c.cost_options.join("\n")).set
+        let mut set = Config::parse(&c.cost_options.join("\n")).set;
+        for (old, new) in RENAMED {
+            if let Some(v) = set.remove(*old) {
+                set.entry((*new).to_owned()).or_insert(v);
+            }
+        }
+        set
     };
     let (va, vb) = (values(a), values(b));
     COST_OPTIONS
         .iter()
+        .filter(|n| !RENAMED.iter().any(|(old, _)| old == *n))
         .filter_map(|n| {
             let (x, y) = (va.get(*n), vb.get(*n));
             let shown = |v: Option<&String>| v.map_or("not set".to_owned(), |v| v.clone());
@@ -333,5 +355,23 @@ mod tests {
         );
         // A module is as good when the runner loads the kernel's modules.
         assert_eq!(missing(&c, &wants, true).0, ["HZ=1000"]);
+    }
+
+    /// 6.1's RETPOLINE is 6.12's MITIGATION_RETPOLINE: alike, not two
+    /// differences; a mitigation one kernel lacks is still named once.
+    #[test]
+    fn renamed_mitigations_compare_as_one() {
+        let old = Config::parse("CONFIG_RETPOLINE=y\nCONFIG_SLS=y\n").record("a");
+        let new = Config::parse(
+            "CONFIG_MITIGATION_RETPOLINE=y\nCONFIG_MITIGATION_CALL_DEPTH_TRACKING=y\n",
+        )
+        .record("b");
+        assert_eq!(
+            cost_differences(&old, &new),
+            [
+                "MITIGATION_CALL_DEPTH_TRACKING (not set vs y)",
+                "MITIGATION_SLS (y vs not set)"
+            ]
+        );
     }
 }
