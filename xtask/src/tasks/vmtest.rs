@@ -272,6 +272,22 @@ fn prepare_job(
     Ok(job_script(repo, &env, &a.job, &exes, bench.as_ref()))
 }
 
+/// `--out`, else `<target dir>/vmtest/<what>/<name>` (a `/` in the name
+/// as `_`): where `--against`'s two modes write.
+fn out_dir(a: &Args, repo: &Path, what: &str, name: &str) -> PathBuf {
+    if let Some(o) = &a.out {
+        return PathBuf::from(o);
+    }
+    let target = env::var("CARGO_TARGET_DIR")
+        .ok()
+        .filter(|t| !t.is_empty())
+        .map_or_else(|| repo.join("target"), PathBuf::from);
+    target
+        .join("vmtest")
+        .join(what)
+        .join(name.replace('/', "_"))
+}
+
 /// What the kernel is declared to lack, and whether the suite runs strict:
 /// `--absent FILE`; else a Debian kernel's series file (ci/absent). A
 /// kernel someone built is no Debian series' build (6.1.192 with FPROBE

@@ -240,16 +240,7 @@ fn plan(accel: Accel, extra: &[String]) -> Vec<String> {
 
 /// `--out`, else `<target dir>/vmtest/against/<release>--<release B>`.
 fn out_dir(a: &Args, repo: &Path, ra: &str, rb: &str) -> PathBuf {
-    if let Some(o) = &a.out {
-        return PathBuf::from(o);
-    }
-    let target = std::env::var("CARGO_TARGET_DIR")
-        .ok()
-        .filter(|t| !t.is_empty())
-        .map_or_else(|| repo.join("target"), PathBuf::from);
-    target
-        .join("vmtest/against")
-        .join(format!("{ra}--{rb}").replace('/', "_"))
+    super::out_dir(a, repo, "against", &format!("{ra}--{rb}"))
 }
 
 /// DIR, created, without what an earlier duet left there (its sessions'

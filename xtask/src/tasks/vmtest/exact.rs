@@ -521,16 +521,7 @@ fn run_sides(a: &Args, b_kernel: &str, dir: &Path) -> Result<Vec<String>> {
 
 /// `--out`, else `<target dir>/vmtest/exact/<KERNEL>--<KERNEL_B>`.
 fn out_dir(a: &Args, repo: &Path, b: &str) -> PathBuf {
-    if let Some(o) = &a.out {
-        return PathBuf::from(o);
-    }
-    let target = std::env::var("CARGO_TARGET_DIR")
-        .ok()
-        .filter(|t| !t.is_empty())
-        .map_or_else(|| repo.join("target"), PathBuf::from);
-    target
-        .join("vmtest/exact")
-        .join(format!("{}--{b}", a.kernel).replace('/', "_"))
+    super::out_dir(a, repo, "exact", &format!("{}--{b}", a.kernel))
 }
 
 #[cfg(test)]
