@@ -272,6 +272,30 @@ fn prepare_job(
     Ok(job_script(repo, &env, &a.job, &exes, bench.as_ref()))
 }
 
+/// KERNEL and `--against`'s KERNEL_B, each with its own modules and
+/// config, ready to boot (Debian ones fetched): what both of
+/// `--against`'s modes start from.
+fn both_kernels(a: &Args, b_kernel: &str, bzimage: bool) -> Result<(Kernel, Kernel)> {
+    let cache = cache_dir()?;
+    let ka = kernel(
+        &a.kernel,
+        a.modules.as_deref(),
+        a.config.as_deref(),
+        a.arch,
+        &cache,
+        bzimage,
+    )?;
+    let kb = kernel(
+        b_kernel,
+        a.against_modules.as_deref(),
+        a.against_config.as_deref(),
+        a.arch,
+        &cache,
+        bzimage,
+    )?;
+    Ok((ka, kb))
+}
+
 /// `--out`, else `<target dir>/vmtest/<what>/<name>` (a `/` in the name
 /// as `_`): where `--against`'s two modes write.
 fn out_dir(a: &Args, repo: &Path, what: &str, name: &str) -> PathBuf {

@@ -27,11 +27,10 @@ use anyhow::{bail, ensure, Context, Result};
 use serde::Serialize;
 
 use crate::build::guest_build::build_tests;
-use crate::kernels::kernel::{kernel, Kernel};
 use crate::tasks::vmtest::Args;
 use crate::util::kconfig::{self, KernelConfig};
 use crate::util::signal::{check_signal, signalled};
-use crate::util::{cache_dir, relay, repo_root, say, secs, sh_quote, shown, which};
+use crate::util::{relay, repo_root, say, secs, sh_quote, shown, which};
 use crate::vm::job::Job;
 use crate::vm::out::STAGING;
 use crate::vm::{self, Accel};
@@ -114,7 +113,7 @@ fn run(a: &Args) -> Result<i32> {
     let cpus = duet_cpus(a)?;
     let repo = repo_root();
     // Both kernels fetched first: a download must not run beside a VM.
-    let (ka, kb) = kernels(a, b_kernel)?;
+    let (ka, kb) = super::both_kernels(a, b_kernel, a.bzimage)?;
     check_signal()?;
     let [ca, cb] = [&ka, &kb].map(|k| k.config.as_ref().map(|c| c.record()));
     if let Some(line) = ca
@@ -191,28 +190,6 @@ fn run(a: &Args) -> Result<i32> {
         secs(start.elapsed())
     );
     Ok(exit)
-}
-
-/// Both kernels, ready to boot.
-fn kernels(a: &Args, b_kernel: &str) -> Result<(Kernel, Kernel)> {
-    let cache = cache_dir()?;
-    let ka = kernel(
-        &a.kernel,
-        a.modules.as_deref(),
-        a.config.as_deref(),
-        a.arch,
-        &cache,
-        a.bzimage,
-    )?;
-    let kb = kernel(
-        b_kernel,
-        a.against_modules.as_deref(),
-        a.against_config.as_deref(),
-        a.arch,
-        &cache,
-        a.bzimage,
-    )?;
-    Ok((ka, kb))
 }
 
 /// The command's fixed plan, the same in both guests: exactly so many

@@ -17,12 +17,11 @@ use anyhow::{ensure, Context, Result};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::kernels::kernel::kernel;
 use crate::tasks::vmtest::Args;
 use crate::util::exact_rule::{judge_counts, ExactChange};
 use crate::util::kconfig::{self, KernelConfig};
 use crate::util::signal::check_signal;
-use crate::util::{cache_dir, repo_root, say, secs};
+use crate::util::{repo_root, say, secs};
 use crate::vm::job::Job;
 use crate::vm::{self, Accel};
 
@@ -247,23 +246,7 @@ pub fn config_gate(
 /// Each kernel's config as vmtest reads it before boot (both kernels
 /// made ready, Debian ones fetched, as each side's vmtest would).
 fn configs(a: &Args, b_kernel: &str) -> Result<[Option<KernelConfig>; 2]> {
-    let cache = cache_dir()?;
-    let ka = kernel(
-        &a.kernel,
-        a.modules.as_deref(),
-        a.config.as_deref(),
-        a.arch,
-        &cache,
-        false,
-    )?;
-    let kb = kernel(
-        b_kernel,
-        a.against_modules.as_deref(),
-        a.against_config.as_deref(),
-        a.arch,
-        &cache,
-        false,
-    )?;
+    let (ka, kb) = super::both_kernels(a, b_kernel, false)?;
     Ok([ka, kb].map(|k| k.config.as_ref().map(|c| c.record())))
 }
 
