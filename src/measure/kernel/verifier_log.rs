@@ -48,26 +48,28 @@ fn is_statistics(line: &str) -> bool {
 /// What the verifier prints between its error and its statistics: the
 /// states it compared, its timing, stack depths and blank lines.
 fn is_dump(line: &str) -> bool {
-    const DUMP: &[&str] = &[
-        "cur state:",
-        "old state:",
-        "verification time",
-        "stack depth",
-        "max_states_per_insn",
-        "Live regs",
-        "mark_precise:",
-        "last_idx ",
-        "regs=",
-        "parent ",
-        "propagating ",
-        "from ",
-        "caller:",
-        "callee:",
-    ];
     line.is_empty()
         || DUMP.iter().any(|p| line.starts_with(p))
         || is_state(after_index(line).unwrap_or(line))
 }
+
+/// The starts of [`is_dump`]'s lines: every one of them trace too.
+const DUMP: &[&str] = &[
+    "cur state:",
+    "old state:",
+    "verification time",
+    "stack depth",
+    "max_states_per_insn",
+    "Live regs",
+    "mark_precise:",
+    "last_idx ",
+    "regs=",
+    "parent ",
+    "propagating ",
+    "from ",
+    "caller:",
+    "callee:",
+];
 
 /// The reason a line gives: the line itself, or the tail of an
 /// instruction's trace line; none for other trace.
@@ -89,19 +91,17 @@ fn insn_tail(line: &str) -> Option<String> {
     const MNEMONICS: &[&str] = &[
         "if", "goto", "gotol", "call", "exit", "lock", "may_goto", "nospec",
     ];
+    let words: Vec<&str> = insn.split(' ').collect();
+    // The word after `call` is the function called, whatever it looks like.
     let mut after_call = false;
-    let mut at = None;
-    for (i, word) in insn.split(' ').enumerate() {
+    let at = words.iter().position(|&word| {
         let is_word = word.len() >= 2 && word.bytes().all(|b| b.is_ascii_lowercase() || b == b'_');
         let capital = word.starts_with(|c: char| c.is_ascii_uppercase());
-        if !after_call && (capital || (is_word && !MNEMONICS.contains(&word))) {
-            at = Some(i);
-            break;
-        }
+        let starts = !after_call && (capital || (is_word && !MNEMONICS.contains(&word)));
         after_call = word == "call";
-    }
-    let tail: Vec<&str> = insn.split(' ').skip(at?).collect();
-    Some(tail.join(" ").trim().to_string()).filter(|t| !t.is_empty())
+        starts
+    })?;
+    Some(words[at..].join(" ").trim().to_string()).filter(|t| !t.is_empty())
 }
 
 /// The text after a trace line's instruction index or frame (`12: `,
@@ -114,28 +114,10 @@ fn after_index(line: &str) -> Option<&str> {
 
 /// A verifier log line that traces what it walked, or counts it.
 fn is_trace(line: &str) -> bool {
-    const TRACE: &[&str] = &[
-        ";",
-        "from ",
-        "cur state:",
-        "old state:",
-        "caller:",
-        "callee:",
-        "mark_precise:",
-        "last_idx ",
-        "regs=",
-        "parent ",
-        "propagating ",
-        "processed ",
-        "verification time",
-        "stack depth",
-        "max_states_per_insn",
-        "Live regs",
-        "Validating ",
-        "Func#",
-        "func#",
-    ];
-    if TRACE.iter().any(|p| line.starts_with(p)) {
+    // Source lines, the statistics and the subprograms' headers, besides
+    // what [`is_dump`] skips.
+    const TRACE: &[&str] = &[";", "processed ", "Validating ", "Func#", "func#"];
+    if TRACE.iter().chain(DUMP).any(|p| line.starts_with(p)) {
         return true;
     }
     // `12: (61) r2 = ...` and `12: R1=...`; `frame1: R1=...`.

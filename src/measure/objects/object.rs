@@ -228,16 +228,15 @@ fn builder(path: &Path) -> libbpf_rs::Result<ObjectBuilder> {
 /// that are not UTF-8 as U+FFFD, control characters escaped (a damaged
 /// file's section name can hold a newline).
 fn lossy(s: &OsStr) -> String {
-    s.to_string_lossy()
-        .chars()
-        .flat_map(|c| {
-            let escaped = c.is_control().then(|| c.escape_default());
-            escaped
-                .into_iter()
-                .flatten()
-                .chain((!c.is_control()).then_some(c))
-        })
-        .collect()
+    let mut shown = String::new();
+    for c in s.to_string_lossy().chars() {
+        if c.is_control() {
+            shown.extend(c.escape_default());
+        } else {
+            shown.push(c);
+        }
+    }
+    shown
 }
 
 /// The maps libbpf would pin at load (or reuse from a BPF filesystem
