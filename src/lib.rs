@@ -392,11 +392,16 @@ mod tests {
             let text = std::fs::read_to_string(path).unwrap();
             let lines: Vec<&str> = text.lines().collect();
             for (i, line) in lines.iter().enumerate() {
-                let code = line.trim_start();
+                let mut code = line.trim_start();
                 let indent = &line[..line.len() - code.len()];
-                let code = code.strip_prefix("pub ").unwrap_or(code);
-                let code = code.strip_prefix("pub(crate) ").unwrap_or(code);
-                let code = code.strip_prefix("unsafe extern \"C\" ").unwrap_or(code);
+                // `pub(crate) const unsafe extern "C" fn` and the like.
+                while let Some(rest) = ["pub ", "const ", "async ", "unsafe ", "extern \"C\" "]
+                    .iter()
+                    .find_map(|q| code.strip_prefix(q))
+                    .or_else(|| code.strip_prefix("pub(")?.split_once(") ").map(|(_, r)| r))
+                {
+                    code = rest;
+                }
                 let Some(name) = code.strip_prefix("fn ") else {
                     continue;
                 };
