@@ -137,7 +137,7 @@ impl KernelState {
         let mut left = None;
         for _ in 0..50 {
             let now = KernelState::now();
-            let live = held_by_processes();
+            let live = procs::BpfFds::of_every_process();
             let programs: Vec<_> = now
                 .programs
                 .difference(&before.programs)
@@ -163,19 +163,6 @@ impl KernelState {
         }
         left
     }
-}
-
-/// The BPF programs and links that some process holds through an fd.
-fn held_by_processes() -> procs::BpfFds {
-    let mut all = procs::BpfFds::default();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        if let Some(pid) = entry.file_name().to_str().and_then(|p| p.parse().ok()) {
-            let held = procs::BpfFds::of(pid);
-            all.programs.extend(held.programs);
-            all.links.extend(held.links);
-        }
-    }
-    all
 }
 
 /// The CPUs the workers measure on, one each: the first two this test may

@@ -44,6 +44,20 @@ impl BpfFds {
         }
         held
     }
+
+    /// Those of every process on the machine: what a live process still
+    /// holds, as against what a process left in the kernel.
+    pub fn of_every_process() -> Self {
+        let mut all = Self::default();
+        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+            if let Some(pid) = entry.file_name().to_str().and_then(|p| p.parse().ok()) {
+                let held = Self::of(pid);
+                all.programs.extend(held.programs);
+                all.links.extend(held.links);
+            }
+        }
+        all
+    }
 }
 
 /// Whether `pid` holds a BPF program, so it is measuring.
