@@ -45,6 +45,8 @@ pub(crate) mod fixtures {
             against: None,
             pairs_ns: None,
             attach: None,
+            windows: None,
+            base_windows: None,
         };
         Document {
             schema: SCHEMA.into(),
@@ -101,6 +103,8 @@ pub(crate) mod fixtures {
                     against: None,
                     pairs_ns: None,
                     attach: None,
+                    windows: None,
+                    base_windows: None,
                 },
                 ok(
                     "raw_tp",

@@ -25,6 +25,12 @@ pub const EMULATOR_ENV: &str = "BPF_OVERHEAD_EMULATOR";
 /// records it with its result where the kernel has no /proc/config.gz.
 pub const KCONFIG_ENV: &str = "BPF_OVERHEAD_KCONFIG";
 
+/// A folder: the command marks each timed run's events for the TCG
+/// plugin and writes there what names the plugin's addresses
+/// (src/measure/running/window.rs). Set by `cargo xtask vmtest --exact
+/// --explain`.
+pub const WINDOWS_ENV: &str = "BPF_OVERHEAD_WINDOWS";
+
 /// The file the suite appends its KTAP results to.
 pub const KTAP_ENV: &str = "BPF_OVERHEAD_KTAP";
 
@@ -57,6 +63,7 @@ mod tests {
             EMULATOR_ENV,
             KCONFIG_ENV,
             KTAP_ENV,
+            WINDOWS_ENV,
             CACHE_ENV,
             mutants::COUNT_ENV,
             mutants::SEED_ENV,

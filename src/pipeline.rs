@@ -106,6 +106,7 @@ mod fixtures {
             lead_in_ns_per_event: 1.0,
             lost: Duration::ZERO,
             attach: None,
+            window: None,
         }
     }
 

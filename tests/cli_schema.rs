@@ -160,6 +160,13 @@ fn the_schema_checker_checks() {
     check_schema(&objects);
     objects["packet"]["size"] = "4096".into();
     assert!(std::panic::catch_unwind(|| check_schema(&objects)).is_err());
+    // --explain's windows, and one wrong.
+    let mut windows = fixture();
+    windows["mechanisms"][2]["windows"] = serde_json::json!([1, 3]);
+    windows["mechanisms"][2]["base_windows"] = serde_json::json!([0, 2, 4]);
+    check_schema(&windows);
+    windows["mechanisms"][2]["windows"] = serde_json::json!(["1"]);
+    assert!(std::panic::catch_unwind(|| check_schema(&windows)).is_err());
     // A kernel's config, and one wrong.
     let mut config = fixture();
     config["kernel_config"] = serde_json::json!({

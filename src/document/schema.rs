@@ -256,6 +256,13 @@ pub struct MechanismResult {
     /// the timed runs. Null otherwise, and in older results.
     #[serde(default)]
     pub attach: Option<crate::measure::AttachCost>,
+    /// Under `cargo xtask vmtest --exact --explain`: the counting windows
+    /// its timed runs ran in, and its base's runs around them, by number
+    /// (src/measure/running/window.rs). Null otherwise.
+    #[serde(default)]
+    pub windows: Option<Vec<u64>>,
+    #[serde(default)]
+    pub base_windows: Option<Vec<u64>>,
 }
 
 /// One producer of a multi-producer run.

@@ -64,9 +64,11 @@ pub mod running {
     pub mod context;
     pub mod keeper;
     pub(super) mod load;
+    pub mod marks;
     pub(super) mod producer;
     pub mod run;
     pub mod speed;
+    pub mod window;
 }
 
 pub use cpu::pin::{allowed_cpus, note_default_cpu, online_cpus, CpuPin};

@@ -131,6 +131,7 @@ fn mechanism_result(plan: &Plan, o: &MechanismRuns) -> MechanismResult {
         Summary::of(&values)
     };
     let base_ns = |b: &Sample, a: &Sample| (b.ns_per_event() + a.ns_per_event()) / 2.0;
+    let (windows, base_windows) = run_windows(o, ok);
     MechanismResult {
         name: m.name().into(),
         base: m.base().name().into(),
@@ -202,7 +203,29 @@ fn mechanism_result(plan: &Plan, o: &MechanismRuns) -> MechanismResult {
                 )
             })
             .flatten(),
+        windows,
+        base_windows,
     }
+}
+
+/// The counting windows of `o`'s runs and of its base's runs around them.
+fn run_windows(o: &MechanismRuns, ok: bool) -> (Option<Vec<u64>>, Option<Vec<u64>>) {
+    let base = o.before.iter().chain(&o.after);
+    (
+        ok.then(|| windows(o.samples.iter())).flatten(),
+        (ok && !o.mechanism.is_base())
+            .then(|| windows(base))
+            .flatten(),
+    )
+}
+
+/// The runs' counting windows, in order and once each; none unless every
+/// run had one.
+fn windows<'a>(runs: impl Iterator<Item = &'a Sample>) -> Option<Vec<u64>> {
+    let mut w: Vec<u64> = runs.map(|s| s.window).collect::<Option<_>>()?;
+    w.sort_unstable();
+    w.dedup();
+    (!w.is_empty()).then_some(w)
 }
 
 /// Each figure's median over the runs' attach costs (all on the same

@@ -271,6 +271,8 @@ pub fn fixture() -> Value {
         m["against"] = serde_json::Value::Null;
         m["pairs_ns"] = serde_json::Value::Null;
         m["attach"] = serde_json::Value::Null;
+        m["windows"] = serde_json::Value::Null;
+        m["base_windows"] = serde_json::Value::Null;
     }
     doc["context"] = serde_json::json!({
         "cpu": 0, "secs": 1.5, "steal_pct": 0.0, "other_pct": 1.0,

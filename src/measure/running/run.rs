@@ -17,6 +17,7 @@ use super::keeper;
 use super::load::{self, Loaded};
 use super::producer::{Fired, Producer};
 use super::speed;
+use super::window;
 use crate::measure::cpu::pin::{producer_cpus, CpuPin};
 use crate::measure::environment::support::Ready;
 use crate::measure::error::{Error, Result};
@@ -58,6 +59,8 @@ pub struct Sample {
     pub lost: Duration,
     /// What attaching took, for a mechanism where that is worth telling.
     pub attach: Option<AttachCost>,
+    /// The counting window its events ran in (window.rs), when on.
+    pub window: Option<u64>,
 }
 
 /// One producer's share of a [`Sample`].
@@ -202,7 +205,7 @@ impl Attached<'_, '_> {
                 .and_then(|l| l.prog_stats())
         };
         let before = prog_stats(self);
-        let (all, lost) = self.fire_timed(events, &start)?;
+        let (all, lost, window) = self.fire_timed(events, &start)?;
         let after = prog_stats(self);
         let producers = self.count(&all, counting)?;
         self.armed.verify().map_err(|e| e.of(m))?;
@@ -212,6 +215,9 @@ impl Attached<'_, '_> {
             _ => None,
         };
         let events = producers.iter().map(|p| p.events).sum();
+        if let Some(n) = window {
+            window::record(n, m, events)?;
+        }
         // Reached at least once an event: then counted as the events, since
         // a system-wide hook counts other processes' events too.
         let hits = match counted_by {
@@ -240,6 +246,7 @@ impl Attached<'_, '_> {
             lead_in_ns_per_event,
             lost,
             attach: self.loaded.as_ref().and_then(|l| l.attach_cost()),
+            window,
         })
     }
 
@@ -266,17 +273,21 @@ impl Attached<'_, '_> {
         &mut self,
         events: NonZeroU64,
         start: &Barrier,
-    ) -> Result<(Vec<Fired>, Duration)> {
-        let (fired, elapsed, lost) = keeper::timed(|| {
+    ) -> Result<(Vec<Fired>, Duration, Option<u64>)> {
+        let (fired, elapsed, lost, win) = keeper::timed(|| {
             start.wait();
             let cpu = context::thread_cpu_time();
             let begin = Instant::now();
+            let win = window::open();
             let fired = self.armed.fire(events.get());
+            if let Ok(w) = win {
+                window::close(w);
+            }
             let elapsed = begin.elapsed();
             let ran = context::thread_cpu_time().saturating_sub(cpu);
-            (fired, elapsed, elapsed.saturating_sub(ran))
+            (fired, elapsed, elapsed.saturating_sub(ran), win)
         });
-        let fired = fired?;
+        let (fired, window) = (fired?, win?);
         let mut all = vec![Fired {
             cpu: self.cpu,
             events: fired,
@@ -285,7 +296,7 @@ impl Attached<'_, '_> {
         for p in &self.producers {
             all.push(p.result().map_err(|e| e.of(self.mechanism))?);
         }
-        Ok((all, lost))
+        Ok((all, lost, window))
     }
 
     /// Each producer's hits (when `counting`) and, for a session
@@ -487,6 +498,7 @@ mod tests {
             lead_in_ns_per_event: 1.0,
             lost: Duration::ZERO,
             attach: None,
+            window: None,
         };
         assert_eq!(s.k_events_per_sec(), 2710); // 100000 * 1e6 / 36.9e6
         assert!((s.ns_per_event() - 369.0).abs() < 1e-9);
