@@ -136,6 +136,8 @@ pub struct Vm<'a> {
     pub out: Option<&'a Path>,
     /// Clock the guest by its instructions (TCG only).
     pub exact: bool,
+    /// A TCG plugin and its arguments (`-plugin FILE,ARG=VALUE...`).
+    pub plugin: Option<(&'a Path, Vec<(&'static str, PathBuf)>)>,
 }
 
 /// A value inside a qemu `-opt a=b,c=d` list: a comma is written twice.
@@ -193,6 +195,13 @@ impl Vm<'_> {
             .collect();
         if self.exact {
             a.extend(ICOUNT.iter().map(|s| s.to_string()));
+        }
+        if let Some((file, args)) = &self.plugin {
+            let mut p = format!("file={}", qemu_value(file));
+            for (k, v) in args {
+                p.push_str(&format!(",{k}={}", qemu_value(v)));
+            }
+            a.extend(["-plugin".into(), p]);
         }
         let rest = [
             "-smp".to_owned(),
@@ -673,6 +682,7 @@ mod tests {
             rundir: Path::new("/tmp/vmtest.x"),
             out: None,
             exact: false,
+            plugin: None,
         };
         let a = vm.qemu_args().join(" ");
         assert!(
@@ -722,6 +732,7 @@ mod tests {
             rundir: Path::new("/tmp/vmtest.x"),
             out: Some(Path::new("/o")),
             exact: false,
+            plugin: None,
         };
         let a = vm.qemu_args().join(" ");
         assert!(

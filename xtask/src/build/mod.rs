@@ -6,3 +6,4 @@
 
 pub mod guest_build;
 pub mod static_build;
+pub mod tcg_plugin;

@@ -166,6 +166,10 @@ struct VmtestCli {
     /// (less by more: improved)
     #[arg(long, value_name = "PERCENT", default_value_t = 1.0, value_parser = percent, requires = "exact")]
     threshold: f64,
+    /// With --exact: each count split by function (a TCG plugin counts instructions per
+    /// address in each timed run; docs/explain.md); with --against, the change too
+    #[arg(long, requires = "exact")]
+    explain: bool,
 }
 
 /// What the command line asks for.
@@ -272,6 +276,7 @@ fn vmtest_args(v: Box<VmtestCli>, dashdash: bool, env_accel: Option<&str>) -> Re
         sessions: v.sessions,
         exact: v.exact,
         threshold: v.threshold,
+        explain: v.explain,
     })
 }
 
@@ -423,6 +428,13 @@ mod tests {
             .unwrap();
         assert_eq!(a.threshold, 0.5);
         assert!(e(&["6.1", "--threshold", "2"]).contains("--exact"));
+        assert!(e(&["6.1", "--explain"]).contains("--exact"));
+        assert!(
+            p(&["6.1", "--exact", "--explain"])
+                .unwrap()
+                .unwrap()
+                .explain
+        );
         assert!(e(&["6.1", "--exact", "--threshold", "0"]).contains("between 0 and 100"));
     }
 

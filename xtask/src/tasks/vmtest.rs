@@ -7,6 +7,7 @@
 
 pub mod duet;
 pub mod exact;
+pub mod explain;
 
 use std::env;
 use std::fs;
@@ -16,10 +17,11 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, ensure, Result};
 
 use crate::build::guest_build::build_tests;
+use crate::build::tcg_plugin;
 use crate::kernels::arch::Arch;
 use crate::kernels::debian;
 use crate::kernels::kernel::{kernel, Kernel};
-use crate::util::env_vars::{ABSENT_ENV, KCONFIG_ENV};
+use crate::util::env_vars::{ABSENT_ENV, KCONFIG_ENV, WINDOWS_ENV};
 use crate::util::signal::check_signal;
 use crate::util::{cache_dir, one_line, repo_root, say, secs, which};
 use crate::vm::initramfs::{busybox, initramfs};
@@ -68,6 +70,8 @@ pub struct Args {
     pub exact: bool,
     /// `--threshold`, in percent: with `--against --exact`.
     pub threshold: f64,
+    /// `--explain`: with `--exact`, each count split by function.
+    pub explain: bool,
 }
 
 pub fn main(a: Args) -> i32 {
@@ -101,6 +105,7 @@ fn run(a: &Args) -> Result<i32> {
         !a.exact || accel == Accel::Tcg,
         "--exact counts instructions under TCG only, and this run would use KVM: add --accel tcg"
     );
+    let plugin = plugin(a, &repo)?;
     let (rundir, rundir_path) = vm::job_dir()?;
     let out = open_out(a, &repo, &k.release)?;
 
@@ -129,11 +134,18 @@ fn run(a: &Args) -> Result<i32> {
         rundir: &rundir_path,
         out: Some(out.staging.path()),
         exact: a.exact,
+        plugin: plugin.as_deref().map(|p| {
+            (
+                p,
+                vec![("out", out.staging.path().join(explain::COUNTS_FILE))],
+            )
+        }),
     };
     let (o, status) = boot(a, &k, &vm)?;
     drop(rundir);
     let (rc, why) = judge(a, &o, status.as_deref());
     let (rc, dir) = finish_out(out, rc);
+    let rc = explained(a, &dir, rc);
 
     let boot = o.up.map(|u| u - o.started);
     let s = VmtestJson {
@@ -162,6 +174,30 @@ fn run(a: &Args) -> Result<i32> {
         secs(o.finished - o.started)
     );
     Ok(rc)
+}
+
+/// `--explain`'s TCG plugin, built.
+fn plugin(a: &Args, repo: &Path) -> Result<Option<PathBuf>> {
+    ensure!(
+        !a.explain || a.arch == Arch::X86_64,
+        "--explain: the windows' marks are x86_64 instructions; explain an x86_64 kernel"
+    );
+    a.explain.then(|| tcg_plugin::build(repo)).transpose()
+}
+
+/// With `--explain`, a run that passed explained: its counts split by
+/// function in DIR, or exit 2 saying why not.
+fn explained(a: &Args, dir: &Path, rc: i32) -> i32 {
+    if !a.explain || rc != 0 {
+        return rc;
+    }
+    match explain::write(dir) {
+        Ok(()) => rc,
+        Err(e) => {
+            say!("--explain: {}", one_line(&e));
+            2
+        }
+    }
 }
 
 /// The output directory for `release` (`--out`, else under the target
@@ -268,6 +304,9 @@ fn prepare_job(
     );
     if let Some(f) = kconfig {
         env.push((KCONFIG_ENV.into(), Some(f.display().to_string())));
+    }
+    if a.explain {
+        env.push((WINDOWS_ENV.into(), Some(vm::GUEST_OUT.into())));
     }
     Ok(job_script(repo, &env, &a.job, &exes, bench.as_ref()))
 }

@@ -1,0 +1,400 @@
+//! `cargo xtask vmtest KERNEL --exact --explain`: each mechanism's count
+//! split by function.
+//!
+//! The guest's command marks each timed run's events as a window
+//! (src/measure/running/window.rs) and lists, in its result, the windows
+//! of each mechanism's timed runs and of its base's runs around them. The
+//! TCG plugin (tcg-plugin/) counts the instructions at each guest address
+//! inside each window. Here each address is named ([`symbols`]) and, per
+//! mechanism and function, the count follows the rule of the count itself:
+//! the fewest instructions per event in any of its runs, less the fewest
+//! in any of its base's. An interrupt only adds instructions, so a
+//! function that only an interrupt runs is zero in some run. What the
+//! functions add up to is shown beside the count, with the residual.
+
+pub mod symbols;
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+use std::fs;
+use std::path::Path;
+
+use anyhow::{bail, ensure, Context, Result};
+use serde::Serialize;
+use serde_json::Value;
+
+use symbols::{Elf, Map, Name, Region, Sorted, Symbols};
+
+/// What the plugin writes (`-plugin ...,out=`), in the run's folder.
+pub const COUNTS_FILE: &str = "counts.txt";
+/// What the command writes ([`crate::util::env_vars::WINDOWS_ENV`]).
+const WINDOWS_LOG: &str = "windows.log";
+const KALLSYMS: &str = "kallsyms";
+/// What this writes.
+pub const FILE: &str = "explain.json";
+pub const TABLE_FILE: &str = "explain.txt";
+
+/// Functions shown per mechanism in the table; the rest are "other".
+const TOP: usize = 8;
+
+/// One function's share of a count.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Part {
+    pub function: String,
+    pub region: Region,
+    /// Instructions per event over the base's.
+    pub per_event: f64,
+}
+
+/// One mechanism's count, split.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Split {
+    pub mechanism: String,
+    pub base: String,
+    /// The count: instructions per event over the base's.
+    pub count: f64,
+    /// Largest first (by size); none of zero.
+    pub functions: Vec<Part>,
+    /// What the functions add up to, and the count less that.
+    pub sum: f64,
+    pub residual: f64,
+}
+
+/// `explain.json`.
+#[derive(Debug, Serialize)]
+pub struct Explained {
+    pub unit: &'static str,
+    pub kernel: String,
+    pub emulator: String,
+    pub mechanisms: Vec<Split>,
+}
+
+/// Per window: each function's instructions per event.
+type PerWindow = HashMap<u64, HashMap<Name, f64>>;
+
+/// One window the command recorded: `window N MECHANISM EVENTS`, then
+/// the run-time code it saw (`sym ADDRESS TYPE NAME [MODULE]`).
+#[derive(Debug, Default)]
+struct Recorded {
+    mechanism: String,
+    events: u64,
+    made: Vec<(u64, String)>,
+}
+
+fn parse_log(text: &str) -> Result<(Vec<Map>, BTreeMap<u64, Recorded>)> {
+    let mut maps = Vec::new();
+    let mut windows: BTreeMap<u64, Recorded> = BTreeMap::new();
+    let mut last = None;
+    let hex = |s: &str| u64::from_str_radix(s, 16).with_context(|| format!("not hex: {s}"));
+    for (i, l) in text.lines().enumerate() {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        let bad = || format!("{WINDOWS_LOG} line {}: '{l}'", i + 1);
+        match f[..] {
+            ["map", start, end, offset, path, ..] => maps.push(Map {
+                start: hex(start).with_context(bad)?,
+                end: hex(end).with_context(bad)?,
+                offset: hex(offset).with_context(bad)?,
+                path: path.to_owned(),
+            }),
+            ["window", n, mechanism, events] => {
+                let n: u64 = n.parse().with_context(bad)?;
+                let events = events.parse().with_context(bad)?;
+                windows.insert(
+                    n,
+                    Recorded {
+                        mechanism: mechanism.to_owned(),
+                        events,
+                        made: Vec::new(),
+                    },
+                );
+                last = Some(n);
+            }
+            ["sym", a, _, name, ..] => {
+                let w = last.and_then(|n| windows.get_mut(&n)).with_context(bad)?;
+                w.made.push((hex(a).with_context(bad)?, name.to_owned()));
+            }
+            _ => bail!("{}: unexpected", bad()),
+        }
+    }
+    Ok((maps, windows))
+}
+
+/// The plugin's file: per window, the instructions at each address.
+fn parse_counts(text: &str) -> Result<BTreeMap<u64, Vec<(u64, u64)>>> {
+    let mut windows = BTreeMap::new();
+    let mut open: Option<(u64, Vec<(u64, u64)>)> = None;
+    for (i, l) in text.lines().enumerate() {
+        let bad = || format!("{COUNTS_FILE} line {}: '{l}'", i + 1);
+        let (a, b) = l.split_once(' ').with_context(bad)?;
+        match (a, &mut open) {
+            ("window", None) => open = Some((b.parse().with_context(bad)?, Vec::new())),
+            ("total", Some(_)) => {
+                let (n, counts) = open.take().expect("matched");
+                let total: u64 = b.parse().with_context(bad)?;
+                ensure!(
+                    counts.iter().map(|c| c.1).sum::<u64>() == total,
+                    "{}: the window's counts do not add up to it",
+                    bad()
+                );
+                windows.insert(n, counts);
+            }
+            (a, Some((_, counts))) => counts.push((
+                u64::from_str_radix(a, 16).with_context(bad)?,
+                b.parse().with_context(bad)?,
+            )),
+            _ => bail!("{}: unexpected", bad()),
+        }
+    }
+    Ok(windows)
+}
+
+/// Each window's instructions per event, by function.
+fn per_window(
+    counts: &BTreeMap<u64, Vec<(u64, u64)>>,
+    recorded: &BTreeMap<u64, Recorded>,
+    symbols: &Symbols,
+) -> Result<PerWindow> {
+    let mut out = PerWindow::new();
+    for (n, r) in recorded {
+        let Some(c) = counts.get(n) else {
+            bail!(
+                "window {n} ({}) is in {WINDOWS_LOG} but not in {COUNTS_FILE}: \
+                 was the plugin loaded?",
+                r.mechanism
+            );
+        };
+        let made = Sorted::new(r.made.clone());
+        let mut f: HashMap<Name, f64> = HashMap::new();
+        for &(a, k) in c {
+            *f.entry(symbols.name(a, &made)).or_default() += k as f64;
+        }
+        for v in f.values_mut() {
+            *v /= r.events.max(1) as f64;
+        }
+        out.insert(*n, f);
+    }
+    Ok(out)
+}
+
+/// Per function, its fewest instructions per event in any of `windows`
+/// (zero where a window did not run it).
+fn least(windows: &[u64], per: &PerWindow) -> HashMap<Name, f64> {
+    let runs: Vec<&HashMap<Name, f64>> = windows.iter().filter_map(|w| per.get(w)).collect();
+    let mut out = HashMap::new();
+    for r in &runs {
+        for name in r.keys() {
+            if out.contains_key(name) {
+                continue;
+            }
+            let min = runs
+                .iter()
+                .map(|r| r.get(name).copied().unwrap_or(0.0))
+                .fold(f64::INFINITY, f64::min);
+            out.insert(name.clone(), min);
+        }
+    }
+    out
+}
+
+fn ids(v: &Value) -> Option<Vec<u64>> {
+    v.as_array()?.iter().map(Value::as_u64).collect()
+}
+
+/// Each counted mechanism of the result `doc`, split by function.
+fn splits(doc: &Value, per: &PerWindow) -> Result<Vec<Split>> {
+    ensure!(
+        doc["unit"] == "instructions",
+        "the result is not an exact run's (unit: {})",
+        doc["unit"]
+    );
+    let mut out = Vec::new();
+    for m in doc["mechanisms"].as_array().into_iter().flatten() {
+        let count = m["overhead_ns"]["median"].as_f64();
+        let (Some(count), Some(runs), Some(bases)) =
+            (count, ids(&m["windows"]), ids(&m["base_windows"]))
+        else {
+            continue;
+        };
+        let (a, b) = (least(&runs, per), least(&bases, per));
+        let mut parts: Vec<Part> = a
+            .keys()
+            .chain(b.keys())
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .map(|name| Part {
+                function: name.1.clone(),
+                region: name.0,
+                per_event: a.get(name).unwrap_or(&0.0) - b.get(name).unwrap_or(&0.0),
+            })
+            .filter(|p| p.per_event != 0.0)
+            .collect();
+        parts.sort_by(|x, y| {
+            y.per_event
+                .abs()
+                .total_cmp(&x.per_event.abs())
+                .then_with(|| x.function.cmp(&y.function))
+        });
+        let sum: f64 = parts.iter().map(|p| p.per_event).sum();
+        out.push(Split {
+            mechanism: m["name"].as_str().unwrap_or("?").to_owned(),
+            base: m["base"].as_str().unwrap_or("?").to_owned(),
+            count,
+            functions: parts,
+            sum,
+            residual: count - sum,
+        });
+    }
+    Ok(out)
+}
+
+/// Reads a finished `vmtest --exact --explain` run's folder and splits
+/// its counts.
+pub fn explain(dir: &Path) -> Result<Explained> {
+    let read = |f: &str| {
+        fs::read_to_string(dir.join(f)).with_context(|| format!("{}", dir.join(f).display()))
+    };
+    let doc: Value = serde_json::from_str(&read("result.json")?).context("result.json")?;
+    let (maps, recorded) = parse_log(&read(WINDOWS_LOG)?)?;
+    let counts = parse_counts(&read(COUNTS_FILE)?)?;
+    let mut elves = HashMap::new();
+    for m in &maps {
+        if let Ok(e) = Elf::read(Path::new(&m.path)) {
+            elves.insert(m.path.clone(), e);
+        }
+    }
+    let symbols = Symbols {
+        kernel: Sorted::new(symbols::kallsyms(&read(KALLSYMS)?)),
+        maps,
+        elves,
+    };
+    let per = per_window(&counts, &recorded, &symbols)?;
+    Ok(Explained {
+        unit: "instructions",
+        kernel: doc["host"]["kernel"].as_str().unwrap_or("?").to_owned(),
+        emulator: doc["emulator"].as_str().unwrap_or("?").to_owned(),
+        mechanisms: splits(&doc, &per)?,
+    })
+}
+
+fn signed(v: f64) -> String {
+    format!("{v:+.1}")
+}
+
+/// The table: per mechanism its count, its top functions and the rest.
+pub fn table(e: &Explained) -> String {
+    let mut t = String::new();
+    for s in &e.mechanisms {
+        let _ = writeln!(
+            t,
+            "{} {} ins/ev over {}: functions add up to {}, residual {}",
+            s.mechanism,
+            signed(s.count),
+            s.base,
+            signed(s.sum),
+            signed(s.residual)
+        );
+        for p in s.functions.iter().take(TOP) {
+            let _ = writeln!(
+                t,
+                "  {:>9}  {:<6} {}",
+                signed(p.per_event),
+                region_word(p.region),
+                p.function
+            );
+        }
+        let rest = &s.functions[s.functions.len().min(TOP)..];
+        if !rest.is_empty() {
+            let v: f64 = rest.iter().map(|p| p.per_event).sum();
+            let _ = writeln!(t, "  {:>9}  other  ({} functions)", signed(v), rest.len());
+        }
+    }
+    t
+}
+
+fn region_word(r: Region) -> &'static str {
+    match r {
+        Region::Kernel => "kernel",
+        Region::Bpf => "bpf",
+        Region::User => "user",
+    }
+}
+
+/// Explains the run in `dir`: writes explain.json and explain.txt there
+/// and prints the table.
+pub fn write(dir: &Path) -> Result<()> {
+    let e = explain(dir)?;
+    let text = table(&e);
+    fs::write(dir.join(FILE), serde_json::to_string_pretty(&e)? + "\n")?;
+    fs::write(dir.join(TABLE_FILE), &text)?;
+    print!("{text}");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn name(f: &str) -> Name {
+        (Region::Kernel, f.to_owned())
+    }
+
+    fn window(parts: &[(&str, f64)]) -> HashMap<Name, f64> {
+        parts.iter().map(|(f, v)| (name(f), *v)).collect()
+    }
+
+    #[test]
+    fn per_function_the_fewest_of_the_runs_less_the_base() {
+        let mut per = PerWindow::new();
+        // The base: the loop (10), a tick in the second run.
+        per.insert(0, window(&[("loop", 10.0)]));
+        per.insert(2, window(&[("loop", 10.0), ("tick", 4.0)]));
+        // The mechanism: the loop, the probe; a tick in the first run.
+        per.insert(1, window(&[("loop", 10.0), ("probe", 30.0), ("tick", 5.0)]));
+        per.insert(3, window(&[("loop", 10.0), ("probe", 30.0)]));
+        let doc = serde_json::json!({
+            "unit": "instructions",
+            "mechanisms": [
+                {"name": "base", "base": "base", "overhead_ns": null,
+                 "windows": [0, 2], "base_windows": null},
+                {"name": "raw_tp", "base": "base", "overhead_ns": {"median": 30.0},
+                 "windows": [1, 3], "base_windows": [0, 2]},
+            ]
+        });
+        let s = splits(&doc, &per).unwrap();
+        assert_eq!(s.len(), 1);
+        assert_eq!(
+            s[0].functions,
+            [Part {
+                function: "probe".into(),
+                region: Region::Kernel,
+                per_event: 30.0
+            }]
+        );
+        assert_eq!((s[0].sum, s[0].residual), (30.0, 0.0));
+    }
+
+    #[test]
+    fn counts_are_read_per_window_and_checked() {
+        let c = parse_counts("window 0\nffffffff81000000 3\n10 2\ntotal 5\nwindow 1\ntotal 0\n")
+            .unwrap();
+        assert_eq!(c[&0], [(0xffff_ffff_8100_0000, 3), (0x10, 2)]);
+        assert!(c[&1].is_empty());
+        let e = parse_counts("window 0\n10 2\ntotal 3\n").unwrap_err();
+        assert!(format!("{e:#}").contains("do not add up"), "{e:#}");
+    }
+
+    #[test]
+    fn the_log_names_maps_windows_and_their_code() {
+        let (maps, w) = parse_log(
+            "map 5555000 5556000 1000 /x/bpf-overhead\n\
+             window 0 base 200\n\
+             window 1 raw_tp 200\n\
+             sym ffffffffc0001000 t bpf_prog_6deef7357e7b4530_prog_raw_tp [bpf]\n",
+        )
+        .unwrap();
+        assert_eq!(maps[0].path, "/x/bpf-overhead");
+        assert_eq!(w[&1].made[0].1, "bpf_prog_6deef7357e7b4530_prog_raw_tp");
+        assert!(w[&0].made.is_empty());
+        assert!(parse_log("sym 1 t x [bpf]\n").is_err());
+    }
+}
