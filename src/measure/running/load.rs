@@ -383,6 +383,39 @@ impl Loaded<'_> {
         )
     }
 
+    /// The JITed code of the program and of a loop's driver, as the
+    /// kernel names it in kallsyms (`bpf_prog_<tag>_<name>`): where it
+    /// starts, how long it is, its name. For `--explain`'s windows
+    /// (window.rs): two syscalls, where reading kallsyms takes a second
+    /// under TCG.
+    pub(crate) fn jited(&self) -> Vec<(u64, u32, String)> {
+        fn code(fd: &OwnedFd) -> Option<(u64, u32, String)> {
+            let (mut ksym, mut len) = (0u64, 0u32);
+            let mut info = libbpf_rs::libbpf_sys::bpf_prog_info {
+                nr_jited_ksyms: 1,
+                jited_ksyms: std::ptr::addr_of_mut!(ksym) as u64,
+                nr_jited_func_lens: 1,
+                jited_func_lens: std::ptr::addr_of_mut!(len) as u64,
+                ..Default::default()
+            };
+            // The kernel wrote `ksym` and `len` through the pointers.
+            let i = prog_info(fd, &mut info).filter(|i| i.nr_jited_ksyms > 0)?;
+            let name: Vec<u8> = i
+                .name
+                .iter()
+                .take_while(|&&c| c != 0)
+                .map(|&c| c as u8)
+                .collect();
+            let tag: String = i.tag.iter().map(|b| format!("{b:02x}")).collect();
+            let name = format!("bpf_prog_{tag}_{}", String::from_utf8_lossy(&name));
+            Some((ksym, len, name))
+        }
+        [&self.prog_fd, &self.test_run_fd]
+            .into_iter()
+            .filter_map(|fd| fd.as_ref().and_then(code))
+            .collect()
+    }
+
     /// The kernel's `run_time_ns` and `run_cnt` for the program (non-zero
     /// only while BPF run-time stats are enabled).
     pub(crate) fn prog_stats(&self) -> Option<(u64, u64)> {

@@ -7,10 +7,15 @@
 //! The folder gets `kallsyms` (the kernel's and modules' text, once) and
 //! `windows.log`: the executable mappings of this process (`map START END
 //! OFFSET PATH`), then per window `window N MECHANISM EVENTS` and the
-//! code the kernel made for it while attached (`sym ADDRESS NAME
-//! [MODULE]`: BPF programs, trampolines, ftrace and kprobe pages), which
-//! moves from one attach to the next.
+//! code the kernel made for it while attached, which moves from one
+//! attach to the next: its programs (`prog ADDRESS LENGTH NAME`, from the
+//! kernel's program info: cheap) and, for a mechanism whose attach makes
+//! more (trampolines, ftrace and kprobe pages), that too (`sym ADDRESS
+//! TYPE NAME [MODULE]`, from /proc/kallsyms: about a second under TCG, so
+//! read in every window only of a mechanism whose first window showed
+//! such code).
 
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::fs::{self, File};
 use std::io::Write;
@@ -22,7 +27,17 @@ use crate::env_vars::WINDOWS_ENV;
 use crate::measure::{Error, Mechanism, Result};
 
 struct Windows {
-    log: Mutex<(File, u64)>,
+    log: Mutex<Log>,
+}
+
+struct Log {
+    file: File,
+    /// The next window's number.
+    next: u64,
+    /// Names of run-time code there before anything was attached.
+    before: HashSet<String>,
+    /// Per mechanism: whether its attach makes code beyond its programs.
+    makes_more: HashMap<String, bool>,
 }
 
 /// The kernel's code that is made at run time, by the module name
@@ -54,6 +69,9 @@ fn start(dir: &Path) -> std::io::Result<Windows> {
             s
         });
     fs::write(dir.join("kallsyms"), text)?;
+    let before = made_at_run_time(&kallsyms)
+        .map(|l| name_of(l).to_owned())
+        .collect();
     let mut log = File::create(dir.join("windows.log"))?;
     for m in fs::read_to_string("/proc/self/maps")?.lines() {
         let f: Vec<&str> = m.split_whitespace().collect();
@@ -65,8 +83,24 @@ fn start(dir: &Path) -> std::io::Result<Windows> {
         }
     }
     Ok(Windows {
-        log: Mutex::new((log, 0)),
+        log: Mutex::new(Log {
+            file: log,
+            next: 0,
+            before,
+            makes_more: HashMap::new(),
+        }),
     })
+}
+
+/// The lines of run-time code in /proc/kallsyms' text.
+fn made_at_run_time(kallsyms: &str) -> impl Iterator<Item = &str> {
+    kallsyms
+        .lines()
+        .filter(|l| MADE_AT_RUN_TIME.iter().any(|m| l.ends_with(m)))
+}
+
+fn name_of(line: &str) -> &str {
+    line.split_whitespace().nth(2).unwrap_or("")
 }
 
 macro_rules! mark {
@@ -92,8 +126,8 @@ pub fn open() -> Result<Option<u64>> {
     let Some(w) = windows()? else { return Ok(None) };
     let n = {
         let mut log = w.log.lock().unwrap_or_else(|e| e.into_inner());
-        log.1 += 1;
-        log.1 - 1
+        log.next += 1;
+        log.next - 1
     };
     mark!(OPEN);
     Ok(Some(n))
@@ -107,17 +141,29 @@ pub fn close(window: Option<u64>) {
 }
 
 /// Writes what names window `n`'s addresses: read while `mechanism` is
-/// still attached.
-pub fn record(n: u64, mechanism: Mechanism, events: u64) -> Result<()> {
+/// still attached, `programs` its JITed code (start, length, name).
+pub fn record(
+    n: u64,
+    mechanism: Mechanism,
+    events: u64,
+    programs: &[(u64, u32, String)],
+) -> Result<()> {
     let Some(w) = windows()? else { return Ok(()) };
     let failed = |e: std::io::Error| Error::failed(format!("{WINDOWS_ENV}: {e}"));
-    let kallsyms = fs::read_to_string("/proc/kallsyms").map_err(failed)?;
-    let mut text = format!("window {n} {mechanism} {events}\n");
-    for l in kallsyms.lines() {
-        if MADE_AT_RUN_TIME.iter().any(|m| l.ends_with(m)) {
-            let _ = writeln!(text, "sym {l}");
-        }
-    }
     let mut log = w.log.lock().unwrap_or_else(|e| e.into_inner());
-    log.0.write_all(text.as_bytes()).map_err(failed)
+    let mut text = format!("window {n} {mechanism} {events}\n");
+    for (a, len, name) in programs {
+        let _ = writeln!(text, "prog {a:x} {len} {name}");
+    }
+    let name = mechanism.to_string();
+    if log.makes_more.get(&name) != Some(&false) {
+        let kallsyms = fs::read_to_string("/proc/kallsyms").map_err(failed)?;
+        let mut more = false;
+        for l in made_at_run_time(&kallsyms) {
+            let _ = writeln!(text, "sym {l}");
+            more |= !name_of(l).starts_with("bpf_prog_") && !log.before.contains(name_of(l));
+        }
+        log.makes_more.entry(name).or_insert(more);
+    }
+    log.file.write_all(text.as_bytes()).map_err(failed)
 }

@@ -192,7 +192,7 @@ fn explained(a: &Args, dir: &Path, rc: i32) -> i32 {
         return rc;
     }
     match explain::write(dir) {
-        Ok(()) => rc,
+        Ok(rc) => rc,
         Err(e) => {
             say!("--explain: {}", one_line(&e));
             2

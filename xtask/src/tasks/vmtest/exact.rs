@@ -17,6 +17,7 @@ use anyhow::{ensure, Context, Result};
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::tasks::vmtest::explain::{self, change, Explained};
 use crate::tasks::vmtest::Args;
 use crate::util::exact_rule::{judge_counts, ExactChange};
 use crate::util::kconfig::{self, KernelConfig};
@@ -305,6 +306,16 @@ fn run(a: &Args) -> Result<i32> {
         release,
         differences,
     } = judge_sides(a, &dir, known, differences, &mut why)?;
+    let exit = match a.explain && !rows.is_empty() {
+        true => explain_changes(&dir, &rows).map_or_else(
+            |e| {
+                say!("--explain: {}", crate::util::one_line(&e));
+                exit.max(2)
+            },
+            |()| exit,
+        ),
+        false => exit,
+    };
     for w in &why {
         say!("{w}");
     }
@@ -428,6 +439,32 @@ fn judge(
     Ok(rows)
 }
 
+/// Each REGRESSED or improved mechanism's change split by function, from
+/// both sides' explain.json: printed, and written into DIR (explain.txt,
+/// explain.json).
+fn explain_changes(dir: &Path, rows: &[Row]) -> Result<()> {
+    let read = |side: &str| -> Result<Explained> {
+        let f = dir.join(side).join(explain::FILE);
+        let text = fs::read_to_string(&f).with_context(|| format!("reading {}", f.display()))?;
+        serde_json::from_str(&text).with_context(|| format!("parsing {}", f.display()))
+    };
+    let (ea, eb) = (read("a")?, read("b")?);
+    let changed: Vec<(String, String)> = rows
+        .iter()
+        .filter(|r| matches!(r.verdict, Verdict::Regressed | Verdict::Improved))
+        .map(|r| (r.mechanism.clone(), r.verdict.word().to_owned()))
+        .collect();
+    let c = change::changes(&ea, &eb, &changed);
+    let text = change::table(&c);
+    print!("\n{text}");
+    fs::write(dir.join(explain::TABLE_FILE), &text)?;
+    fs::write(
+        dir.join(explain::FILE),
+        serde_json::to_string_pretty(&c)? + "\n",
+    )?;
+    Ok(())
+}
+
 /// DIR without what an earlier run left there: each side's directory and
 /// the comparison must not pass for this one's.
 fn clear_out(dir: &Path) -> Result<()> {
@@ -437,7 +474,13 @@ fn clear_out(dir: &Path) -> Result<()> {
             fs::remove_dir_all(&d).with_context(|| format!("removing {}", d.display()))?;
         }
     }
-    for f in ["compare.txt", "compare.json", "vmtest.json"] {
+    for f in [
+        "compare.txt",
+        "compare.json",
+        "vmtest.json",
+        explain::FILE,
+        explain::TABLE_FILE,
+    ] {
         let _ = fs::remove_file(dir.join(f));
     }
     Ok(())
@@ -465,6 +508,9 @@ fn run_sides(a: &Args, b_kernel: &str, dir: &Path) -> Result<Vec<String>> {
             a.arch.name(),
         ]);
         cmd.arg("--out").arg(&out);
+        if a.explain {
+            cmd.arg("--explain");
+        }
         cmd.args(["--memory", &a.memory, "--smp", &a.smp.to_string()]);
         cmd.args(["--timeout", &a.timeout.to_string()]);
         if !a.append.is_empty() {

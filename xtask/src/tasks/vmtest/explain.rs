@@ -12,6 +12,7 @@
 //! function that only an interrupt runs is zero in some run. What the
 //! functions add up to is shown beside the count, with the residual.
 
+pub mod change;
 pub mod symbols;
 
 use std::collections::{BTreeMap, HashMap};
@@ -20,10 +21,10 @@ use std::fs;
 use std::path::Path;
 
 use anyhow::{bail, ensure, Context, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use symbols::{Elf, Map, Name, Region, Sorted, Symbols};
+use symbols::{Elf, Made, Map, Name, Region, Sorted, Symbols};
 
 /// What the plugin writes (`-plugin ...,out=`), in the run's folder.
 pub const COUNTS_FILE: &str = "counts.txt";
@@ -38,7 +39,7 @@ pub const TABLE_FILE: &str = "explain.txt";
 const TOP: usize = 8;
 
 /// One function's share of a count.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Part {
     pub function: String,
     pub region: Region,
@@ -47,7 +48,7 @@ pub struct Part {
 }
 
 /// One mechanism's count, split.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Split {
     pub mechanism: String,
     pub base: String,
@@ -61,9 +62,9 @@ pub struct Split {
 }
 
 /// `explain.json`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct Explained {
-    pub unit: &'static str,
+    pub unit: String,
     pub kernel: String,
     pub emulator: String,
     pub mechanisms: Vec<Split>,
@@ -73,12 +74,13 @@ pub struct Explained {
 type PerWindow = HashMap<u64, HashMap<Name, f64>>;
 
 /// One window the command recorded: `window N MECHANISM EVENTS`, then
-/// the run-time code it saw (`sym ADDRESS TYPE NAME [MODULE]`).
+/// its programs (`prog ADDRESS LENGTH NAME`) and what else the kernel
+/// made at run time, if read (`sym ADDRESS TYPE NAME [MODULE]`).
 #[derive(Debug, Default)]
 struct Recorded {
     mechanism: String,
     events: u64,
-    made: Vec<(u64, String)>,
+    made: Made,
 }
 
 fn parse_log(text: &str) -> Result<(Vec<Map>, BTreeMap<u64, Recorded>)> {
@@ -104,14 +106,22 @@ fn parse_log(text: &str) -> Result<(Vec<Map>, BTreeMap<u64, Recorded>)> {
                     Recorded {
                         mechanism: mechanism.to_owned(),
                         events,
-                        made: Vec::new(),
+                        made: Made::default(),
                     },
                 );
                 last = Some(n);
             }
             ["sym", a, _, name, ..] => {
                 let w = last.and_then(|n| windows.get_mut(&n)).with_context(bad)?;
-                w.made.push((hex(a).with_context(bad)?, name.to_owned()));
+                w.made
+                    .sym
+                    .push((hex(a).with_context(bad)?, name.to_owned()));
+            }
+            ["prog", a, len, name] => {
+                let w = last.and_then(|n| windows.get_mut(&n)).with_context(bad)?;
+                let a = hex(a).with_context(bad)?;
+                let len: u64 = len.parse().with_context(bad)?;
+                w.made.progs.push((a, a + len, name.to_owned()));
             }
             _ => bail!("{}: unexpected", bad()),
         }
@@ -163,7 +173,7 @@ fn per_window(
                 r.mechanism
             );
         };
-        let made = Sorted::new(r.made.clone());
+        let made = r.made.sorted();
         let mut f: HashMap<Name, f64> = HashMap::new();
         for &(a, k) in c {
             *f.entry(symbols.name(a, &made)).or_default() += k as f64;
@@ -269,14 +279,14 @@ pub fn explain(dir: &Path) -> Result<Explained> {
     };
     let per = per_window(&counts, &recorded, &symbols)?;
     Ok(Explained {
-        unit: "instructions",
+        unit: "instructions".into(),
         kernel: doc["host"]["kernel"].as_str().unwrap_or("?").to_owned(),
         emulator: doc["emulator"].as_str().unwrap_or("?").to_owned(),
         mechanisms: splits(&doc, &per)?,
     })
 }
 
-fn signed(v: f64) -> String {
+pub(super) fn signed(v: f64) -> String {
     format!("{v:+.1}")
 }
 
@@ -311,7 +321,7 @@ pub fn table(e: &Explained) -> String {
     t
 }
 
-fn region_word(r: Region) -> &'static str {
+pub(super) fn region_word(r: Region) -> &'static str {
     match r {
         Region::Kernel => "kernel",
         Region::Bpf => "bpf",
@@ -319,15 +329,44 @@ fn region_word(r: Region) -> &'static str {
     }
 }
 
+/// The most a split's functions may miss its count by, as a share of it
+/// (or half an instruction per event, if that is more): beyond it the
+/// split is not trusted.
+const MOST_MISSED: f64 = 0.01;
+
+/// The mechanisms whose functions do not add up to their count.
+pub fn not_adding_up(e: &Explained) -> Vec<String> {
+    e.mechanisms
+        .iter()
+        .filter(|s| s.residual.abs() > (MOST_MISSED * s.count.abs()).max(0.5))
+        .map(|s| {
+            format!(
+                "{} (count {}, residual {})",
+                s.mechanism,
+                signed(s.count),
+                signed(s.residual)
+            )
+        })
+        .collect()
+}
+
 /// Explains the run in `dir`: writes explain.json and explain.txt there
-/// and prints the table.
-pub fn write(dir: &Path) -> Result<()> {
+/// and prints the table. Exit 1 when a split does not add up.
+pub fn write(dir: &Path) -> Result<i32> {
     let e = explain(dir)?;
     let text = table(&e);
     fs::write(dir.join(FILE), serde_json::to_string_pretty(&e)? + "\n")?;
     fs::write(dir.join(TABLE_FILE), &text)?;
     print!("{text}");
-    Ok(())
+    let off = not_adding_up(&e);
+    if !off.is_empty() {
+        crate::util::say!(
+            "--explain: functions do not add up to the count within 1%: {}",
+            off.join(", ")
+        );
+        return Ok(1);
+    }
+    Ok(0)
 }
 
 #[cfg(test)]
@@ -389,12 +428,14 @@ mod tests {
             "map 5555000 5556000 1000 /x/bpf-overhead\n\
              window 0 base 200\n\
              window 1 raw_tp 200\n\
+             prog ffffffffc0001000 96 bpf_prog_6deef7357e7b4530_prog_raw_tp\n\
              sym ffffffffc0001000 t bpf_prog_6deef7357e7b4530_prog_raw_tp [bpf]\n",
         )
         .unwrap();
         assert_eq!(maps[0].path, "/x/bpf-overhead");
-        assert_eq!(w[&1].made[0].1, "bpf_prog_6deef7357e7b4530_prog_raw_tp");
-        assert!(w[&0].made.is_empty());
+        assert_eq!(w[&1].made.sym[0].1, "bpf_prog_6deef7357e7b4530_prog_raw_tp");
+        assert!(w[&0].made.sym.is_empty());
+        assert_eq!(w[&1].made.progs[0].1, 0xffff_ffff_c000_1060);
         assert!(parse_log("sym 1 t x [bpf]\n").is_err());
     }
 }

@@ -13,12 +13,15 @@ use anyhow::{Context, Result};
 use object::{Object, ObjectSegment, ObjectSymbol, SymbolKind};
 
 /// Where a name comes from: the table's third column.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Region {
     /// The kernel's text or a module's.
     Kernel,
-    /// Code the kernel made at run time: a BPF program, a trampoline.
+    /// Code the kernel made at run time for BPF: a program, a
+    /// trampoline (`bpf_*`).
     Bpf,
     /// User space.
     User,
@@ -49,6 +52,30 @@ impl Sorted {
         let i = self.0.partition_point(|(s, _)| *s <= a);
         let (s, name) = self.0.get(i.checked_sub(1)?)?;
         Some((name.as_str(), a - s))
+    }
+}
+
+/// A window's run-time code: its programs, by their exact extent (start,
+/// end, name), and what kallsyms listed, if read.
+#[derive(Debug, Default, Clone)]
+pub struct Made {
+    pub progs: Vec<(u64, u64, String)>,
+    pub sym: Vec<(u64, String)>,
+}
+
+/// [`Made`], ready to look up.
+#[derive(Debug, Default)]
+pub struct MadeSorted {
+    progs: Vec<(u64, u64, String)>,
+    sym: Sorted,
+}
+
+impl Made {
+    pub fn sorted(&self) -> MadeSorted {
+        MadeSorted {
+            progs: self.progs.clone(),
+            sym: Sorted::new(self.sym.clone()),
+        }
     }
 }
 
@@ -129,14 +156,17 @@ pub struct Symbols {
 
 impl Symbols {
     /// Names `a`; `made`: the window's run-time code.
-    pub fn name(&self, a: u64, made: &Sorted) -> Name {
+    pub fn name(&self, a: u64, made: &MadeSorted) -> Name {
+        if let Some((_, _, p)) = made.progs.iter().find(|(s, e, _)| a >= *s && a < *e) {
+            return (Region::Bpf, p.clone());
+        }
         if a >= KERNEL_START {
             let kernel = self.kernel.below(a).filter(|(_, d)| *d < LONGEST);
-            let made = made.below(a).filter(|(_, d)| *d < LONGEST);
+            let made = made.sym.below(a).filter(|(_, d)| *d < LONGEST);
             // The nearer symbol below: run-time code sits between modules.
             return match (kernel, made) {
-                (Some((_, dk)), Some((m, dm))) if dm <= dk => (Region::Bpf, m.to_owned()),
-                (None, Some((m, _))) => (Region::Bpf, m.to_owned()),
+                (Some((_, dk)), Some((m, dm))) if dm <= dk => (made_region(m), m.to_owned()),
+                (None, Some((m, _))) => (made_region(m), m.to_owned()),
                 (Some((k, _)), _) => (Region::Kernel, k.to_owned()),
                 (None, None) => (Region::Kernel, "kernel, unnamed".into()),
             };
@@ -149,6 +179,15 @@ impl Symbols {
             Some(f) => (Region::User, f.to_owned()),
             None => (Region::User, format!("user, unnamed ({})", short(&m.path))),
         }
+    }
+}
+
+/// BPF's own run-time code, or the kernel's (an ftrace trampoline, a
+/// kprobe's page).
+fn made_region(name: &str) -> Region {
+    match name.starts_with("bpf_") {
+        true => Region::Bpf,
+        false => Region::Kernel,
     }
 }
 
@@ -182,7 +221,7 @@ mod tests {
     #[test]
     fn kernel_text_by_the_symbol_below() {
         let s = symbols();
-        let none = Sorted::default();
+        let none = MadeSorted::default();
         assert_eq!(
             s.name(0xffff_ffff_8110_0010, &none),
             (Region::Kernel, "bpf_trace_run1".into())
@@ -202,12 +241,21 @@ mod tests {
     #[test]
     fn run_time_code_when_nearer_than_kernel_text() {
         let s = symbols();
-        let made = Sorted::new(vec![(
-            0xffff_ffff_c000_2000,
-            "bpf_prog_6deef7357e7b4530_prog_raw_tp".into(),
-        )]);
+        let made = Made {
+            progs: vec![(
+                0xffff_ffff_c000_3000,
+                0xffff_ffff_c000_3080,
+                "bpf_prog_6deef7357e7b4530_prog_raw_tp".into(),
+            )],
+            sym: vec![(0xffff_ffff_c000_2000, "bpf_trampoline_6442484580".into())],
+        }
+        .sorted();
         assert_eq!(
             s.name(0xffff_ffff_c000_2040, &made),
+            (Region::Bpf, "bpf_trampoline_6442484580".into())
+        );
+        assert_eq!(
+            s.name(0xffff_ffff_c000_3040, &made),
             (Region::Bpf, "bpf_prog_6deef7357e7b4530_prog_raw_tp".into())
         );
         assert_eq!(
@@ -219,7 +267,7 @@ mod tests {
     #[test]
     fn user_space_by_mapping_then_elf() {
         let s = symbols();
-        let none = Sorted::default();
+        let none = MadeSorted::default();
         assert_eq!(
             s.name(0x5555_0000_0010, &none),
             (Region::User, "user, unnamed (bpf-overhead)".into())
