@@ -404,7 +404,9 @@ const AGAINST: (&str, &str) = ("6.1", "6.12");
 /// exact (the time-based duet's under TCG never were: UNSURE every time);
 /// which way they go is the kernels' business, so it passes on exit 0 or
 /// 1 with a compared row for each mechanism. Debian's two series differ
-/// in cost-changing options, named in its output: --across-configs.
+/// in cost-changing options, named in its output: --across-configs. With
+/// --explain, so that CI proves the TCG plugin builds and loads and each
+/// split adds up to its count (docs/explain.md).
 fn against(out: &Path) -> Result<Done> {
     let t = Instant::now();
     let exe = env::current_exe().context("finding xtask's own executable")?;
@@ -413,7 +415,7 @@ fn against(out: &Path) -> Result<Done> {
     let log = Mutex::new(File::create(dir.join("vmtest.log"))?);
     let mut child = Command::new(exe)
         .args(["vmtest", AGAINST.0, "--exact", "--against", AGAINST.1])
-        .args(["--accel", "tcg", "--across-configs"])
+        .args(["--accel", "tcg", "--across-configs", "--explain"])
         .args(["--bench-arg=-m", "--bench-arg=raw_tp,kprobe"])
         .arg("--out")
         .arg(&dir)
@@ -434,10 +436,23 @@ fn against(out: &Path) -> Result<Done> {
         .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
         .and_then(|v| v.as_array().map(|rows| rows.len()))
         .unwrap_or(0);
-    let ok = matches!(rc, 0 | 1) && compared >= 2;
+    // --explain: each side's split adds up to its counts (the plugin built,
+    // loaded and counted), per mechanism a KTAP test.
+    let explained = ["a", "b"].iter().all(|side| {
+        fs::read_to_string(dir.join(side).join("explain.ktap"))
+            .is_ok_and(|k| k.contains("\nok ") && !k.contains("not ok"))
+    });
+    let ok = matches!(rc, 0 | 1) && compared >= 2 && explained;
     say(&format!(
-        "against: {} against {}, exact: exit {rc}, {compared} mechanisms compared",
-        AGAINST.1, AGAINST.0
+        "against: {} against {}, exact: exit {rc}, {compared} mechanisms compared, \
+         explained: {}",
+        AGAINST.1,
+        AGAINST.0,
+        if explained {
+            "each split adds up"
+        } else {
+            "NO (see explain.ktap)"
+        }
     ));
     Ok(Done {
         name: "against".into(),

@@ -191,7 +191,12 @@ fn explained(a: &Args, dir: &Path, rc: i32) -> i32 {
     if !a.explain || rc != 0 {
         return rc;
     }
-    match explain::write(dir) {
+    let written = explain::write(dir).and_then(|(rc, e)| {
+        let svg = explain::svg::svg(&e).map_err(anyhow::Error::msg)?;
+        fs::write(dir.join(explain::SVG_FILE), svg)?;
+        Ok(rc)
+    });
+    match written {
         Ok(rc) => rc,
         Err(e) => {
             say!("--explain: {}", one_line(&e));

@@ -13,6 +13,7 @@
 //! functions add up to is shown beside the count, with the residual.
 
 pub mod change;
+pub mod svg;
 pub mod symbols;
 
 use std::collections::{BTreeMap, HashMap};
@@ -34,6 +35,8 @@ const KALLSYMS: &str = "kallsyms";
 /// What this writes.
 pub const FILE: &str = "explain.json";
 pub const TABLE_FILE: &str = "explain.txt";
+pub const KTAP_FILE: &str = "explain.ktap";
+pub const SVG_FILE: &str = "explain.svg";
 
 /// Functions shown per mechanism in the table; the rest are "other".
 const TOP: usize = 8;
@@ -350,13 +353,53 @@ pub fn not_adding_up(e: &Explained) -> Vec<String> {
         .collect()
 }
 
-/// Explains the run in `dir`: writes explain.json and explain.txt there
-/// and prints the table. Exit 1 when a split does not add up.
-pub fn write(dir: &Path) -> Result<i32> {
+/// KTAP version 1 for kernel CI: one test per mechanism, passing when its
+/// functions add up to its count, its largest functions as diagnostics.
+pub fn ktap(e: &Explained) -> String {
+    let off = not_adding_up(e);
+    let mut t = format!("KTAP version 1\n1..{}\n", e.mechanisms.len());
+    for (i, s) in e.mechanisms.iter().enumerate() {
+        let _ = writeln!(
+            t,
+            "# {}: {} instructions per event over {}, functions add up to {}, residual {}",
+            s.mechanism,
+            signed(s.count),
+            s.base,
+            signed(s.sum),
+            signed(s.residual)
+        );
+        for p in s.functions.iter().take(TOP) {
+            let _ = writeln!(
+                t,
+                "# {}: {} {} instructions per event",
+                s.mechanism,
+                p.function,
+                signed(p.per_event)
+            );
+        }
+        let ok = !off
+            .iter()
+            .any(|o| o.starts_with(&format!("{} (", s.mechanism)));
+        let _ = writeln!(
+            t,
+            "{}ok {} explain_{}",
+            if ok { "" } else { "not " },
+            i + 1,
+            s.mechanism.replace(['-', '.'], "_")
+        );
+    }
+    t
+}
+
+/// Explains the run in `dir`: writes explain.json, explain.txt and
+/// explain.ktap there and prints the table. Exit 1 when a split does not
+/// add up; the splits, for the picture.
+pub fn write(dir: &Path) -> Result<(i32, Explained)> {
     let e = explain(dir)?;
     let text = table(&e);
     fs::write(dir.join(FILE), serde_json::to_string_pretty(&e)? + "\n")?;
     fs::write(dir.join(TABLE_FILE), &text)?;
+    fs::write(dir.join(KTAP_FILE), ktap(&e))?;
     print!("{text}");
     let off = not_adding_up(&e);
     if !off.is_empty() {
@@ -364,9 +407,9 @@ pub fn write(dir: &Path) -> Result<i32> {
             "--explain: functions do not add up to the count within 1%: {}",
             off.join(", ")
         );
-        return Ok(1);
+        return Ok((1, e));
     }
-    Ok(0)
+    Ok((0, e))
 }
 
 #[cfg(test)]
@@ -410,6 +453,67 @@ mod tests {
             }]
         );
         assert_eq!((s[0].sum, s[0].residual), (30.0, 0.0));
+    }
+
+    fn explained(residual: f64) -> Explained {
+        Explained {
+            unit: "instructions".into(),
+            kernel: "6.12.118+deb13-amd64".into(),
+            emulator: "QEMU emulator version 7.2.22".into(),
+            mechanisms: vec![Split {
+                mechanism: "raw_tp".into(),
+                base: "base".into(),
+                count: 121.0,
+                functions: vec![Part {
+                    function: "bpf_trace_run2".into(),
+                    region: Region::Kernel,
+                    per_event: 121.0 - residual,
+                }],
+                sum: 121.0 - residual,
+                residual,
+            }],
+        }
+    }
+
+    #[test]
+    fn ktap_passes_a_split_that_adds_up_and_fails_one_that_does_not() {
+        let k = ktap(&explained(0.0));
+        assert!(k.starts_with("KTAP version 1\n1..1\n"), "{k}");
+        assert!(k.contains("# raw_tp: bpf_trace_run2 +121.0 instructions per event\n"));
+        assert!(k.ends_with("\nok 1 explain_raw_tp\n"), "{k}");
+        assert!(ktap(&explained(2.0)).ends_with("\nnot ok 1 explain_raw_tp\n"));
+        assert_eq!(not_adding_up(&explained(1.0)), Vec::<String>::new());
+    }
+
+    /// explain.json's fields are the ones docs/explain.md lists.
+    #[test]
+    fn the_json_is_as_documented() {
+        let doc =
+            std::fs::read_to_string(crate::util::repo_root().join("docs/explain.md")).unwrap();
+        let v = serde_json::to_value(explained(0.0)).unwrap();
+        let keys = |v: &Value| -> Vec<String> {
+            let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+            k.sort();
+            k
+        };
+        for (what, v) in [
+            ("explain.json", &v),
+            ("mechanisms[]", &v["mechanisms"][0]),
+            ("functions[]", &v["mechanisms"][0]["functions"][0]),
+        ] {
+            let line = doc
+                .lines()
+                .find(|l| l.starts_with(&format!("| `{what}` |")))
+                .unwrap_or_else(|| panic!("docs/explain.md has no row for {what}"));
+            let mut documented: Vec<String> = line
+                .split('`')
+                .skip(3)
+                .step_by(2)
+                .map(String::from)
+                .collect();
+            documented.sort();
+            assert_eq!(keys(v), documented, "{what}");
+        }
     }
 
     #[test]
