@@ -63,6 +63,7 @@ pub mod running {
     pub mod attach_cost;
     pub mod context;
     pub mod keeper;
+    pub mod ksymbols;
     pub(super) mod load;
     pub mod marks;
     pub(super) mod producer;

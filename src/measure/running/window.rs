@@ -8,12 +8,14 @@
 //! `windows.log`: the executable mappings of this process (`map START END
 //! OFFSET PATH`), then per window `window N MECHANISM EVENTS` and the
 //! code the kernel made for it while attached, which moves from one
-//! attach to the next: its programs (`prog ADDRESS LENGTH NAME`, from the
-//! kernel's program info: cheap) and, for a mechanism whose attach makes
-//! more (trampolines, ftrace and kprobe pages), that too (`sym ADDRESS
-//! TYPE NAME [MODULE]`, from /proc/kallsyms: about a second under TCG, so
-//! read in every window only of a mechanism whose first window showed
-//! such code).
+//! attach to the next: all of it live (`code ADDRESS LENGTH NAME`) as
+//! perf's ksymbol records tell it (ksymbols.rs). Where perf cannot tell
+//! (no perf events), its programs from the kernel's program info (`prog
+//! ADDRESS LENGTH NAME`) and, for a mechanism whose attach makes more
+//! (trampolines, ftrace and kprobe pages), /proc/kallsyms' run-time lines
+//! (`sym ADDRESS TYPE NAME [MODULE]`, about a second under TCG, so read
+//! in every window only of a mechanism whose first window showed such
+//! code).
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
@@ -22,8 +24,10 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::{Mutex, OnceLock};
 
+use super::ksymbols::Ksymbols;
 use super::marks::{CLOSE, NOPL_DISP32, OPEN};
 use crate::env_vars::WINDOWS_ENV;
+use crate::measure::online_cpus;
 use crate::measure::{Error, Mechanism, Result};
 
 struct Windows {
@@ -38,6 +42,8 @@ struct Log {
     before: HashSet<String>,
     /// Per mechanism: whether its attach makes code beyond its programs.
     makes_more: HashMap<String, bool>,
+    /// The run-time code, from perf, if it can tell.
+    ksymbols: Option<Ksymbols>,
 }
 
 /// The kernel's code that is made at run time, by the module name
@@ -60,6 +66,12 @@ fn windows() -> Result<Option<&'static Windows>> {
 }
 
 fn start(dir: &Path) -> std::io::Result<Windows> {
+    // Before kallsyms is read: nothing made between the two is missed.
+    let cpus = online_cpus().unwrap_or_default();
+    let ksymbols = Ksymbols::open(&cpus)
+        .map_err(|e| log::debug!("no ksymbol records from perf ({e}): kallsyms instead"))
+        .ok()
+        .filter(|_| !cpus.is_empty());
     let kallsyms = fs::read_to_string("/proc/kallsyms")?;
     let text: String = kallsyms
         .lines()
@@ -88,6 +100,7 @@ fn start(dir: &Path) -> std::io::Result<Windows> {
             next: 0,
             before,
             makes_more: HashMap::new(),
+            ksymbols,
         }),
     })
 }
@@ -152,6 +165,14 @@ pub fn record(
     let failed = |e: std::io::Error| Error::failed(format!("{WINDOWS_ENV}: {e}"));
     let mut log = w.log.lock().unwrap_or_else(|e| e.into_inner());
     let mut text = format!("window {n} {mechanism} {events}\n");
+    if let Some(k) = log.ksymbols.as_mut().filter(|k| k.lost == 0) {
+        for (a, (len, name)) in k.live() {
+            let _ = writeln!(text, "code {a:x} {len} {name}");
+        }
+        if k.lost == 0 {
+            return log.file.write_all(text.as_bytes()).map_err(failed);
+        }
+    }
     for (a, len, name) in programs {
         let _ = writeln!(text, "prog {a:x} {len} {name}");
     }

@@ -77,8 +77,10 @@ pub struct Explained {
 type PerWindow = HashMap<u64, HashMap<Name, f64>>;
 
 /// One window the command recorded: `window N MECHANISM EVENTS`, then
-/// its programs (`prog ADDRESS LENGTH NAME`) and what else the kernel
-/// made at run time, if read (`sym ADDRESS TYPE NAME [MODULE]`).
+/// the code the kernel made at run time: all of it with its extent
+/// (`code ADDRESS LENGTH NAME`, from perf), or its programs (`prog`, the
+/// same) and what else kallsyms listed, if read (`sym ADDRESS TYPE NAME
+/// [MODULE]`).
 #[derive(Debug, Default)]
 struct Recorded {
     mechanism: String,
@@ -120,7 +122,7 @@ fn parse_log(text: &str) -> Result<(Vec<Map>, BTreeMap<u64, Recorded>)> {
                     .sym
                     .push((hex(a).with_context(bad)?, name.to_owned()));
             }
-            ["prog", a, len, name] => {
+            ["prog" | "code", a, len, name] => {
                 let w = last.and_then(|n| windows.get_mut(&n)).with_context(bad)?;
                 let a = hex(a).with_context(bad)?;
                 let len: u64 = len.parse().with_context(bad)?;

@@ -158,7 +158,7 @@ impl Symbols {
     /// Names `a`; `made`: the window's run-time code.
     pub fn name(&self, a: u64, made: &MadeSorted) -> Name {
         if let Some((_, _, p)) = made.progs.iter().find(|(s, e, _)| a >= *s && a < *e) {
-            return (Region::Bpf, p.clone());
+            return (made_region(p), p.clone());
         }
         if a >= KERNEL_START {
             let kernel = self.kernel.below(a).filter(|(_, d)| *d < LONGEST);
