@@ -285,7 +285,7 @@ pub fn explain(dir: &Path) -> Result<Explained> {
     let per = per_window(&counts, &recorded, &symbols)?;
     Ok(Explained {
         unit: "instructions".into(),
-        kernel: doc["host"]["kernel"].as_str().unwrap_or("?").to_owned(),
+        kernel: doc["kernel_release"].as_str().unwrap_or("?").to_owned(),
         emulator: doc["emulator"].as_str().unwrap_or("?").to_owned(),
         mechanisms: splits(&doc, &per)?,
     })

@@ -13,6 +13,9 @@ const TOP: i32 = 44;
 const FONT: &str = "sans-serif";
 /// Functions drawn per bar; the rest is one grey piece.
 const PIECES: usize = 6;
+/// Room for the names right of a bar, and how many are named there.
+const NAMES: i32 = 420;
+const NAMED: usize = 3;
 
 const PALETTE: [RGBColor; 10] = [
     RGBColor(0x4e, 0x79, 0xa7),
@@ -60,7 +63,8 @@ pub fn svg(e: &Explained) -> Result<String, String> {
         .iter()
         .map(|s| s.count.max(s.sum))
         .fold(1.0, f64::max);
-    let scale = f64::from(WIDTH as i32 - LABELS - 20) / most;
+    // Room right of the longest bar for the names of its largest pieces.
+    let scale = f64::from(WIDTH as i32 - LABELS - NAMES) / most;
     let mut out = String::new();
     {
         let root = SVGBackend::with_string(&mut out, (WIDTH, height)).into_drawing_area();
@@ -107,9 +111,26 @@ pub fn svg(e: &Explained) -> Result<String, String> {
                 }
                 x += w;
             }
+            let names: Vec<String> = s
+                .functions
+                .iter()
+                .filter(|f| f.per_event > 0.0)
+                .take(NAMED)
+                .map(|f| format!("{} {:+.0}", f.function, f.per_event))
+                .collect();
+            root.draw(&Text::new(
+                names.join(", "),
+                (x.round() as i32 + 6, y + ROW / 2),
+                (FONT, 11)
+                    .into_font()
+                    .color(&RGBColor(0x33, 0x33, 0x33))
+                    .pos(Pos::new(HPos::Left, VPos::Center)),
+            ))
+            .map_err(err)?;
         }
         let foot = "Each bar: the count, cut into its largest functions (the same colour for a \
-                    function in every bar) and the rest (grey); shares below the base's are not drawn.";
+                    function in every bar; the three largest named after it) and the rest (grey); \
+                    shares below the base's are not drawn.";
         root.draw(&Text::new(
             foot,
             (10, TOP + ROW * rows + 14),
