@@ -48,6 +48,9 @@ pub enum Verdict {
     /// A counted it and B failed to: fails the run.
     #[serde(rename = "LOST")]
     Lost,
+    /// Not judged: a link on every function catches the kernel's other
+    /// work, and its rounds spread beyond the threshold.
+    Spread,
 }
 
 impl Verdict {
@@ -59,6 +62,7 @@ impl Verdict {
             Verdict::New => "new",
             Verdict::Absent => "absent in B",
             Verdict::Lost => "LOST",
+            Verdict::Spread => "spread: not judged",
         }
     }
 }
@@ -75,7 +79,32 @@ pub struct Row {
 }
 
 /// A mechanism's count in one document: none when it was not counted.
-type Count = (String, Option<f64>, bool);
+type Count = (String, Option<f64>, bool, Option<f64>);
+
+/// A link on at least this many functions is a link on every function.
+const EVERY_FUNCTION: u64 = 1000;
+
+/// For a mechanism with a link on every function (kprobe.multi-all-loop,
+/// kretprobe.multi-all-loop): its rounds' spread, as a share of its count.
+/// Whatever else the kernel runs during a round (the tick, RCU's work)
+/// runs the program on each function it calls, so few rounds run clean
+/// and the fewest of 7 is not the same from boot to boot.
+fn spread(m: &Value) -> Option<f64> {
+    if m["attach"]["functions"].as_u64()? < EVERY_FUNCTION {
+        return None;
+    }
+    let ins: Vec<f64> = m["k_events_per_sec"]["samples"]
+        .as_array()?
+        .iter()
+        .filter_map(Value::as_f64)
+        .map(|k| 1e6 / k)
+        .collect();
+    let (lo, hi) = ins.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), v| {
+        (lo.min(*v), hi.max(*v))
+    });
+    let count = m["overhead_ns"]["median"].as_f64()?;
+    (!ins.is_empty()).then(|| (hi - lo) / count.abs().max(1.0))
+}
 
 /// A result document's counts: each mechanism (bases aside), its
 /// instructions per event over its base, and whether it was skipped.
@@ -96,7 +125,8 @@ fn counts(doc: &Value, name: &str) -> Result<Vec<Count>> {
             let ok = m["status"] == "ok";
             let count = ok.then(|| m["overhead_ns"]["median"].as_f64()).flatten();
             let skipped = m["status"] == "skipped";
-            (m["name"].as_str().unwrap_or("?").to_owned(), count, skipped)
+            let name = m["name"].as_str().unwrap_or("?").to_owned();
+            (name, count, skipped, spread(m))
         })
         .collect())
 }
@@ -105,10 +135,11 @@ fn counts(doc: &Value, name: &str) -> Result<Vec<Count>> {
 /// ones. `threshold`: a share (0.01 for 1%) of A's count.
 pub fn verdicts(a: &Value, b: &Value, threshold: f64) -> Result<Vec<Row>> {
     let (ca, cb) = (counts(a, "A")?, counts(b, "B")?);
-    let find = |c: &[Count], n: &str| c.iter().find(|(m, ..)| m == n).and_then(|(_, v, _)| *v);
-    let skipped = |c: &[Count], n: &str| c.iter().any(|(m, _, s)| m == n && *s);
+    let find = |c: &[Count], n: &str| c.iter().find(|(m, ..)| m == n).and_then(|x| x.1);
+    let skipped = |c: &[Count], n: &str| c.iter().any(|(m, _, s, _)| m == n && *s);
+    let spread_of = |c: &[Count], n: &str| c.iter().find(|(m, ..)| m == n).and_then(|x| x.3);
     let mut rows = Vec::new();
-    for (m, va, _) in &ca {
+    for (m, va, _, sa) in &ca {
         let Some(va) = *va else { continue };
         let vb = find(&cb, m);
         let (change, verdict) = match vb {
@@ -116,7 +147,12 @@ pub fn verdicts(a: &Value, b: &Value, threshold: f64) -> Result<Vec<Row>> {
             None => (None, Verdict::Lost),
             Some(vb) => {
                 let (change, v) = judge_counts(va, vb, threshold);
+                let spread = (*sa)
+                    .into_iter()
+                    .chain(spread_of(&cb, m))
+                    .fold(0.0, f64::max);
                 let v = match v {
+                    _ if spread > threshold => Verdict::Spread,
                     ExactChange::Regressed => Verdict::Regressed,
                     ExactChange::Improved => Verdict::Improved,
                     ExactChange::Unchanged => Verdict::Unchanged,
@@ -132,7 +168,7 @@ pub fn verdicts(a: &Value, b: &Value, threshold: f64) -> Result<Vec<Row>> {
             verdict,
         });
     }
-    for (m, vb, _) in &cb {
+    for (m, vb, ..) in &cb {
         if vb.is_some() && find(&ca, m).is_none() {
             rows.push(Row {
                 mechanism: m.clone(),
@@ -205,6 +241,14 @@ pub fn table(rows: &[Row], name_a: &str, name_b: &str, threshold: f64) -> String
         count(Verdict::Absent),
         count(Verdict::Lost)
     ));
+    if count(Verdict::Spread) > 0 {
+        lines.push(format!(
+            "{} not judged: a link on every function runs its program on whatever else the \
+             kernel does in a round (the tick, RCU), so its rounds spread beyond the threshold \
+             and the fewest is not the same from boot to boot",
+            count(Verdict::Spread)
+        ));
+    }
     lines.join("\n") + "\n"
 }
 
@@ -617,6 +661,30 @@ mod tests {
             ]
         );
         assert_eq!(exit_code(&rows), 1);
+        // A link on every function whose rounds spread beyond the
+        // threshold: not judged, whichever way it moved.
+        let every = |count: f64, rates: &[f64]| {
+            let mut d = doc(
+                "instructions",
+                &[("base", "base", None), ("all", "base", Some(count))],
+            );
+            d["mechanisms"][1]["attach"] = serde_json::json!({"functions": 46248});
+            d["mechanisms"][1]["k_events_per_sec"] = serde_json::json!({"samples": rates});
+            d
+        };
+        // 1e6/k: 500 and 505 instructions per event, 1% of a count of 500.
+        let (all_a, all_b) = (
+            every(500.0, &[2000.0, 1980.2]),
+            every(520.0, &[2000.0, 2000.0]),
+        );
+        let rows = verdicts(&all_a, &all_b, 0.005).unwrap();
+        assert_eq!(rows[0].verdict, Verdict::Spread);
+        assert_eq!(exit_code(&rows), 0);
+        assert!(table(&rows, "a", "b", 0.005).contains("1 not judged"));
+        assert_eq!(
+            verdicts(&all_a, &all_b, 0.02).unwrap()[0].verdict,
+            Verdict::Regressed
+        );
         let rows = verdicts(&a, &a, 0.01).unwrap();
         assert!(rows.iter().all(|r| r.verdict == Verdict::Unchanged));
         assert_eq!(exit_code(&rows), 0);
