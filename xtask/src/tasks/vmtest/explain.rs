@@ -64,6 +64,20 @@ pub struct Split {
     pub residual: f64,
 }
 
+impl Split {
+    /// `raw_tp +121.0 UNIT over base: functions add up to +121.0, residual +0.0`.
+    pub fn summary(&self, unit: &str) -> String {
+        format!(
+            "{} {} {unit} over {}: functions add up to {}, residual {}",
+            self.mechanism,
+            signed(self.count),
+            self.base,
+            signed(self.sum),
+            signed(self.residual)
+        )
+    }
+}
+
 /// `explain.json`.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Explained {
@@ -299,15 +313,7 @@ pub(super) fn signed(v: f64) -> String {
 pub fn table(e: &Explained) -> String {
     let mut t = String::new();
     for s in &e.mechanisms {
-        let _ = writeln!(
-            t,
-            "{} {} ins/ev over {}: functions add up to {}, residual {}",
-            s.mechanism,
-            signed(s.count),
-            s.base,
-            signed(s.sum),
-            signed(s.residual)
-        );
+        let _ = writeln!(t, "{}", s.summary("ins/ev"));
         for p in s.functions.iter().take(TOP) {
             let _ = writeln!(
                 t,
@@ -361,15 +367,7 @@ pub fn ktap(e: &Explained) -> String {
     let off = not_adding_up(e);
     let mut t = format!("KTAP version 1\n1..{}\n", e.mechanisms.len());
     for (i, s) in e.mechanisms.iter().enumerate() {
-        let _ = writeln!(
-            t,
-            "# {}: {} instructions per event over {}, functions add up to {}, residual {}",
-            s.mechanism,
-            signed(s.count),
-            s.base,
-            signed(s.sum),
-            signed(s.residual)
-        );
+        let _ = writeln!(t, "# {}", s.summary("instructions per event"));
         for p in s.functions.iter().take(TOP) {
             let _ = writeln!(
                 t,
