@@ -267,10 +267,12 @@ fn host_command(name: &str) -> Command {
             ]);
             c
         }
-        // The VM runner's unit tests (fixture images, damaged ones included; no root).
+        // The VM runner's unit tests (fixture images, damaged ones included; no
+        // root), and the TCG plugin's.
         "xtask-tests" => {
             let mut c = cargo();
             c.args(["test", "--package", "xtask"]);
+            c.args(["--package", "bpf-overhead-tcg-plugin"]);
             c
         }
         // The README's test command, verbatim: built as the CI user, the test
