@@ -44,8 +44,9 @@ pub fn key(name: &str) -> String {
             }
         }
     }
+    // 5.10 names one `bpf_trampoline_<BTF id>_<slot>`.
     if let Some(k) = name.strip_prefix("bpf_trampoline_") {
-        if !k.is_empty() && k.chars().all(|c| c.is_ascii_digit()) {
+        if !k.is_empty() && k.chars().all(|c| c.is_ascii_digit() || c == '_') {
             return "bpf_trampoline".into();
         }
     }
@@ -196,6 +197,7 @@ mod tests {
             "bpf_prog_prog_raw_tp"
         );
         assert_eq!(key("bpf_trampoline_6442484580"), "bpf_trampoline");
+        assert_eq!(key("bpf_trampoline_31459_0"), "bpf_trampoline");
         assert_eq!(key("bpf_prog_short_x"), "bpf_prog_short_x");
         assert_eq!(key("bpf_trace_run2"), "bpf_trace_run2");
     }
