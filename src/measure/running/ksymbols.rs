@@ -39,9 +39,11 @@ impl Drop for Ring {
     }
 }
 
-/// The live run-time code: start -> (length, name).
+/// The live run-time code: start -> (length, name), each registration
+/// at a start in order (see `record`).
 pub struct Ksymbols {
     rings: Vec<Ring>,
+    made: BTreeMap<u64, Vec<(u32, String)>>,
     live: BTreeMap<u64, (u32, String)>,
     /// Records the kernel dropped for want of room: the live set is not
     /// to be trusted.
@@ -104,6 +106,7 @@ impl Ksymbols {
     pub fn open(cpus: &[usize]) -> io::Result<Ksymbols> {
         Ok(Ksymbols {
             rings: cpus.iter().map(|&c| open(c)).collect::<io::Result<_>>()?,
+            made: BTreeMap::new(),
             live: BTreeMap::new(),
             lost: 0,
         })
@@ -144,7 +147,17 @@ impl Ksymbols {
         for (kind, rec) in records {
             self.record(kind, &rec);
         }
+        self.refresh();
         &self.live
+    }
+
+    /// The newest registration at each start.
+    fn refresh(&mut self) {
+        self.live = self
+            .made
+            .iter()
+            .filter_map(|(a, v)| Some((*a, v.last()?.clone())))
+            .collect();
     }
 
     fn record(&mut self, kind: u32, rec: &[u8]) {
@@ -158,16 +171,24 @@ impl Ksymbols {
                 let len = u32::from_ne_bytes(rec[8..12].try_into().unwrap());
                 let flags = u16::from_ne_bytes(rec[14..16].try_into().unwrap());
                 let name: Vec<u8> = rec[16..].iter().take_while(|&&c| c != 0).copied().collect();
+                let entry = (len, String::from_utf8_lossy(&name).into_owned());
+                // Code is freed after an RCU grace period, so its unregister
+                // may come after what took its place registered: it
+                // removes its own registration, never the newer one.
                 if flags & UNREGISTER != 0 {
-                    self.live.remove(&addr);
+                    if let Some(v) = self.made.get_mut(&addr) {
+                        if let Some(i) = v.iter().position(|e| *e == entry) {
+                            v.remove(i);
+                        }
+                        if v.is_empty() {
+                            self.made.remove(&addr);
+                        }
+                    }
                 } else {
-                    // Code freed late (after an RCU grace period) may be
-                    // reported after what took its place: the new wins.
-                    let end = addr + u64::from(len);
-                    self.live
-                        .retain(|&a, (l, _)| a + u64::from(*l) <= addr || a >= end);
-                    self.live
-                        .insert(addr, (len, String::from_utf8_lossy(&name).into_owned()));
+                    // Overlaps stay: a trampoline's record says a page, and
+                    // programs share its page (bpf_prog_pack); an address
+                    // is named by the nearest start below it.
+                    self.made.entry(addr).or_default().push(entry);
                 }
             }
             PERF_RECORD_LOST => self.lost += u64_at(8).unwrap_or(1),
@@ -194,36 +215,28 @@ mod tests {
     fn made_then_freed() {
         let mut k = Ksymbols {
             rings: Vec::new(),
+            made: BTreeMap::new(),
             live: BTreeMap::new(),
             lost: 0,
         };
-        k.record(
-            PERF_RECORD_KSYMBOL,
-            &ksymbol(0xffff_ffff_c000_1000, 96, 0, "bpf_prog_x"),
-        );
-        k.record(
-            PERF_RECORD_KSYMBOL,
-            &ksymbol(0xffff_ffff_c000_2000, 4096, 0, "bpf_trampoline_1"),
-        );
-        k.record(
-            PERF_RECORD_KSYMBOL,
-            &ksymbol(0xffff_ffff_c000_1000, 96, UNREGISTER, "bpf_prog_x"),
-        );
-        assert_eq!(k.live.len(), 1);
-        // Made where freed code was, before the old one's unregister.
-        k.record(
-            PERF_RECORD_KSYMBOL,
-            &ksymbol(0xffff_ffff_c000_2040, 64, 0, "bpf_prog_y"),
-        );
-        assert_eq!(k.live.len(), 1);
-        k.record(
-            PERF_RECORD_KSYMBOL,
-            &ksymbol(0xffff_ffff_c000_2000, 4096, 0, "bpf_trampoline_1"),
-        );
-        assert_eq!(
-            k.live[&0xffff_ffff_c000_2000],
-            (4096, "bpf_trampoline_1".into())
-        );
+        let (prog, tramp) = (0xffff_ffff_c000_1000, 0xffff_ffff_c000_2000);
+        let at = |k: &mut Ksymbols, a, len, flags, name| {
+            k.record(PERF_RECORD_KSYMBOL, &ksymbol(a, len, flags, name));
+            k.refresh();
+            k.live.clone()
+        };
+        at(&mut k, prog, 96, 0, "bpf_prog_a");
+        at(&mut k, tramp, 4096, 0, "bpf_trampoline_1");
+        // B's program where A's was, before A's late unregister: B stays.
+        at(&mut k, prog, 128, 0, "bpf_prog_b");
+        let live = at(&mut k, prog, 96, UNREGISTER, "bpf_prog_a");
+        assert_eq!(live[&prog], (128, "bpf_prog_b".into()));
+        assert_eq!(live.len(), 2);
+        // A program inside the trampoline's page: both stay.
+        let live = at(&mut k, tramp + 0x40, 64, 0, "bpf_prog_c");
+        assert_eq!(live.len(), 3);
+        let live = at(&mut k, prog, 128, UNREGISTER, "bpf_prog_b");
+        assert_eq!(live.len(), 2);
         let mut lost = 0u64.to_ne_bytes().to_vec();
         lost.extend(3u64.to_ne_bytes());
         k.record(PERF_RECORD_LOST, &lost);

@@ -185,22 +185,36 @@ fn plugin(a: &Args, repo: &Path) -> Result<Option<PathBuf>> {
     a.explain.then(|| tcg_plugin::build(repo)).transpose()
 }
 
-/// With `--explain`, a run that passed explained: its counts split by
-/// function in DIR, or exit 2 saying why not.
+/// With `--explain`, a run that saved its result explained: its counts
+/// split by function in DIR; exit 1 when a split does not add up, 2 when
+/// a run that passed cannot be explained, saying why.
 fn explained(a: &Args, dir: &Path, rc: i32) -> i32 {
-    if !a.explain || rc != 0 {
+    // A run that saved its result is explained, a regression too (exit 1
+    // from the command's in-run --against): that is when it matters.
+    if !a.explain || !dir.join("result.json").is_file() {
         return rc;
     }
-    let written = explain::write(dir).and_then(|(rc, e)| {
+    let written = explain::write(dir).and_then(|(split_rc, e)| {
         let svg = explain::svg::svg(&e).map_err(anyhow::Error::msg)?;
         fs::write(dir.join(explain::SVG_FILE), svg)?;
-        Ok(rc)
+        // Build against build in this run (--bench-arg=--against ...).
+        let c = explain::change::in_run(&e);
+        if !c.is_empty() {
+            let text = explain::change::table(&c);
+            print!("\nB against A in this run:\n{text}");
+            fs::write(dir.join(explain::IN_RUN_FILE), text)?;
+        }
+        Ok(split_rc)
     });
     match written {
-        Ok(rc) => rc,
+        Ok(split_rc) => rc.max(split_rc),
         Err(e) => {
             say!("--explain: {}", one_line(&e));
-            2
+            if rc == 0 {
+                2
+            } else {
+                rc
+            }
         }
     }
 }

@@ -37,6 +37,8 @@ pub const FILE: &str = "explain.json";
 pub const TABLE_FILE: &str = "explain.txt";
 pub const KTAP_FILE: &str = "explain.ktap";
 pub const SVG_FILE: &str = "explain.svg";
+/// With an in-run `--against VARIANT`: B's change against A, split.
+pub const IN_RUN_FILE: &str = "explain-against.txt";
 
 /// Functions shown per mechanism in the table; the rest are "other".
 const TOP: usize = 8;
@@ -229,7 +231,11 @@ fn ids(v: &Value) -> Option<Vec<u64>> {
     v.as_array()?.iter().map(Value::as_u64).collect()
 }
 
-/// Each counted mechanism of the result `doc`, split by function.
+/// The suffix of B's side of an in-run comparison (`--against VARIANT`).
+pub const B_SIDE: &str = " (B)";
+
+/// Each counted mechanism of the result `doc`, split by function, and
+/// after each its B side of an in-run comparison, if any (`raw_tp (B)`).
 fn splits(doc: &Value, per: &PerWindow) -> Result<Vec<Split>> {
     ensure!(
         doc["unit"] == "instructions",
@@ -238,42 +244,47 @@ fn splits(doc: &Value, per: &PerWindow) -> Result<Vec<Split>> {
     );
     let mut out = Vec::new();
     for m in doc["mechanisms"].as_array().into_iter().flatten() {
-        let count = m["overhead_ns"]["median"].as_f64();
-        let (Some(count), Some(runs), Some(bases)) =
-            (count, ids(&m["windows"]), ids(&m["base_windows"]))
-        else {
-            continue;
-        };
-        let (a, b) = (least(&runs, per), least(&bases, per));
-        let mut parts: Vec<Part> = a
-            .keys()
-            .chain(b.keys())
-            .collect::<std::collections::BTreeSet<_>>()
-            .into_iter()
-            .map(|name| Part {
-                function: name.1.clone(),
-                region: name.0,
-                per_event: a.get(name).unwrap_or(&0.0) - b.get(name).unwrap_or(&0.0),
-            })
-            .filter(|p| p.per_event != 0.0)
-            .collect();
-        parts.sort_by(|x, y| {
-            y.per_event
-                .abs()
-                .total_cmp(&x.per_event.abs())
-                .then_with(|| x.function.cmp(&y.function))
-        });
-        let sum: f64 = parts.iter().map(|p| p.per_event).sum();
-        out.push(Split {
-            mechanism: m["name"].as_str().unwrap_or("?").to_owned(),
-            base: m["base"].as_str().unwrap_or("?").to_owned(),
-            count,
-            functions: parts,
-            sum,
-            residual: count - sum,
-        });
+        let name = m["name"].as_str().unwrap_or("?").to_owned();
+        out.extend(split(m, name.clone(), per));
+        if m["against"].is_object() {
+            out.extend(split(&m["against"], name + B_SIDE, per));
+        }
     }
     Ok(out)
+}
+
+/// One mechanism's split, if it was counted in windows.
+fn split(m: &Value, mechanism: String, per: &PerWindow) -> Option<Split> {
+    let count = m["overhead_ns"]["median"].as_f64()?;
+    let (runs, bases) = (ids(&m["windows"])?, ids(&m["base_windows"])?);
+    let (a, b) = (least(&runs, per), least(&bases, per));
+    let mut parts: Vec<Part> = a
+        .keys()
+        .chain(b.keys())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .map(|name| Part {
+            function: name.1.clone(),
+            region: name.0,
+            per_event: a.get(name).unwrap_or(&0.0) - b.get(name).unwrap_or(&0.0),
+        })
+        .filter(|p| p.per_event != 0.0)
+        .collect();
+    parts.sort_by(|x, y| {
+        y.per_event
+            .abs()
+            .total_cmp(&x.per_event.abs())
+            .then_with(|| x.function.cmp(&y.function))
+    });
+    let sum: f64 = parts.iter().map(|p| p.per_event).sum();
+    Some(Split {
+        mechanism,
+        base: m["base"].as_str().unwrap_or("?").to_owned(),
+        count,
+        functions: parts,
+        sum,
+        residual: count - sum,
+    })
 }
 
 /// Reads a finished `vmtest --exact --explain` run's folder and splits

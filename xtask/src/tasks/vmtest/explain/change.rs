@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::symbols::Region;
-use super::{signed, Explained, Part, TOP};
+use super::{signed, Explained, Part, Split, B_SIDE, TOP};
 
 /// One function's instructions per event in A and in B.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -102,6 +102,34 @@ pub fn changes(a: &Explained, b: &Explained, changed: &[(String, String)]) -> Ve
     out
 }
 
+/// Build against build in one run (`--against VARIANT`): each
+/// mechanism's B side against its A side, split by function.
+pub fn in_run(e: &Explained) -> Vec<Change> {
+    let (a, b): (Vec<Split>, Vec<Split>) = e
+        .mechanisms
+        .iter()
+        .cloned()
+        .partition(|s| !s.mechanism.ends_with(B_SIDE));
+    let b: Vec<Split> = b
+        .into_iter()
+        .map(|mut s| {
+            s.mechanism.truncate(s.mechanism.len() - B_SIDE.len());
+            s
+        })
+        .collect();
+    let side = |mechanisms| Explained {
+        unit: e.unit.clone(),
+        kernel: e.kernel.clone(),
+        emulator: e.emulator.clone(),
+        mechanisms,
+    };
+    let pairs: Vec<(String, String)> = b
+        .iter()
+        .map(|s| (s.mechanism.clone(), "B against A".to_owned()))
+        .collect();
+    changes(&side(a), &side(b), &pairs)
+}
+
 pub fn table(changes: &[Change]) -> String {
     let mut t = String::new();
     for c in changes {
@@ -138,7 +166,6 @@ pub fn table(changes: &[Change]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tasks::vmtest::explain::Split;
 
     fn split(m: &str, count: f64, parts: &[(&str, f64)]) -> Explained {
         Explained {
@@ -188,6 +215,33 @@ mod tests {
         assert_eq!(names, ["bpf_trace_run_extra", "bpf_trace_run2"]);
         assert_eq!(c[0].residual, 0.0);
         assert!(table(&c).starts_with("raw_tp REGRESSED +121.0 -> +130.0 (+9.0 ins/ev)"));
+    }
+
+    #[test]
+    fn build_against_build_in_one_run_names_the_program() {
+        let mut e = split(
+            "raw_tp",
+            96.0,
+            &[
+                ("bpf_trace_run1", 42.0),
+                ("bpf_prog_0123456789abcdef_prog", 54.0),
+            ],
+        );
+        let b = split(
+            "raw_tp (B)",
+            114.0,
+            &[
+                ("bpf_trace_run1", 42.0),
+                ("bpf_prog_fedcba9876543210_prog", 72.0),
+            ],
+        );
+        e.mechanisms.extend(b.mechanisms);
+        let c = in_run(&e);
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[0].mechanism, "raw_tp");
+        assert_eq!(c[0].functions.len(), 1);
+        assert_eq!(c[0].functions[0].function, "bpf_prog_prog");
+        assert_eq!(c[0].functions[0].change, 18.0);
     }
 
     #[test]

@@ -157,7 +157,10 @@ pub struct Symbols {
 impl Symbols {
     /// Names `a`; `made`: the window's run-time code.
     pub fn name(&self, a: u64, made: &MadeSorted) -> Name {
-        if let Some((_, _, p)) = made.progs.iter().find(|(s, e, _)| a >= *s && a < *e) {
+        // The nearest start below among the code that holds `a`: a
+        // trampoline's extent is a page, which programs share.
+        let holding = made.progs.iter().filter(|(s, e, _)| a >= *s && a < *e);
+        if let Some((_, _, p)) = holding.max_by_key(|(s, _, _)| *s) {
             return (made_region(p), p.clone());
         }
         if a >= KERNEL_START {
@@ -262,6 +265,26 @@ mod tests {
             s.name(0xffff_ffff_c000_0040, &made),
             (Region::Kernel, "nf_hook".into())
         );
+        // A program inside a trampoline's page is the program.
+        let shared = Made {
+            progs: vec![
+                (
+                    0xffff_ffff_c000_0640,
+                    0xffff_ffff_c000_1640,
+                    "bpf_trampoline_1".into(),
+                ),
+                (
+                    0xffff_ffff_c000_067c,
+                    0xffff_ffff_c000_0765,
+                    "bpf_prog_x".into(),
+                ),
+            ],
+            sym: Vec::new(),
+        }
+        .sorted();
+        assert_eq!(s.name(0xffff_ffff_c000_0650, &shared).1, "bpf_trampoline_1");
+        assert_eq!(s.name(0xffff_ffff_c000_0690, &shared).1, "bpf_prog_x");
+        assert_eq!(s.name(0xffff_ffff_c000_0800, &shared).1, "bpf_trampoline_1");
     }
 
     #[test]
