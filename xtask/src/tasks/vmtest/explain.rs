@@ -16,7 +16,7 @@ pub mod change;
 pub mod svg;
 pub mod symbols;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
 use std::fs;
 use std::path::Path;
@@ -87,6 +87,13 @@ pub struct Explained {
     pub kernel: String,
     pub emulator: String,
     pub mechanisms: Vec<Split>,
+}
+
+impl Explained {
+    /// `mechanism`'s split, if it has one.
+    pub fn split(&self, mechanism: &str) -> Option<&Split> {
+        self.mechanisms.iter().find(|s| s.mechanism == mechanism)
+    }
 }
 
 /// Per window: each function's instructions per event.
@@ -209,22 +216,33 @@ fn per_window(
 
 /// Per function, its fewest instructions per event in any of `windows`
 /// (zero where a window did not run it).
-fn least(windows: &[u64], per: &PerWindow) -> HashMap<Name, f64> {
+fn least(windows: &[u64], per: &PerWindow) -> BTreeMap<Name, f64> {
     let runs: Vec<&HashMap<Name, f64>> = windows.iter().filter_map(|w| per.get(w)).collect();
-    let mut out = HashMap::new();
-    for r in &runs {
-        for name in r.keys() {
-            if out.contains_key(name) {
-                continue;
-            }
+    let names: BTreeSet<&Name> = runs.iter().flat_map(|r| r.keys()).collect();
+    names
+        .into_iter()
+        .map(|name| {
             let min = runs
                 .iter()
                 .map(|r| r.get(name).copied().unwrap_or(0.0))
                 .fold(f64::INFINITY, f64::min);
-            out.insert(name.clone(), min);
-        }
-    }
-    out
+            (name.clone(), min)
+        })
+        .collect()
+}
+
+/// Every function of either side, in name order, with its figure on
+/// each (zero where that side has none).
+pub(super) fn side_by_side(
+    a: &BTreeMap<Name, f64>,
+    b: &BTreeMap<Name, f64>,
+) -> Vec<(Name, f64, f64)> {
+    let names: BTreeSet<&Name> = a.keys().chain(b.keys()).collect();
+    let at = |m: &BTreeMap<Name, f64>, n: &Name| m.get(n).copied().unwrap_or(0.0);
+    names
+        .into_iter()
+        .map(|n| (n.clone(), at(a, n), at(b, n)))
+        .collect()
 }
 
 fn ids(v: &Value) -> Option<Vec<u64>> {
@@ -257,16 +275,12 @@ fn splits(doc: &Value, per: &PerWindow) -> Result<Vec<Split>> {
 fn split(m: &Value, mechanism: String, per: &PerWindow) -> Option<Split> {
     let count = m["overhead_ns"]["median"].as_f64()?;
     let (runs, bases) = (ids(&m["windows"])?, ids(&m["base_windows"])?);
-    let (a, b) = (least(&runs, per), least(&bases, per));
-    let mut parts: Vec<Part> = a
-        .keys()
-        .chain(b.keys())
-        .collect::<std::collections::BTreeSet<_>>()
+    let mut parts: Vec<Part> = side_by_side(&least(&runs, per), &least(&bases, per))
         .into_iter()
-        .map(|name| Part {
-            function: name.1.clone(),
-            region: name.0,
-            per_event: a.get(name).unwrap_or(&0.0) - b.get(name).unwrap_or(&0.0),
+        .map(|((region, function), a, b)| Part {
+            function,
+            region,
+            per_event: a - b,
         })
         .filter(|p| p.per_event != 0.0)
         .collect();

@@ -7,8 +7,8 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::symbols::Region;
-use super::{signed, Explained, Part, Split, B_SIDE, TOP};
+use super::symbols::{Name, Region};
+use super::{side_by_side, signed, Explained, Part, Split, B_SIDE, TOP};
 
 /// One function's instructions per event in A and in B.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -53,7 +53,7 @@ pub fn key(name: &str) -> String {
     name.to_owned()
 }
 
-fn by_key(parts: &[Part]) -> BTreeMap<(Region, String), f64> {
+fn by_key(parts: &[Part]) -> BTreeMap<Name, f64> {
     let mut m = BTreeMap::new();
     for p in parts {
         *m.entry((p.region, key(&p.function))).or_default() += p.per_event;
@@ -61,73 +61,52 @@ fn by_key(parts: &[Part]) -> BTreeMap<(Region, String), f64> {
     m
 }
 
+/// B's split against A's: its functions' changes, largest first.
+fn change(sa: &Split, sb: &Split, verdict: &str) -> Change {
+    let mut functions: Vec<Delta> = side_by_side(&by_key(&sa.functions), &by_key(&sb.functions))
+        .into_iter()
+        .map(|((region, function), a, b)| Delta {
+            function,
+            region,
+            a,
+            b,
+            change: b - a,
+        })
+        .filter(|d| d.change.abs() >= 0.05)
+        .collect();
+    functions.sort_by(|x, y| y.change.abs().total_cmp(&x.change.abs()));
+    let sum: f64 = functions.iter().map(|d| d.change).sum();
+    Change {
+        mechanism: sa.mechanism.clone(),
+        verdict: verdict.to_owned(),
+        a: sa.count,
+        b: sb.count,
+        residual: (sb.count - sa.count) - sum,
+        functions,
+    }
+}
+
 /// For each of `changed` (mechanism, verdict) that both sides split:
 /// its functions' changes.
 pub fn changes(a: &Explained, b: &Explained, changed: &[(String, String)]) -> Vec<Change> {
-    let mut out = Vec::new();
-    for (m, verdict) in changed {
-        let find = |e: &Explained| e.mechanisms.iter().find(|s| &s.mechanism == m).cloned();
-        let (Some(sa), Some(sb)) = (find(a), find(b)) else {
-            continue;
-        };
-        let (fa, fb) = (by_key(&sa.functions), by_key(&sb.functions));
-        let mut functions: Vec<Delta> = fa
-            .keys()
-            .chain(fb.keys())
-            .collect::<std::collections::BTreeSet<_>>()
-            .into_iter()
-            .map(|k| {
-                let (va, vb) = (*fa.get(k).unwrap_or(&0.0), *fb.get(k).unwrap_or(&0.0));
-                Delta {
-                    function: k.1.clone(),
-                    region: k.0,
-                    a: va,
-                    b: vb,
-                    change: vb - va,
-                }
-            })
-            .filter(|d| d.change.abs() >= 0.05)
-            .collect();
-        functions.sort_by(|x, y| y.change.abs().total_cmp(&x.change.abs()));
-        let sum: f64 = functions.iter().map(|d| d.change).sum();
-        out.push(Change {
-            mechanism: m.clone(),
-            verdict: verdict.clone(),
-            a: sa.count,
-            b: sb.count,
-            residual: (sb.count - sa.count) - sum,
-            functions,
-        });
-    }
-    out
+    changed
+        .iter()
+        .filter_map(|(m, verdict)| Some(change(a.split(m)?, b.split(m)?, verdict)))
+        .collect()
 }
 
 /// Build against build in one run (`--against VARIANT`): each
-/// mechanism's B side against its A side, split by function.
+/// mechanism's B side (`raw_tp (B)`) against its A side, split by
+/// function.
 pub fn in_run(e: &Explained) -> Vec<Change> {
-    let (a, b): (Vec<Split>, Vec<Split>) = e
-        .mechanisms
+    e.mechanisms
         .iter()
-        .cloned()
-        .partition(|s| !s.mechanism.ends_with(B_SIDE));
-    let b: Vec<Split> = b
-        .into_iter()
-        .map(|mut s| {
-            s.mechanism.truncate(s.mechanism.len() - B_SIDE.len());
-            s
+        .filter_map(|sb| {
+            let m = sb.mechanism.strip_suffix(B_SIDE)?;
+            let sa = e.split(m)?;
+            Some(change(sa, sb, "B against A"))
         })
-        .collect();
-    let side = |mechanisms| Explained {
-        unit: e.unit.clone(),
-        kernel: e.kernel.clone(),
-        emulator: e.emulator.clone(),
-        mechanisms,
-    };
-    let pairs: Vec<(String, String)> = b
-        .iter()
-        .map(|s| (s.mechanism.clone(), "B against A".to_owned()))
-        .collect();
-    changes(&side(a), &side(b), &pairs)
+        .collect()
 }
 
 pub fn table(changes: &[Change]) -> String {
