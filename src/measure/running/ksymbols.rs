@@ -39,12 +39,11 @@ impl Drop for Ring {
     }
 }
 
-/// The live run-time code: start -> (length, name), each registration
-/// at a start in order (see `record`).
+/// The run-time code perf told of: start -> each registration there
+/// still in force, in order (see `record`).
 pub struct Ksymbols {
     rings: Vec<Ring>,
     made: BTreeMap<u64, Vec<(u32, String)>>,
-    live: BTreeMap<u64, (u32, String)>,
     /// Records the kernel dropped for want of room: the live set is not
     /// to be trusted.
     pub lost: u64,
@@ -107,13 +106,13 @@ impl Ksymbols {
         Ok(Ksymbols {
             rings: cpus.iter().map(|&c| open(c)).collect::<io::Result<_>>()?,
             made: BTreeMap::new(),
-            live: BTreeMap::new(),
             lost: 0,
         })
     }
 
-    /// Reads what was made and freed since the last call; the live code.
-    pub fn live(&mut self) -> &BTreeMap<u64, (u32, String)> {
+    /// Reads what was made and freed since the last call; the live code:
+    /// start -> (length, name).
+    pub fn live(&mut self) -> BTreeMap<u64, (u32, String)> {
         let page = page_size();
         let mut records = Vec::new();
         for r in &self.rings {
@@ -147,17 +146,15 @@ impl Ksymbols {
         for (kind, rec) in records {
             self.record(kind, &rec);
         }
-        self.refresh();
-        &self.live
+        self.newest()
     }
 
     /// The newest registration at each start.
-    fn refresh(&mut self) {
-        self.live = self
-            .made
+    fn newest(&self) -> BTreeMap<u64, (u32, String)> {
+        self.made
             .iter()
             .filter_map(|(a, v)| Some((*a, v.last()?.clone())))
-            .collect();
+            .collect()
     }
 
     fn record(&mut self, kind: u32, rec: &[u8]) {
@@ -216,14 +213,12 @@ mod tests {
         let mut k = Ksymbols {
             rings: Vec::new(),
             made: BTreeMap::new(),
-            live: BTreeMap::new(),
             lost: 0,
         };
         let (prog, tramp) = (0xffff_ffff_c000_1000, 0xffff_ffff_c000_2000);
         let at = |k: &mut Ksymbols, a, len, flags, name| {
             k.record(PERF_RECORD_KSYMBOL, &ksymbol(a, len, flags, name));
-            k.refresh();
-            k.live.clone()
+            k.newest()
         };
         at(&mut k, prog, 96, 0, "bpf_prog_a");
         at(&mut k, tramp, 4096, 0, "bpf_trampoline_1");

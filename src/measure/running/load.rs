@@ -365,54 +365,19 @@ impl Loaded<'_> {
     /// loads of one program land in different places, which may time
     /// differently.
     pub(crate) fn jited_at(&self) -> (Option<u64>, Option<u64>) {
-        fn at(fd: &OwnedFd) -> Option<u64> {
-            let mut ksym = 0u64;
-            let mut info = libbpf_rs::libbpf_sys::bpf_prog_info {
-                nr_jited_ksyms: 1,
-                jited_ksyms: std::ptr::addr_of_mut!(ksym) as u64,
-                ..Default::default()
-            };
-            // The kernel wrote `ksym` through the pointer `info` carries.
-            prog_info(fd, &mut info)
-                .filter(|i| i.nr_jited_ksyms > 0)
-                .map(|_| ksym)
-        }
-        (
-            self.prog_fd.as_ref().and_then(at),
-            self.test_run_fd.as_ref().and_then(at),
-        )
+        let at = |fd: &Option<OwnedFd>| fd.as_ref().and_then(jited_code).map(|c| c.0);
+        (at(&self.prog_fd), at(&self.test_run_fd))
     }
 
     /// The JITed code of the program and of a loop's driver, as the
-    /// kernel names it in kallsyms (`bpf_prog_<tag>_<name>`): where it
-    /// starts, how long it is, its name. For `--explain`'s windows
-    /// (window.rs): two syscalls, where reading kallsyms takes a second
-    /// under TCG.
+    /// kernel names it in kallsyms: where it starts, how long it is, its
+    /// name. For `--explain`'s windows (window.rs) where perf cannot
+    /// tell: two syscalls, where reading kallsyms takes a second under
+    /// TCG.
     pub(crate) fn jited(&self) -> Vec<(u64, u32, String)> {
-        fn code(fd: &OwnedFd) -> Option<(u64, u32, String)> {
-            let (mut ksym, mut len) = (0u64, 0u32);
-            let mut info = libbpf_rs::libbpf_sys::bpf_prog_info {
-                nr_jited_ksyms: 1,
-                jited_ksyms: std::ptr::addr_of_mut!(ksym) as u64,
-                nr_jited_func_lens: 1,
-                jited_func_lens: std::ptr::addr_of_mut!(len) as u64,
-                ..Default::default()
-            };
-            // The kernel wrote `ksym` and `len` through the pointers.
-            let i = prog_info(fd, &mut info).filter(|i| i.nr_jited_ksyms > 0)?;
-            let name: Vec<u8> = i
-                .name
-                .iter()
-                .take_while(|&&c| c != 0)
-                .map(|&c| c as u8)
-                .collect();
-            let tag: String = i.tag.iter().map(|b| format!("{b:02x}")).collect();
-            let name = format!("bpf_prog_{tag}_{}", String::from_utf8_lossy(&name));
-            Some((ksym, len, name))
-        }
         [&self.prog_fd, &self.test_run_fd]
             .into_iter()
-            .filter_map(|fd| fd.as_ref().and_then(code))
+            .filter_map(|fd| fd.as_ref().and_then(jited_code))
             .collect()
     }
 
@@ -423,6 +388,30 @@ impl Loaded<'_> {
         let mut info = libbpf_rs::libbpf_sys::bpf_prog_info::default();
         prog_info(fd, &mut info).map(|i| (i.run_time_ns, i.run_cnt))
     }
+}
+
+/// The program `fd`'s first JITed function: its start, its length and
+/// its kallsyms name (`bpf_prog_<tag>_<name>`).
+fn jited_code(fd: &OwnedFd) -> Option<(u64, u32, String)> {
+    let (mut ksym, mut len) = (0u64, 0u32);
+    let mut info = libbpf_rs::libbpf_sys::bpf_prog_info {
+        nr_jited_ksyms: 1,
+        jited_ksyms: std::ptr::addr_of_mut!(ksym) as u64,
+        nr_jited_func_lens: 1,
+        jited_func_lens: std::ptr::addr_of_mut!(len) as u64,
+        ..Default::default()
+    };
+    // The kernel wrote `ksym` and `len` through the pointers `info` carries.
+    let i = prog_info(fd, &mut info).filter(|i| i.nr_jited_ksyms > 0)?;
+    let name: Vec<u8> = i
+        .name
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect();
+    let tag: String = i.tag.iter().map(|b| format!("{b:02x}")).collect();
+    let name = format!("bpf_prog_{tag}_{}", String::from_utf8_lossy(&name));
+    Some((ksym, len, name))
 }
 
 /// `BPF_OBJ_GET_INFO_BY_FD` of the program `fd` into `info` (whose

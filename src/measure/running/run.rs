@@ -216,8 +216,8 @@ impl Attached<'_, '_> {
         };
         let events = producers.iter().map(|p| p.events).sum();
         if let Some(n) = window {
-            let programs = self.loaded.as_ref().map(|l| l.jited()).unwrap_or_default();
-            window::record(n, m, events, &programs)?;
+            let programs = || self.loaded.as_ref().map(|l| l.jited()).unwrap_or_default();
+            window::record(n, m, events, programs)?;
         }
         // Reached at least once an event: then counted as the events, since
         // a system-wide hook counts other processes' events too.

@@ -154,12 +154,13 @@ pub fn close(window: Option<u64>) {
 }
 
 /// Writes what names window `n`'s addresses: read while `mechanism` is
-/// still attached, `programs` its JITed code (start, length, name).
+/// still attached. `programs` gives its JITed code (start, length,
+/// name), asked for only where perf cannot tell.
 pub fn record(
     n: u64,
     mechanism: Mechanism,
     events: u64,
-    programs: &[(u64, u32, String)],
+    programs: impl FnOnce() -> Vec<(u64, u32, String)>,
 ) -> Result<()> {
     let Some(w) = windows()? else { return Ok(()) };
     let failed = |e: std::io::Error| Error::failed(format!("{WINDOWS_ENV}: {e}"));
@@ -173,7 +174,7 @@ pub fn record(
             return log.file.write_all(text.as_bytes()).map_err(failed);
         }
     }
-    for (a, len, name) in programs {
+    for (a, len, name) in programs() {
         let _ = writeln!(text, "prog {a:x} {len} {name}");
     }
     let name = mechanism.to_string();
