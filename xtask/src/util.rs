@@ -28,6 +28,8 @@ pub mod kconfig;
 // The exact verdict rule, the one the command's in-run gate uses.
 #[path = "../../src/gate/exact_rule.rs"]
 pub mod exact_rule;
+// Exact counts read from result documents and judged by that rule.
+pub mod counts;
 
 use env_vars::CACHE_ENV;
 

@@ -1,0 +1,344 @@
+//! Exact counts read from the command's result documents, and B's judged
+//! against A's per mechanism by the one exact rule ([`super::exact_rule`]):
+//! what `vmtest --against --exact` and `history` both judge by.
+
+use anyhow::{ensure, Context, Result};
+use serde::Serialize;
+use serde_json::Value;
+
+use super::exact_rule::{judge_counts, ExactChange};
+
+/// One mechanism's verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    /// B costs more than A by more than the threshold.
+    #[serde(rename = "REGRESSED")]
+    Regressed,
+    /// B costs less than A by more than the threshold.
+    Improved,
+    /// Within the threshold.
+    Unchanged,
+    /// Only B has it.
+    New,
+    /// A counted it, B's kernel lacks it (skipped): not compared.
+    Absent,
+    /// A counted it and B failed to: fails the run.
+    #[serde(rename = "LOST")]
+    Lost,
+    /// Not judged: a link on every function catches the kernel's other
+    /// work, and its rounds spread beyond the threshold.
+    Spread,
+}
+
+impl Verdict {
+    pub fn word(self) -> &'static str {
+        match self {
+            Verdict::Regressed => "REGRESSED",
+            Verdict::Improved => "improved",
+            Verdict::Unchanged => "unchanged",
+            Verdict::New => "new",
+            Verdict::Absent => "absent in B",
+            Verdict::Lost => "LOST",
+            Verdict::Spread => "spread: not judged",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Row {
+    pub mechanism: String,
+    /// Instructions per event over base, A's and B's.
+    pub a: Option<f64>,
+    pub b: Option<f64>,
+    /// (B − A) / |A|.
+    pub change: Option<f64>,
+    pub verdict: Verdict,
+}
+
+/// A mechanism's count in one document: none when it was not counted.
+type Count = (String, Option<f64>, bool, Option<f64>);
+
+/// A link on at least this many functions is a link on every function.
+const EVERY_FUNCTION: u64 = 1000;
+
+/// For a mechanism with a link on every function (kprobe.multi-all-loop,
+/// kretprobe.multi-all-loop): its rounds' spread, as a share of its count.
+/// Whatever else the kernel runs during a round (the tick, RCU's work)
+/// runs the program on each function it calls, so few rounds run clean
+/// and the fewest of 7 is not the same from boot to boot.
+fn spread(m: &Value) -> Option<f64> {
+    if m["attach"]["functions"].as_u64()? < EVERY_FUNCTION {
+        return None;
+    }
+    let ins: Vec<f64> = m["k_events_per_sec"]["samples"]
+        .as_array()?
+        .iter()
+        .filter_map(Value::as_f64)
+        .map(|k| 1e6 / k)
+        .collect();
+    let (lo, hi) = ins.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), v| {
+        (lo.min(*v), hi.max(*v))
+    });
+    let count = m["overhead_ns"]["median"].as_f64()?;
+    (!ins.is_empty()).then(|| (hi - lo) / count.abs().max(1.0))
+}
+
+/// A result document's counts: each mechanism (bases aside), its
+/// instructions per event over its base, and whether it was skipped.
+/// Refuses a document that is not exact.
+fn counts(doc: &Value, name: &str) -> Result<Vec<Count>> {
+    let unit = doc["unit"].as_str().unwrap_or("ns");
+    ensure!(
+        unit == "instructions",
+        "{name}: counts {unit}, not instructions: not an exact run"
+    );
+    let ms = doc["mechanisms"]
+        .as_array()
+        .with_context(|| format!("{name}: no mechanisms"))?;
+    Ok(ms
+        .iter()
+        .filter(|m| m["name"] != m["base"])
+        .map(|m| {
+            let ok = m["status"] == "ok";
+            let count = ok.then(|| m["overhead_ns"]["median"].as_f64()).flatten();
+            let skipped = m["status"] == "skipped";
+            let name = m["name"].as_str().unwrap_or("?").to_owned();
+            (name, count, skipped, spread(m))
+        })
+        .collect())
+}
+
+/// B against A, per mechanism either counted, in A's order then B's new
+/// ones. `threshold`: a share (0.01 for 1%) of A's count.
+pub fn verdicts(a: &Value, b: &Value, threshold: f64) -> Result<Vec<Row>> {
+    let (ca, cb) = (counts(a, "A")?, counts(b, "B")?);
+    let find = |c: &[Count], n: &str| c.iter().find(|(m, ..)| m == n).and_then(|x| x.1);
+    let skipped = |c: &[Count], n: &str| c.iter().any(|(m, _, s, _)| m == n && *s);
+    let spread_of = |c: &[Count], n: &str| c.iter().find(|(m, ..)| m == n).and_then(|x| x.3);
+    let mut rows = Vec::new();
+    for (m, va, _, sa) in &ca {
+        let Some(va) = *va else { continue };
+        let vb = find(&cb, m);
+        let (change, verdict) = match vb {
+            None if skipped(&cb, m) => (None, Verdict::Absent),
+            None => (None, Verdict::Lost),
+            Some(vb) => {
+                let (change, v) = judge_counts(va, vb, threshold);
+                let spread = (*sa)
+                    .into_iter()
+                    .chain(spread_of(&cb, m))
+                    .fold(0.0, f64::max);
+                let v = match v {
+                    _ if spread > threshold => Verdict::Spread,
+                    ExactChange::Regressed => Verdict::Regressed,
+                    ExactChange::Improved => Verdict::Improved,
+                    ExactChange::Unchanged => Verdict::Unchanged,
+                };
+                (Some(change), v)
+            }
+        };
+        rows.push(Row {
+            mechanism: m.clone(),
+            a: Some(va),
+            b: vb,
+            change,
+            verdict,
+        });
+    }
+    for (m, vb, ..) in &cb {
+        if vb.is_some() && find(&ca, m).is_none() {
+            rows.push(Row {
+                mechanism: m.clone(),
+                a: None,
+                b: *vb,
+                change: None,
+                verdict: Verdict::New,
+            });
+        }
+    }
+    Ok(rows)
+}
+
+/// 1 when B regressed or lost a mechanism, else 0.
+pub fn exit_code(rows: &[Row]) -> i32 {
+    i32::from(
+        rows.iter()
+            .any(|r| matches!(r.verdict, Verdict::Regressed | Verdict::Lost)),
+    )
+}
+
+/// The verdicts as a table.
+pub fn table(rows: &[Row], name_a: &str, name_b: &str, threshold: f64) -> String {
+    let f = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:+.1}"));
+    let mut lines = vec![
+        format!(
+            "exact: B {name_b} against A {name_a}: guest instructions per event over base, \
+             threshold {:.2}%",
+            threshold * 100.0
+        ),
+        String::new(),
+    ];
+    let mut cells = vec![["mechanism", "A", "B", "B-A", "change", "verdict"].map(String::from)];
+    for r in rows {
+        let diff = r.a.zip(r.b).map(|(a, b)| b - a);
+        cells.push([
+            r.mechanism.clone(),
+            f(r.a),
+            f(r.b),
+            f(diff),
+            r.change
+                .map_or("-".into(), |c| format!("{:+.2}%", c * 100.0)),
+            r.verdict.word().into(),
+        ]);
+    }
+    let widths: Vec<usize> = (0..6)
+        .map(|c| {
+            cells
+                .iter()
+                .map(|r| r[c].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    for r in &cells {
+        let mut l = format!("{:<w$}", r[0], w = widths[0]);
+        for c in 1..6 {
+            l += &format!("  {:>w$}", r[c], w = widths[c]);
+        }
+        lines.push(l.trim_end().to_owned());
+    }
+    let count = |v: Verdict| rows.iter().filter(|r| r.verdict == v).count();
+    lines.push(String::new());
+    lines.push(format!(
+        "{} REGRESSED, {} improved, {} unchanged, {} new, {} absent in B, {} LOST",
+        count(Verdict::Regressed),
+        count(Verdict::Improved),
+        count(Verdict::Unchanged),
+        count(Verdict::New),
+        count(Verdict::Absent),
+        count(Verdict::Lost)
+    ));
+    if count(Verdict::Spread) > 0 {
+        lines.push(format!(
+            "{} not judged: a link on every function runs its program on whatever else the \
+             kernel does in a round (the tick, RCU), so its rounds spread beyond the threshold \
+             and the fewest is not the same from boot to boot",
+            count(Verdict::Spread)
+        ));
+    }
+    lines.join("\n") + "\n"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc(unit: &str, ms: &[(&str, &str, Option<f64>)]) -> Value {
+        let ms: Vec<Value> = ms
+            .iter()
+            .map(|(n, base, c)| {
+                serde_json::json!({
+                    "name": n.trim_end_matches('!'), "base": base,
+                    "status": match (c, *n == *base, n.ends_with("!")) {
+                        (_, _, true) => "failed",
+                        (Some(_), _, _) | (_, true, _) => "ok",
+                        _ => "skipped",
+                    },
+                    "overhead_ns": c.map(|c| serde_json::json!({"median": c})),
+                })
+            })
+            .collect();
+        serde_json::json!({"unit": unit, "mechanisms": ms})
+    }
+
+    #[test]
+    fn verdicts_by_threshold_alone() {
+        let a = doc(
+            "instructions",
+            &[
+                ("base", "base", None),
+                ("raw_tp", "base", Some(100.0)),
+                ("tp", "base", Some(400.0)),
+                ("fentry", "base", Some(200.0)),
+                ("kprobe", "base", Some(300.0)),
+                ("lsm", "base", Some(50.0)),
+            ],
+        );
+        let b = doc(
+            "instructions",
+            &[
+                ("base", "base", None),
+                ("raw_tp", "base", Some(101.5)),
+                ("tp", "base", Some(396.0)),
+                ("fentry", "base", Some(201.9)),
+                ("kprobe", "base", None),
+                ("lsm!", "base", None),
+                ("kprobe.multi", "base", Some(280.0)),
+            ],
+        );
+        let rows = verdicts(&a, &b, 0.01).unwrap();
+        let got: Vec<(&str, Verdict)> = rows
+            .iter()
+            .map(|r| (r.mechanism.as_str(), r.verdict))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("raw_tp", Verdict::Regressed),
+                ("tp", Verdict::Unchanged),
+                ("fentry", Verdict::Unchanged),
+                ("kprobe", Verdict::Absent),
+                ("lsm", Verdict::Lost),
+                ("kprobe.multi", Verdict::New),
+            ]
+        );
+        assert_eq!(exit_code(&rows), 1);
+        // A link on every function whose rounds spread beyond the
+        // threshold: not judged, whichever way it moved.
+        let every = |count: f64, rates: &[f64]| {
+            let mut d = doc(
+                "instructions",
+                &[("base", "base", None), ("all", "base", Some(count))],
+            );
+            d["mechanisms"][1]["attach"] = serde_json::json!({"functions": 46248});
+            d["mechanisms"][1]["k_events_per_sec"] = serde_json::json!({"samples": rates});
+            d
+        };
+        // 1e6/k: 500 and 505 instructions per event, 1% of a count of 500.
+        let (all_a, all_b) = (
+            every(500.0, &[2000.0, 1980.2]),
+            every(520.0, &[2000.0, 2000.0]),
+        );
+        let rows = verdicts(&all_a, &all_b, 0.005).unwrap();
+        assert_eq!(rows[0].verdict, Verdict::Spread);
+        assert_eq!(exit_code(&rows), 0);
+        assert!(table(&rows, "a", "b", 0.005).contains("1 not judged"));
+        assert_eq!(
+            verdicts(&all_a, &all_b, 0.02).unwrap()[0].verdict,
+            Verdict::Regressed
+        );
+        let rows = verdicts(&a, &a, 0.01).unwrap();
+        assert!(rows.iter().all(|r| r.verdict == Verdict::Unchanged));
+        assert_eq!(exit_code(&rows), 0);
+        let cheaper = doc("instructions", &[("raw_tp", "base", Some(98.0))]);
+        let r = verdicts(&a, &cheaper, 0.01).unwrap();
+        assert_eq!(r[0].verdict, Verdict::Improved);
+        let text = table(&r, "6.1", "6.12", 0.01);
+        let row = text.lines().find(|l| l.starts_with("raw_tp")).unwrap();
+        assert_eq!(
+            row.split_whitespace().collect::<Vec<_>>(),
+            ["raw_tp", "+100.0", "+98.0", "-2.0", "-2.00%", "improved"]
+        );
+    }
+
+    #[test]
+    fn a_timed_run_is_refused() {
+        let timed = doc("ns", &[("raw_tp", "base", Some(100.0))]);
+        let exact = doc("instructions", &[("raw_tp", "base", Some(100.0))]);
+        let e = verdicts(&exact, &timed, 0.01).unwrap_err().to_string();
+        assert_eq!(e, "B: counts ns, not instructions: not an exact run");
+        let old = serde_json::json!({"mechanisms": []});
+        assert!(verdicts(&old, &exact, 0.01).is_err());
+    }
+}
