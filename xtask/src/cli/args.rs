@@ -15,7 +15,7 @@ use crate::tasks::flakes::FlakesArgs;
 use crate::tasks::kselftest::KselftestArgs;
 use crate::tasks::vmtest::Args;
 use crate::util::values::{directory, env_pair, percent, positive, secs};
-use crate::vm::job::Job;
+use crate::vm::job::{Job, EXACT_ROUNDS};
 use crate::vm::Accel;
 
 #[derive(Parser, Debug)]
@@ -170,6 +170,10 @@ struct VmtestCli {
     /// address in each timed run; docs/explain.md); with --against, the change too
     #[arg(long, requires = "exact")]
     explain: bool,
+    /// With --exact: the command's rounds; each count is the fewest of them (a tick lands
+    /// in a run of 200 events one time in 8 to 30)
+    #[arg(long, value_name = "N", default_value_t = EXACT_ROUNDS, value_parser = positive, requires = "exact")]
+    rounds: u32,
 }
 
 /// What the command line asks for.
@@ -277,6 +281,7 @@ fn vmtest_args(v: Box<VmtestCli>, dashdash: bool, env_accel: Option<&str>) -> Re
         exact: v.exact,
         threshold: v.threshold,
         explain: v.explain,
+        rounds: v.rounds,
     })
 }
 

@@ -72,6 +72,8 @@ pub struct Args {
     pub threshold: f64,
     /// `--explain`: with `--exact`, each count split by function.
     pub explain: bool,
+    /// `--rounds`: with `--exact`, the command's rounds.
+    pub rounds: u32,
 }
 
 pub fn main(a: Args) -> i32 {
@@ -304,7 +306,7 @@ fn prepare_job(
         }
         (Job::Tests(t), _) if !a.bench || t.iter().any(|t| t == "--list") => None,
         (Job::Tests(_), None) => bail!("cargo test built no bpf-overhead command"),
-        (Job::Tests(_), Some(exe)) if a.exact => Some(Bench::exact(exe, &a.bench_args)),
+        (Job::Tests(_), Some(exe)) if a.exact => Some(Bench::exact(exe, a.rounds, &a.bench_args)),
         (Job::Tests(_), Some(exe)) => Some(Bench::new(exe, accel, &a.bench_args)),
         _ => None,
     };

@@ -56,22 +56,18 @@ impl Bench {
 /// The plan of `--exact`: under an instruction clock a run is a count, and
 /// the command keeps each mechanism's smallest (what no tick landed in).
 /// Runs of 200 events (0.2-0.6M instructions; a tick every 4M) make a
-/// tick-free one all but sure among 7 rounds; no budget beyond them, no
-/// prog-stats run.
-pub const EXACT_PLAN: &[&str] = &[
-    "--iterations",
-    "200",
-    "--repeat",
-    "7",
-    "--budget",
-    "0",
-    "--no-prog-stats",
-];
+/// tick-free one all but sure among [`EXACT_ROUNDS`] rounds; no budget
+/// beyond them, no prog-stats run.
+pub const EXACT_PLAN: &[&str] = &["--iterations", "200", "--budget", "0", "--no-prog-stats"];
+
+/// The rounds of `--exact` unless `--rounds` says otherwise.
+pub const EXACT_ROUNDS: u32 = 7;
 
 impl Bench {
-    /// `--exact`: [`EXACT_PLAN`], then `extra`.
-    pub fn exact(exe: String, extra: &[String]) -> Bench {
+    /// `--exact`: [`EXACT_PLAN`] with `rounds` rounds, then `extra`.
+    pub fn exact(exe: String, rounds: u32, extra: &[String]) -> Bench {
         let mut args: Vec<String> = EXACT_PLAN.iter().map(|s| s.to_string()).collect();
+        args.extend(["--repeat".to_owned(), rounds.to_string()]);
         args.push("--save".into());
         args.push(format!("{}/result.json", vm::GUEST_OUT));
         args.extend(extra.iter().cloned());

@@ -334,6 +334,7 @@ fn run_sides(a: &Args, b_kernel: &str, dir: &Path) -> Result<Vec<String>> {
             cmd.arg("--explain");
         }
         cmd.args(["--memory", &a.memory, "--smp", &a.smp.to_string()]);
+        cmd.args(["--rounds", &a.rounds.to_string()]);
         cmd.args(["--timeout", &a.timeout.to_string()]);
         if !a.append.is_empty() {
             cmd.args(["--append", &a.append]);
