@@ -105,6 +105,11 @@ fn tree_config(image: &Path) -> Option<FoundConfig> {
 
 /// A Debian kernel's config, from its package.
 fn package_config(root: &Path, release: &str) -> Option<FoundConfig> {
+    package_config_path(root, release)
+        .and_then(|p| read_config(&p, format!("{} (its package's)", p.display())).ok())
+}
+
+fn package_config_path(root: &Path, release: &str) -> Option<PathBuf> {
     [
         format!("boot/config-{release}"),
         format!("usr/lib/modules/{release}/config"),
@@ -113,7 +118,6 @@ fn package_config(root: &Path, release: &str) -> Option<FoundConfig> {
     .into_iter()
     .map(|p| root.join(p))
     .find(|p| p.is_file())
-    .and_then(|p| read_config(&p, format!("{} (its package's)", p.display())).ok())
 }
 
 /// Checks an x86_64 kernel's config against the runner's needs
@@ -348,7 +352,7 @@ fn fetch_release(
             Arch::X86_64 => drop(prepare_bzimage(&bz, tmp.path(), false)?),
             Arch::Arm64 => drop(arm64::prepare(&bz, tmp.path())?),
         };
-        Ok(())
+        prune(&root, &rel.name)
     })();
     if let Err(e) = unpacked {
         // Kept for the next run after an interruption; after a failure the
@@ -371,6 +375,46 @@ fn fetch_release(
         kdir.display()
     );
     Ok(size)
+}
+
+/// Removes from an unpacked package all the VM does not need: of a
+/// series' thousands of modules (100-400 MB) only those the guest loads
+/// stay, with the image, the config, modules.builtin and Debian's
+/// changelog (which names each stable release's commits).
+fn prune(root: &Path, release: &str) -> Result<()> {
+    let mut keep: Vec<PathBuf> = Vec::new();
+    keep.extend(find_bzimage(root, release));
+    keep.extend(package_config_path(root, release));
+    for (tree, _) in modules::trees(root) {
+        keep.extend(modules::Tree::open(&tree)?.files_for(modules::WANTED)?);
+        keep.push(tree.join("modules.builtin"));
+    }
+    if let Ok(docs) = fs::read_dir(root.join("usr/share/doc")) {
+        for d in docs.flatten() {
+            keep.push(d.path().join("changelog.Debian.gz"));
+            keep.push(d.path().join("changelog.gz"));
+        }
+    }
+    fn walk(dir: &Path, keep: &[PathBuf]) -> Result<bool> {
+        let mut empty = true;
+        for e in fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
+            let e = e?;
+            let p = e.path();
+            if e.file_type()?.is_dir() {
+                if walk(&p, keep)? {
+                    fs::remove_dir(&p)?;
+                } else {
+                    empty = false;
+                }
+            } else if keep.contains(&p) {
+                empty = false;
+            } else {
+                fs::remove_file(&p).with_context(|| format!("removing {}", p.display()))?;
+            }
+        }
+        Ok(empty)
+    }
+    walk(root, &keep).map(drop)
 }
 
 /// A kernel unpacked and checked into `kernels/<release>` earlier.
@@ -727,6 +771,65 @@ mod tests {
         assert!(check_needs(&k, "6.1", false).is_ok());
         let k = Kernel { modules: None, ..k };
         assert!(check_needs(&k, "6.1", false).is_err());
+    }
+
+    #[test]
+    fn an_unpacked_package_keeps_only_what_the_vm_needs() {
+        use crate::kernels::modules::tests::module;
+        let root = tempfile::tempdir().unwrap();
+        let r = root.path();
+        let rel = "6.12.43+deb12-amd64";
+        let put = |p: &str, data: &[u8]| {
+            let p = r.join(p);
+            fs::create_dir_all(p.parent().unwrap()).unwrap();
+            fs::write(p, data).unwrap();
+        };
+        let tree = format!("lib/modules/{rel}");
+        put(&format!("boot/vmlinuz-{rel}"), b"bz");
+        put(&format!("boot/config-{rel}"), b"CONFIG_BPF=y\n");
+        put(&format!("boot/System.map-{rel}"), b"map");
+        put(
+            &format!("{tree}/kernel/fs/9p/9p.ko"),
+            &module("9p", "netfs"),
+        );
+        put(
+            &format!("{tree}/kernel/fs/netfs/netfs.ko"),
+            &module("netfs", ""),
+        );
+        put(&format!("{tree}/kernel/sound/snd.ko"), &module("snd", ""));
+        put(&format!("{tree}/modules.builtin"), b"");
+        put(&format!("{tree}/modules.alias"), b"");
+        put("usr/share/doc/linux-image-x/changelog.Debian.gz", b"gz");
+        put("usr/share/doc/linux-image-x/copyright", b"c");
+        prune(r, rel).unwrap();
+        let mut left = Vec::new();
+        fn walk(d: &Path, base: &Path, out: &mut Vec<String>) {
+            for e in fs::read_dir(d).unwrap().flatten() {
+                if e.path().is_dir() {
+                    walk(&e.path(), base, out);
+                } else {
+                    let p = e.path();
+                    out.push(p.strip_prefix(base).unwrap().display().to_string());
+                }
+            }
+        }
+        walk(r, r, &mut left);
+        left.sort();
+        assert_eq!(
+            left,
+            [
+                format!("boot/config-{rel}"),
+                format!("boot/vmlinuz-{rel}"),
+                format!("{tree}/kernel/fs/9p/9p.ko"),
+                format!("{tree}/kernel/fs/netfs/netfs.ko"),
+                format!("{tree}/modules.builtin"),
+                "usr/share/doc/linux-image-x/changelog.Debian.gz".to_owned(),
+            ]
+        );
+        assert!(
+            !r.join(format!("{tree}/kernel/sound")).exists(),
+            "empty dirs go"
+        );
     }
 
     #[test]

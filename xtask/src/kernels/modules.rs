@@ -94,6 +94,16 @@ impl Tree {
         Ok(out)
     }
 
+    /// The files [`Tree::resolve`] loads for `wanted`: what a cached
+    /// kernel keeps of its modules.
+    pub fn files_for(&self, wanted: &[&str]) -> Result<Vec<PathBuf>> {
+        Ok(self
+            .resolve(wanted)?
+            .into_iter()
+            .filter_map(|(name, _)| self.files.get(&name).cloned())
+            .collect())
+    }
+
     fn visit(
         &self,
         name: &str,
@@ -252,6 +262,9 @@ pub mod tests {
         // virtio_pci built in, virtio_console absent: left out.
         assert_eq!(names, ["9pnet", "9pnet_virtio", "netfs", "9p", "overlay"]);
         assert_eq!(got[0].1, module("9pnet", ""), "decompressed");
+        let files = tree.files_for(WANTED).unwrap();
+        assert_eq!(files.len(), 5);
+        assert!(files[0].ends_with("kernel/net/9p/9pnet.ko.zst"));
     }
 
     #[test]
