@@ -8,6 +8,19 @@ use common::cli::*;
 
 #[test]
 #[serial]
+fn skipped_mechanisms_are_left_out_of_the_selection() {
+    let out = run_ok(&raw_tp_run("1", &["-m", "tp", "--skip", "tp"]));
+    let rows: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert!(rows.contains(&"raw_tp"), "{}", out.stdout);
+    assert!(!rows.contains(&"tp"), "{}", out.stdout);
+}
+
+#[test]
+#[serial]
 fn table_by_default_without_progress_when_piped() {
     let out = run_ok(&raw_tp_run("2", &[]));
     let lines: Vec<&str> = out.stdout.lines().collect();

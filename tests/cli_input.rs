@@ -11,6 +11,15 @@ use common::cli::*;
 fn unknown_mechanism() {
     bad_input(&["-m", "kprobes"], "unknown mechanism 'kprobes'");
     bad_input(&["-m", "raw_tp,nope"], "expected one of base, kprobe");
+    bad_input(&["--skip", "kprobes"], "unknown mechanism 'kprobes'");
+}
+
+#[test]
+fn skipping_every_selected_mechanism() {
+    bad_input(
+        &["-m", "raw_tp", "--skip", "raw_tp"],
+        "--skip leaves no mechanism to measure: skip fewer",
+    );
 }
 
 #[test]

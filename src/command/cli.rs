@@ -92,6 +92,12 @@ pub struct Cli {
           value_parser = parse_mechanism)]
     pub mechanisms: Vec<Mechanism>,
 
+    /// Mechanisms to leave out of the selection (or of all), comma-separated
+    /// or repeated: e.g. the two links on every function, whose attach and
+    /// detach take most of an emulated run.
+    #[arg(long, value_name = "NAME", value_delimiter = ',', value_parser = parse_mechanism)]
+    pub skip: Vec<Mechanism>,
+
     /// Events per timed run (a base's scaled as its trigger says). Without
     /// it, each mechanism's events are scaled so that its timed runs last
     /// about 50 ms, from its warm-up run (100000 under emulation). A run

@@ -23,7 +23,7 @@ pub fn open(cli: &Cli) -> Result<(Vec<Mechanism>, Option<Variant>), Failure> {
                     .into(),
             ));
         }
-        return Ok((cli.mechanisms.clone(), against));
+        return Ok((selected(cli)?, against));
     }
     let packet = match &cli.packet {
         Some(path) => object::read_packet(path).map_err(Failure::Input)?,
@@ -69,6 +69,25 @@ pub fn open(cli: &Cli) -> Result<(Vec<Mechanism>, Option<Variant>), Failure> {
     let mut selection = cli.mechanisms.clone();
     selection.extend(programs);
     Ok((selection, against))
+}
+
+/// `-m` less `--skip`: what is left of the selection, or of every
+/// mechanism when `-m` is not given.
+fn selected(cli: &Cli) -> Result<Vec<Mechanism>, Failure> {
+    if cli.skip.is_empty() {
+        return Ok(cli.mechanisms.clone());
+    }
+    let from: Vec<Mechanism> = match cli.mechanisms.is_empty() {
+        true => Mechanism::all().filter(|m| !m.is_base()).collect(),
+        false => cli.mechanisms.clone(),
+    };
+    let left: Vec<Mechanism> = from.into_iter().filter(|m| !cli.skip.contains(m)).collect();
+    if left.is_empty() {
+        return Err(Failure::Input(
+            "--skip leaves no mechanism to measure: skip fewer".into(),
+        ));
+    }
+    Ok(left)
 }
 
 /// Each object program of the plan, A's and B's, loaded once and dropped
