@@ -8,6 +8,8 @@
 //!   layout and tarball, the programs static (docs/kernel-ci.md).
 //! - `flakes`: the README's test command N times alone, beside a CPU hog and
 //!   beside disk writes, and how often each test failed (docs/suite.md).
+//! - `history SERIES`: every Debian build of a series counted exactly, and
+//!   the build where each count changed, split by function (docs/history.md).
 //!
 //! Rooms by concern, in layers, each importing only from those under it
 //! (`layers.rs` checks it):
@@ -42,10 +44,10 @@ use std::process::ExitCode;
 
 use cli::args::{self, Parsed};
 use tasks::vmtest::{self, duet, exact};
-use tasks::{ci, flakes, kselftest};
+use tasks::{ci, flakes, history, kselftest};
 
 /// The tasks, each its room's name under tasks/.
-const TASKS: &[&str] = &["vmtest", "ci", "kselftest", "flakes"];
+const TASKS: &[&str] = &["vmtest", "ci", "kselftest", "flakes", "history"];
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
@@ -64,6 +66,7 @@ fn main() -> ExitCode {
         Ok(Parsed::Ci(c)) => ci::main(c),
         Ok(Parsed::Kselftest(k)) => kselftest::main(k),
         Ok(Parsed::Flakes(f)) => flakes::main(f),
+        Ok(Parsed::History(h)) => history::main(*h),
         Err(e) => {
             let task = argv
                 .first()

@@ -7,11 +7,12 @@ use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::{Parser, Subcommand};
 
 use crate::cli::help::{
-    CI_ABOUT, CI_AFTER, KSELFTEST_AFTER, VMTEST_ABOUT, VMTEST_AFTER, VMTEST_USAGE,
+    CI_ABOUT, CI_AFTER, HISTORY_AFTER, KSELFTEST_AFTER, VMTEST_ABOUT, VMTEST_AFTER, VMTEST_USAGE,
 };
 use crate::kernels::arch::{arch, Arch};
 use crate::tasks::ci::options::CiArgs;
 use crate::tasks::flakes::FlakesArgs;
+use crate::tasks::history::HistoryArgs;
 use crate::tasks::kselftest::KselftestArgs;
 use crate::tasks::vmtest::Args;
 use crate::util::values::{directory, env_pair, percent, positive, secs};
@@ -47,6 +48,10 @@ enum Task {
     /// Hunt flaky tests: the README's test command N times alone, beside a CPU hog
     /// and beside disk writes; how often each test failed
     Flakes(FlakesArgs),
+    /// Every Debian build of a series counted exactly (vmtest --exact), and the build
+    /// where each count changed, split by function (docs/history.md)
+    #[command(after_help = HISTORY_AFTER)]
+    History(Box<HistoryArgs>),
 }
 
 #[derive(clap::Args, Debug)]
@@ -185,6 +190,7 @@ pub enum Parsed {
     Ci(CiArgs),
     Kselftest(KselftestArgs),
     Flakes(FlakesArgs),
+    History(Box<HistoryArgs>),
 }
 
 /// Parses xtask's arguments (without the program name). `env_accel`:
@@ -192,8 +198,8 @@ pub enum Parsed {
 pub fn parse(argv: &[String], env_accel: Option<&str>) -> Result<Parsed> {
     if let Some(t) = argv.first().filter(|t| !t.starts_with('-')) {
         ensure!(
-            ["vmtest", "ci", "kselftest", "flakes"].contains(&t.as_str()),
-            "unknown task '{t}'; tasks: vmtest, ci, kselftest, flakes (cargo xtask --help)"
+            ["vmtest", "ci", "kselftest", "flakes", "history"].contains(&t.as_str()),
+            "unknown task '{t}'; tasks: vmtest, ci, kselftest, flakes, history (cargo xtask --help)"
         );
     }
     let cli = match Cli::try_parse_from(std::iter::once("xtask").chain(argv.iter().map(|s| &**s))) {
@@ -216,6 +222,7 @@ pub fn parse(argv: &[String], env_accel: Option<&str>) -> Result<Parsed> {
         Task::Ci(c) => Ok(Parsed::Ci(c)),
         Task::Kselftest(k) => Ok(Parsed::Kselftest(k)),
         Task::Flakes(f) => Ok(Parsed::Flakes(f)),
+        Task::History(h) => Ok(Parsed::History(h)),
     }
 }
 
@@ -348,8 +355,32 @@ mod tests {
         Ok(match parse_task(&argv)? {
             Parsed::Vmtest(a) => Some(*a),
             Parsed::Help(_) => None,
-            Parsed::Ci(_) | Parsed::Kselftest(_) | Parsed::Flakes(_) => unreachable!(),
+            Parsed::Ci(_) | Parsed::Kselftest(_) | Parsed::Flakes(_) | Parsed::History(_) => {
+                unreachable!()
+            }
         })
+    }
+
+    #[test]
+    fn history_options() {
+        let h = |s: &[&str]| match parse_task(s) {
+            Ok(Parsed::History(h)) => Ok(*h),
+            Ok(_) => unreachable!(),
+            Err(e) => Err(format!("{e:#}")),
+        };
+        let a = h(&["history", "6.12"]).unwrap();
+        assert_eq!(
+            (a.series.as_str(), a.rounds, a.jobs, a.threshold),
+            ("6.12", 5, 1, 1.0)
+        );
+        assert!(!a.every_function && !a.no_count && !a.list);
+        let a = h(&["history", "6.16..7.3", "--since", "6.18.5", "-j", "2"]).unwrap();
+        assert_eq!((a.since.as_deref(), a.jobs), (Some("6.18.5"), 2));
+        assert!(h(&["history", "6.12", "--matrix"])
+            .unwrap_err()
+            .contains("--list"));
+        assert!(h(&["history", "6.12", "--only", "x", "--no-count"]).is_err());
+        assert!(h(&["history"]).unwrap_err().contains("SERIES"));
     }
 
     fn e(s: &[&str]) -> String {

@@ -164,3 +164,17 @@ settings, config, the declared absences (ci/absent) and the programs, statically
 (`cargo test --release --no-run --features static` with crt-static, in
 target/kselftest[-arm64]); then gen_tar's tarball, DIR/kselftest-packages/kselftest.tar.gz.
 Run it with DIR/run_kselftest.sh -c bpf_overhead (as root).";
+
+pub const HISTORY_AFTER: &str = "\
+Examples:
+  cargo xtask history 6.12                  every 6.12 build, +deb12 and +deb13
+  cargo xtask history 6.16..7.3             trixie-backports' builds, series by series
+  cargo xtask history 6.12 --since 6.12.90  only from 6.12.90 on
+  cargo xtask history 6.1 --list            the builds, and which are kept
+
+Each build is counted once with `vmtest --exact` (5 rounds) and kept under its package's
+version, QEMU's version, the guest CPU and the BPF programs: a rerun counts only new builds.
+A step (a count that changed by more than --threshold from one build of a line to the
+next) is split by function with `vmtest --against --exact --explain` on its two builds.
+The report goes to target/history/SERIES: history.txt, .tsv, .json, .svg (docs/history.md).
+";

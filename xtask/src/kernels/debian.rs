@@ -16,11 +16,13 @@ use crate::kernels::arch::Arch;
 use crate::util::say;
 
 /// The suites searched for kernels: bullseye-security has 5.10 and a 6.1
-/// backport, bookworm 6.1 and 6.12, trixie 6.12, trixie-backports 6.16 and
-/// later, sid the newest.
+/// backport, bookworm 6.1 and 6.12, bookworm-backports the earlier 6.12
+/// builds for bookworm, trixie 6.12, trixie-backports 6.16 and later, sid
+/// the newest.
 pub const SUITES: &[(&str, &str)] = &[
     ("debian-security", "bullseye-security"),
     ("debian", "bookworm"),
+    ("debian", "bookworm-backports"),
     ("debian-security", "bookworm-security"),
     ("debian", "trixie"),
     ("debian-security", "trixie-security"),
@@ -138,6 +140,32 @@ pub fn releases<'a>(names: impl IntoIterator<Item = &'a str>, arch: Arch) -> Vec
         .collect();
     out.sort_by(|a, b| version_cmp(&a.name, &b.name));
     out
+}
+
+/// A package version as the lists have it, in one suite.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Listed {
+    pub package: String,
+    /// The package's version, e.g. 6.12.43-1~bpo12+1.
+    pub version: String,
+    /// The suite, e.g. bookworm-backports.
+    pub suite: String,
+}
+
+/// `apt-cache madison`'s lines: `package | version | URL suite/component arch Packages`.
+pub fn madison(text: &str) -> Vec<Listed> {
+    text.lines()
+        .filter_map(|l| {
+            let mut f = l.split('|').map(str::trim);
+            let (package, version, from) = (f.next()?, f.next()?, f.next()?);
+            let suite = from.split_whitespace().nth(1)?.split('/').next()?;
+            (!package.is_empty() && !version.is_empty()).then(|| Listed {
+                package: package.to_owned(),
+                version: version.to_owned(),
+                suite: suite.to_owned(),
+            })
+        })
+        .collect()
 }
 
 /// Compares release strings number by number (6.12.9 < 6.12.118, 6.1.0-0.deb11.52 < 6.1.0-57).
@@ -400,6 +428,29 @@ impl Apt {
         ))
     }
 
+    /// Each of `packages`' versions in the lists, with the suite that has
+    /// it: apt-cache madison's lines, parsed by [`madison`].
+    pub fn versions(&self, packages: &[String]) -> Result<Vec<Listed>> {
+        if packages.is_empty() {
+            return Ok(Vec::new());
+        }
+        let out = self
+            .command("apt-cache")
+            .arg("madison")
+            .args(packages)
+            .output()
+            .context("running apt-cache")?;
+        ensure!(
+            out.status.success(),
+            "apt-cache madison failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .next()
+                .unwrap_or("")
+        );
+        Ok(madison(&String::from_utf8_lossy(&out.stdout)))
+    }
+
     /// Where downloaded .deb files wait until their kernel is unpacked and checked.
     pub fn debs_dir(&self) -> PathBuf {
         self.dir.join("debs")
@@ -515,6 +566,27 @@ mod tests {
 
     fn pick(k: &str) -> Result<Release> {
         choose(k, &rels())
+    }
+
+    #[test]
+    fn madison_lines() {
+        let text = "linux-image-6.1.0-57-amd64-unsigned |  6.1.192-3 | \
+            http://deb.debian.org/debian-security bookworm-security/main amd64 Packages\n\
+            linux-binary-7.3.4+deb13-amd64 | 7.3.4-1~bpo13+1 | \
+            http://deb.debian.org/debian trixie-backports/main amd64 Packages\n\
+            garbage\n";
+        let l = madison(text);
+        assert_eq!(l.len(), 2);
+        assert_eq!(
+            l[0],
+            Listed {
+                package: "linux-image-6.1.0-57-amd64-unsigned".into(),
+                version: "6.1.192-3".into(),
+                suite: "bookworm-security".into(),
+            }
+        );
+        assert_eq!(l[1].suite, "trixie-backports");
+        assert_eq!(l[1].version, "7.3.4-1~bpo13+1");
     }
 
     #[test]

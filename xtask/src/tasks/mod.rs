@@ -7,5 +7,6 @@
 
 pub mod ci;
 pub mod flakes;
+pub mod history;
 pub mod kselftest;
 pub mod vmtest;

@@ -1,0 +1,206 @@
+//! Debian's changelog of a kernel package (changelog.Debian.gz in its
+//! doc directory): each "New upstream stable update" names its stable
+//! release (ChangeLog-6.12.44) and lists that release's commit subjects,
+//! so a step between two builds narrows to the stable releases between
+//! them, and often to a commit.
+
+use std::cmp::Ordering;
+use std::fs;
+use std::io::Read as _;
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::kernels::debian::version_cmp;
+
+/// One stable release's commits, as a Debian entry lists them.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Stable {
+    /// The Debian version whose entry lists it.
+    pub debian: String,
+    /// The stable release: 6.12.44.
+    pub release: String,
+    pub subjects: Vec<String>,
+}
+
+/// Every stable release a changelog lists, newest first as written.
+pub fn parse(text: &str) -> Vec<Stable> {
+    let mut out: Vec<Stable> = Vec::new();
+    let mut debian = String::new();
+    let mut open = false;
+    for l in text.lines() {
+        if !l.starts_with(' ') && !l.is_empty() {
+            // "linux (6.12.43-1~bpo12+1) bookworm-backports; urgency=medium"
+            if let Some(v) = l.split_once('(').and_then(|(_, r)| r.split_once(')')) {
+                debian = v.0.to_owned();
+            }
+            open = false;
+            continue;
+        }
+        if let Some(rel) = l.split("ChangeLog-").nth(1) {
+            out.push(Stable {
+                debian: debian.clone(),
+                release: rel.trim().to_owned(),
+                subjects: Vec::new(),
+            });
+            open = true;
+        } else if l.starts_with("  * ") || l.starts_with("  [") {
+            open = false;
+        } else if open {
+            let t = l.trim();
+            if let Some(s) = t.strip_prefix("- ") {
+                if let Some(last) = out.last_mut() {
+                    last.subjects.push(s.to_owned());
+                }
+            } else if !t.is_empty() && l.starts_with("      ") {
+                // A subject's wrapped continuation.
+                if let Some(s) = out.last_mut().and_then(|s| s.subjects.last_mut()) {
+                    s.push(' ');
+                    s.push_str(t);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The stable releases after upstream release `after` up to `upto`
+/// (each an upstream version), oldest first.
+pub fn between(all: &[Stable], after: &str, upto: &str) -> Vec<Stable> {
+    let mut v: Vec<Stable> = all
+        .iter()
+        .filter(|s| {
+            version_cmp(&s.release, after) == Ordering::Greater
+                && version_cmp(&s.release, upto) != Ordering::Greater
+        })
+        .cloned()
+        .collect();
+    v.sort_by(|a, b| version_cmp(&a.release, &b.release));
+    v.dedup_by(|a, b| a.release == b.release);
+    v
+}
+
+/// Words of the subjects that may change what attaching costs: the BPF
+/// and tracing code, and the entry and return paths every call takes.
+const WORDS: &[&str] = &[
+    "bpf",
+    "kprobe",
+    "uprobe",
+    "fprobe",
+    "ftrace",
+    "fgraph",
+    "rethook",
+    "tracing",
+    "tracepoint",
+    "trampoline",
+    "perf",
+    "objpool",
+    "static_call",
+    "x86/bugs",
+    "mitigat",
+    "rcu",
+    "srcu",
+];
+
+/// The subjects of `stable` that name `functions` or the words above.
+pub fn relevant<'a>(stable: &'a Stable, functions: &[String]) -> Vec<&'a str> {
+    stable
+        .subjects
+        .iter()
+        .filter(|s| {
+            let l = s.to_lowercase();
+            WORDS.iter().any(|w| l.contains(w))
+                || functions
+                    .iter()
+                    .any(|f| f.len() > 4 && s.contains(f.as_str()))
+        })
+        .map(String::as_str)
+        .collect()
+}
+
+/// The changelog in a kernel's unpacked package, if it kept one.
+pub fn read(root: &Path) -> Option<Vec<Stable>> {
+    for d in fs::read_dir(root.join("usr/share/doc")).ok()?.flatten() {
+        for name in ["changelog.Debian.gz", "changelog.gz"] {
+            let Ok(data) = fs::read(d.path().join(name)) else {
+                continue;
+            };
+            let mut text = String::new();
+            if flate2::read::GzDecoder::new(&data[..])
+                .read_to_string(&mut text)
+                .is_ok()
+            {
+                let s = parse(&text);
+                if !s.is_empty() {
+                    return Some(s);
+                }
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TEXT: &str = "\
+linux (6.12.46-1~bpo12+1) bookworm-backports; urgency=medium
+
+  * Rebuild for bookworm-backports.
+
+ -- Someone <a@b>  Mon, 01 Sep 2025 00:00:00 +0000
+
+linux (6.12.46-1) unstable; urgency=medium
+
+  * New upstream stable update:
+    https://www.kernel.org/pub/linux/kernel/v6.x/ChangeLog-6.12.45
+    - bpf: Fix the thing in the trampoline
+    - net: something else entirely that wraps onto
+      a second line
+  * New upstream stable update:
+    https://www.kernel.org/pub/linux/kernel/v6.x/ChangeLog-6.12.46
+    - uprobes: make the hot path cheaper
+    - mm: call migrate_enable less often
+
+  [ Someone Else ]
+  * [amd64] Enable some option
+
+ -- Someone <a@b>  Sun, 31 Aug 2025 00:00:00 +0000
+
+linux (6.12.44-1) unstable; urgency=medium
+
+  * New upstream stable update:
+    https://www.kernel.org/pub/linux/kernel/v6.x/ChangeLog-6.12.44
+    - tracing: Fix a leak
+";
+
+    #[test]
+    fn stable_releases_and_their_subjects() {
+        let s = parse(TEXT);
+        let rels: Vec<&str> = s.iter().map(|s| s.release.as_str()).collect();
+        assert_eq!(rels, ["6.12.45", "6.12.46", "6.12.44"]);
+        assert_eq!(s[0].debian, "6.12.46-1");
+        assert_eq!(
+            s[0].subjects[1],
+            "net: something else entirely that wraps onto a second line"
+        );
+        assert_eq!(s[1].subjects.len(), 2, "the next bullet closes the list");
+        let b = between(&s, "6.12.44", "6.12.46");
+        assert_eq!(
+            b.iter().map(|s| s.release.as_str()).collect::<Vec<_>>(),
+            ["6.12.45", "6.12.46"]
+        );
+        assert_eq!(
+            relevant(&b[0], &[]),
+            ["bpf: Fix the thing in the trampoline"]
+        );
+        assert_eq!(
+            relevant(&b[1], &["migrate_enable".into()]),
+            [
+                "uprobes: make the hot path cheaper",
+                "mm: call migrate_enable less often"
+            ]
+        );
+    }
+}

@@ -1,0 +1,155 @@
+//! Kept counts: each build's result, kept under a key of everything an
+//! exact count depends on (the package's exact version, QEMU's version,
+//! the guest CPU model, the command's plan and the BPF programs it
+//! loads), so that a rerun counts only what is new. One file a build and
+//! key; a fan-out's jobs each write theirs, and a merge reads them all.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::util::{fnv, write_whole, FNV_START};
+
+/// What a count depends on besides the kernel's build.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Key {
+    pub release: String,
+    /// The package's exact version.
+    pub version: String,
+    /// QEMU's `--version` line.
+    pub qemu: String,
+    /// `-cpu` of the guest.
+    pub cpu: String,
+    /// The command's plan: rounds, events, what is left out.
+    pub plan: String,
+    /// A digest of the BPF programs (bpf/): a change to them counts again.
+    pub programs: String,
+}
+
+impl Key {
+    pub fn digest(&self) -> String {
+        let mut h = FNV_START;
+        for part in [
+            &self.release,
+            &self.version,
+            &self.qemu,
+            &self.cpu,
+            &self.plan,
+            &self.programs,
+        ] {
+            fnv(&mut h, part.as_bytes());
+            fnv(&mut h, b"\0");
+        }
+        format!("{h:016x}")
+    }
+
+    /// The file it is kept in under `dir`.
+    pub fn path(&self, dir: &Path) -> PathBuf {
+        dir.join(&self.release)
+            .join(format!("{}--{}.json", self.version, self.digest()))
+    }
+}
+
+/// One build's count, or why its VM failed.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Kept {
+    pub key: Key,
+    /// The vmtest's exit: 0 when every mechanism was counted or declared absent.
+    pub exit: i32,
+    /// Why it failed, if it did (the vmtest's own lines).
+    pub why: Vec<String>,
+    /// Seconds: fetching (download and unpack, 0 when cached), the VM.
+    pub fetch_s: Option<f64>,
+    pub downloaded_bytes: Option<u64>,
+    pub vm_s: Option<f64>,
+    /// The command's result document (instructions per event), if it wrote one.
+    pub result: Option<Value>,
+}
+
+pub fn load(dir: &Path, key: &Key) -> Option<Kept> {
+    let text = fs::read_to_string(key.path(dir)).ok()?;
+    serde_json::from_str::<Kept>(&text)
+        .ok()
+        .filter(|k| k.key == *key)
+}
+
+pub fn save(dir: &Path, kept: &Kept) -> Result<()> {
+    let path = kept.key.path(dir);
+    write_whole(&path, (serde_json::to_string(kept)? + "\n").as_bytes())
+        .with_context(|| format!("keeping the count in {}", path.display()))
+}
+
+/// A digest of the files of `dir` (the BPF programs' sources), by name.
+pub fn digest_dir(dir: &Path) -> Result<String> {
+    let mut files: Vec<PathBuf> = fs::read_dir(dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_file())
+        .collect();
+    files.sort();
+    let mut h = FNV_START;
+    for f in files {
+        fnv(&mut h, f.file_name().unwrap_or_default().as_encoded_bytes());
+        fnv(&mut h, &fs::read(&f)?);
+    }
+    Ok(format!("{h:016x}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key() -> Key {
+        Key {
+            release: "6.12.43+deb12-amd64".into(),
+            version: "6.12.43-1~bpo12+1".into(),
+            qemu: "QEMU emulator version 7.2.22".into(),
+            cpu: "max".into(),
+            plan: "rounds 5".into(),
+            programs: "0123".into(),
+        }
+    }
+
+    #[test]
+    fn kept_by_every_part_of_its_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let k = Kept {
+            key: key(),
+            exit: 0,
+            why: vec![],
+            fetch_s: Some(12.0),
+            downloaded_bytes: Some(1),
+            vm_s: Some(60.0),
+            result: Some(serde_json::json!({"unit": "instructions"})),
+        };
+        save(dir.path(), &k).unwrap();
+        assert_eq!(load(dir.path(), &key()).unwrap().vm_s, Some(60.0));
+        for change in [
+            |k: &mut Key| k.version = "6.12.43-2".into(),
+            |k: &mut Key| k.qemu = "QEMU emulator version 10.0.2".into(),
+            |k: &mut Key| k.cpu = "host".into(),
+            |k: &mut Key| k.plan = "rounds 7".into(),
+            |k: &mut Key| k.programs = "4567".into(),
+        ] {
+            let mut other = key();
+            change(&mut other);
+            assert!(load(dir.path(), &other).is_none(), "{other:?}");
+        }
+        // A damaged file is no count.
+        fs::write(key().path(dir.path()), "{").unwrap();
+        assert!(load(dir.path(), &key()).is_none());
+    }
+
+    #[test]
+    fn the_programs_digest_follows_their_sources() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("a.bpf.c"), "int x;").unwrap();
+        let d1 = digest_dir(dir.path()).unwrap();
+        fs::write(dir.path().join("a.bpf.c"), "int y;").unwrap();
+        assert_ne!(d1, digest_dir(dir.path()).unwrap());
+    }
+}

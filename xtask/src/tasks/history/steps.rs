@@ -1,0 +1,155 @@
+//! Steps: a count that changed between two builds of one line that follow
+//! each other (refused or failed builds aside) by more than the
+//! threshold. Counts are exact, so a step is a fact, not a statistic:
+//! judged by the same rule as `vmtest --against --exact`.
+
+use anyhow::Result;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::util::counts::{verdicts, Verdict};
+
+/// A function's share of a step, from `--explain` on its two builds.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Moved {
+    pub function: String,
+    pub a: f64,
+    pub b: f64,
+    pub change: f64,
+}
+
+/// One mechanism's step, at the first build that shows it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Step {
+    pub mechanism: String,
+    /// The build before and the build that shows it (releases).
+    pub from: String,
+    pub to: String,
+    /// Instructions per event over base, before and after.
+    pub a: Option<f64>,
+    pub b: Option<f64>,
+    /// (b − a) / |a|.
+    pub change: Option<f64>,
+    /// REGRESSED, improved, new (first counted here) or LOST.
+    pub verdict: String,
+    /// The functions that moved, largest first (empty until explained).
+    pub functions: Vec<Moved>,
+    /// What the --explain run did not account for, if it ran.
+    pub explained: Option<String>,
+}
+
+/// The steps between each counted build of a line and the next one:
+/// `docs` are the builds' results in line order (None: not counted).
+pub fn steps(builds: &[(&str, Option<&Value>)], threshold: f64) -> Result<Vec<Step>> {
+    let counted: Vec<(&str, &Value)> = builds
+        .iter()
+        .filter_map(|(r, d)| d.map(|d| (*r, d)))
+        .collect();
+    let mut out = Vec::new();
+    for w in counted.windows(2) {
+        let ((ra, da), (rb, db)) = (w[0], w[1]);
+        for r in verdicts(da, db, threshold)? {
+            if !matches!(
+                r.verdict,
+                Verdict::Regressed | Verdict::Improved | Verdict::New | Verdict::Lost
+            ) {
+                continue;
+            }
+            out.push(Step {
+                mechanism: r.mechanism,
+                from: ra.to_owned(),
+                to: rb.to_owned(),
+                a: r.a,
+                b: r.b,
+                change: r.change,
+                verdict: r.verdict.word().to_owned(),
+                functions: Vec::new(),
+                explained: None,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// The steps' pairs of builds, each once, with the mechanisms that
+/// changed by a count (not new or lost): what `--explain` splits.
+pub fn pairs(steps: &[Step]) -> Vec<(String, String, Vec<String>)> {
+    let mut out: Vec<(String, String, Vec<String>)> = Vec::new();
+    for s in steps.iter().filter(|s| s.a.is_some() && s.b.is_some()) {
+        match out.iter_mut().find(|p| p.0 == s.from && p.1 == s.to) {
+            Some(p) => p.2.push(s.mechanism.clone()),
+            None => out.push((s.from.clone(), s.to.clone(), vec![s.mechanism.clone()])),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc(counts: &[(&str, f64)]) -> Value {
+        let mut ms = vec![serde_json::json!({"name": "base", "base": "base", "status": "ok"})];
+        for (n, c) in counts {
+            ms.push(serde_json::json!({
+                "name": n, "base": "base", "status": "ok", "overhead_ns": {"median": c}
+            }));
+        }
+        serde_json::json!({"unit": "instructions", "mechanisms": ms})
+    }
+
+    #[test]
+    fn a_step_at_the_first_build_that_shows_it() {
+        let a = doc(&[("raw_tp", 105.0), ("kprobe", 396.0)]);
+        let b = doc(&[("raw_tp", 105.0), ("kprobe", 396.5)]);
+        let c = doc(&[("raw_tp", 121.0), ("kprobe", 396.5), ("fentry", 168.0)]);
+        let d = doc(&[("raw_tp", 121.0), ("kprobe", 380.0), ("fentry", 168.0)]);
+        let builds = [
+            ("6.12.43", Some(&a)),
+            ("6.12.57", Some(&b)),
+            ("6.12.69", None),
+            ("6.12.73", Some(&c)),
+            ("6.12.74", Some(&d)),
+        ];
+        let s = steps(&builds, 0.01).unwrap();
+        let got: Vec<(&str, &str, &str, &str)> = s
+            .iter()
+            .map(|s| {
+                (
+                    s.mechanism.as_str(),
+                    s.from.as_str(),
+                    s.to.as_str(),
+                    s.verdict.as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("raw_tp", "6.12.57", "6.12.73", "REGRESSED"),
+                ("fentry", "6.12.57", "6.12.73", "new"),
+                ("kprobe", "6.12.73", "6.12.74", "improved"),
+            ]
+        );
+        assert!((s[0].change.unwrap() - 16.0 / 105.0).abs() < 1e-12);
+        assert_eq!(
+            pairs(&s),
+            [
+                (
+                    "6.12.57".into(),
+                    "6.12.73".into(),
+                    vec!["raw_tp".to_string()]
+                ),
+                (
+                    "6.12.73".into(),
+                    "6.12.74".into(),
+                    vec!["kprobe".to_string()]
+                ),
+            ]
+        );
+        // Nothing moved: no step.
+        assert!(steps(&[("x", Some(&a)), ("y", Some(&a))], 0.01)
+            .unwrap()
+            .is_empty());
+    }
+}
