@@ -168,6 +168,10 @@ fn run(a: &HistoryArgs) -> Result<i32> {
             if let Some(why) = &b.refused {
                 bail!("{only}: {why}");
             }
+            if kept::load(&kept_dir, &setting.key(b)).is_some() {
+                say!("{only}: kept from an earlier run: nothing to count");
+                return Ok(0);
+            }
             vec![b]
         }
         None if a.no_count => Vec::new(),
@@ -176,10 +180,9 @@ fn run(a: &HistoryArgs) -> Result<i32> {
             .filter(|b| b.refused.is_none() && kept::load(&kept_dir, &setting.key(b)).is_none())
             .collect(),
     };
-    let kept_before = all.len() - todo.len();
     let failed = count_all(a, &todo, &setting, &kept_dir, &out)?;
     if a.only.is_some() {
-        return Ok(i32::from(!failed.is_empty()));
+        return Ok(failed.values().map(|f| f.1).max().unwrap_or(0));
     }
     let now: Vec<&str> = todo
         .iter()
@@ -210,21 +213,27 @@ fn run(a: &HistoryArgs) -> Result<i32> {
         .flat_map(|l| &l.builds)
         .filter(|b| b.counted_now)
         .count();
-    let bad = h
-        .lines
-        .iter()
-        .flat_map(|l| &l.builds)
-        .filter(|b| b.status == "failed" || b.status == "not counted")
-        .count();
+    let of = |s: &str| {
+        h.lines
+            .iter()
+            .flat_map(|l| &l.builds)
+            .filter(|b| b.status == s && !b.counted_now)
+            .count()
+    };
+    let bad = of("failed") + of("not counted");
     say!(
-        "{} builds: {counted_now} counted now, {} kept from before, {bad} failed or not \
-         counted; {} in all; the report in {}",
+        "{} builds: {counted_now} counted now, {} kept from before, {} refused, {bad} failed \
+         or not counted; {} in all; the report in {}",
         all.len(),
-        kept_before.min(all.len()),
+        of("counted"),
+        of("refused"),
         secs(start.elapsed()),
         out.display()
     );
-    Ok(i32::from(bad > 0))
+    // A fetch that failed (a damaged download, no network) is bad input or
+    // a bad environment: 2, as everywhere; a VM that failed: 1.
+    let worst = failed.values().map(|f| f.1).max().unwrap_or(0);
+    Ok(worst.max(i32::from(bad > 0)))
 }
 
 /// The builds of `range` the runner's apt lists, narrowed by --since/--until.
@@ -309,14 +318,14 @@ fn qemu_version(arch: Arch) -> Result<String> {
 }
 
 /// Counts `todo`, `a.jobs` at once, keeping each count; the builds whose
-/// fetch or VM failed, with why.
+/// fetch or VM failed, with why and the exit it makes (2: the fetch, 1: the VM).
 fn count_all(
     a: &HistoryArgs,
     todo: &[&Build],
     setting: &Setting,
     kept_dir: &Path,
     out: &Path,
-) -> Result<BTreeMap<String, String>> {
+) -> Result<BTreeMap<String, (String, i32)>> {
     let failed = Mutex::new(BTreeMap::new());
     let next = AtomicUsize::new(0);
     let t = Instant::now();
@@ -333,13 +342,13 @@ fn count_all(
                     Ok(k) if k.result.is_some() => {}
                     Ok(k) => {
                         let why = k.why.first().cloned().unwrap_or_else(|| "no result".into());
-                        failed.lock().unwrap().insert(b.release.clone(), why);
+                        failed.lock().unwrap().insert(b.release.clone(), (why, 1));
                     }
                     Err(e) => {
                         failed
                             .lock()
                             .unwrap()
-                            .insert(b.release.clone(), crate::util::one_line(&e));
+                            .insert(b.release.clone(), (crate::util::one_line(&e), 2));
                     }
                 }
             });
@@ -431,24 +440,38 @@ fn vmtest(a: &HistoryArgs, kernel: &str, dir: &Path) -> Command {
     cmd
 }
 
-/// Runs `cmd`, its stderr copied to ours (after `prefix`); its last line.
+/// Runs `cmd`, its output copied to ours, each line after `[prefix]` when
+/// several builds are counted at once; its last line on stderr.
 fn relay(mut cmd: Command, prefix: &str) -> Result<Option<String>> {
     let mut child = cmd
+        .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .context("starting vmtest")?;
-    let mut last = None;
-    if let Some(err) = child.stderr.take() {
-        for l in BufReader::new(err).lines().map_while(Result::ok) {
-            match prefix {
-                "" => eprintln!("{l}"),
-                p => eprintln!("[{p}] {l}"),
-            }
-            if !l.trim().is_empty() {
-                last = Some(l);
+    let tag = |l: &str| match prefix {
+        "" => l.to_owned(),
+        p => format!("[{p}] {l}"),
+    };
+    let (out, err) = (child.stdout.take(), child.stderr.take());
+    let last = std::thread::scope(|s| {
+        if let Some(out) = out {
+            s.spawn(move || {
+                for l in BufReader::new(out).lines().map_while(Result::ok) {
+                    println!("{}", tag(&l));
+                }
+            });
+        }
+        let mut last = None;
+        if let Some(err) = err {
+            for l in BufReader::new(err).lines().map_while(Result::ok) {
+                eprintln!("{}", tag(&l));
+                if !l.trim().is_empty() {
+                    last = Some(l);
+                }
             }
         }
-    }
+        last
+    });
     child.wait().context("waiting for vmtest")?;
     Ok(last)
 }
@@ -458,8 +481,8 @@ struct Runs<'a> {
     kept: &'a Path,
     out: &'a Path,
     cache: &'a Path,
-    /// Builds whose fetch or VM failed now, with why.
-    failed: &'a BTreeMap<String, String>,
+    /// Builds whose fetch or VM failed now, with why and its exit.
+    failed: &'a BTreeMap<String, (String, i32)>,
     /// Builds counted now.
     now: &'a [&'a str],
 }
@@ -485,7 +508,7 @@ fn history(a: &HistoryArgs, all: &[Build], setting: &Setting, runs: &Runs) -> Re
                 Some(
                     failed
                         .get(&b.release)
-                        .cloned()
+                        .map(|f| f.0.clone())
                         .unwrap_or_else(|| "not counted yet (--no-count)".into()),
                 ),
             ),
@@ -588,7 +611,6 @@ fn explain(
             .join(format!("{from}--{to}--{h:016x}.json"));
         let changes: Option<Value> = match fs::read_to_string(&file) {
             Ok(t) => serde_json::from_str(&t).ok(),
-            Err(_) if a.no_count => None,
             Err(_) => {
                 let dir = out.join("explain").join(format!("{from}--{to}"));
                 let mut cmd = vmtest(a, &from, &dir);
