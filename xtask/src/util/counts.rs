@@ -6,7 +6,7 @@ use anyhow::{ensure, Context, Result};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::exact_rule::{judge_counts, ExactChange};
+use super::exact_rule::{judge_ranges, ExactChange};
 
 /// One mechanism's verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -57,7 +57,15 @@ pub struct Row {
 }
 
 /// A mechanism's count in one document: none when it was not counted.
-type Count = (String, Option<f64>, bool, Option<f64>);
+struct Count {
+    name: String,
+    count: Option<f64>,
+    skipped: bool,
+    /// A link on every function's spread ([`spread`]).
+    every: Option<f64>,
+    /// Its rounds' most instructions per event less their fewest.
+    rounds: f64,
+}
 
 /// A link on at least this many functions is a link on every function.
 const EVERY_FUNCTION: u64 = 1000;
@@ -71,6 +79,12 @@ fn spread(m: &Value) -> Option<f64> {
     if m["attach"]["functions"].as_u64()? < EVERY_FUNCTION {
         return None;
     }
+    let count = m["overhead_ns"]["median"].as_f64()?;
+    rounds(m).map(|r| r / count.abs().max(1.0))
+}
+
+/// Its rounds' most instructions per event less their fewest.
+fn rounds(m: &Value) -> Option<f64> {
     let ins: Vec<f64> = m["k_events_per_sec"]["samples"]
         .as_array()?
         .iter()
@@ -80,8 +94,7 @@ fn spread(m: &Value) -> Option<f64> {
     let (lo, hi) = ins.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), v| {
         (lo.min(*v), hi.max(*v))
     });
-    let count = m["overhead_ns"]["median"].as_f64()?;
-    (!ins.is_empty()).then(|| (hi - lo) / count.abs().max(1.0))
+    (!ins.is_empty()).then_some(hi - lo)
 }
 
 /// A result document's counts: each mechanism (bases aside), its
@@ -103,8 +116,13 @@ fn counts(doc: &Value, name: &str) -> Result<Vec<Count>> {
             let ok = m["status"] == "ok";
             let count = ok.then(|| m["overhead_ns"]["median"].as_f64()).flatten();
             let skipped = m["status"] == "skipped";
-            let name = m["name"].as_str().unwrap_or("?").to_owned();
-            (name, count, skipped, spread(m))
+            Count {
+                name: m["name"].as_str().unwrap_or("?").to_owned(),
+                count,
+                skipped,
+                every: spread(m),
+                rounds: rounds(m).unwrap_or(0.0),
+            }
         })
         .collect())
 }
@@ -113,22 +131,20 @@ fn counts(doc: &Value, name: &str) -> Result<Vec<Count>> {
 /// ones. `threshold`: a share (0.01 for 1%) of A's count.
 pub fn verdicts(a: &Value, b: &Value, threshold: f64) -> Result<Vec<Row>> {
     let (ca, cb) = (counts(a, "A")?, counts(b, "B")?);
-    let find = |c: &[Count], n: &str| c.iter().find(|(m, ..)| m == n).and_then(|x| x.1);
-    let skipped = |c: &[Count], n: &str| c.iter().any(|(m, _, s, _)| m == n && *s);
-    let spread_of = |c: &[Count], n: &str| c.iter().find(|(m, ..)| m == n).and_then(|x| x.3);
+    fn of<'c>(c: &'c [Count], n: &str) -> Option<&'c Count> {
+        c.iter().find(|x| x.name == n)
+    }
     let mut rows = Vec::new();
-    for (m, va, _, sa) in &ca {
-        let Some(va) = *va else { continue };
-        let vb = find(&cb, m);
-        let (change, verdict) = match vb {
-            None if skipped(&cb, m) => (None, Verdict::Absent),
-            None => (None, Verdict::Lost),
-            Some(vb) => {
-                let (change, v) = judge_counts(va, vb, threshold);
-                let spread = (*sa)
-                    .into_iter()
-                    .chain(spread_of(&cb, m))
-                    .fold(0.0, f64::max);
+    for x in &ca {
+        let Some(va) = x.count else { continue };
+        let other = of(&cb, &x.name);
+        let vb = other.and_then(|o| o.count);
+        let (change, verdict) = match (vb, other) {
+            (None, Some(y)) if y.skipped => (None, Verdict::Absent),
+            (None, _) => (None, Verdict::Lost),
+            (Some(vb), Some(y)) => {
+                let (change, v) = judge_ranges((va, va + x.rounds), (vb, vb + y.rounds), threshold);
+                let spread = x.every.into_iter().chain(y.every).fold(0.0, f64::max);
                 let v = match v {
                     _ if spread > threshold => Verdict::Spread,
                     ExactChange::Regressed => Verdict::Regressed,
@@ -137,21 +153,22 @@ pub fn verdicts(a: &Value, b: &Value, threshold: f64) -> Result<Vec<Row>> {
                 };
                 (Some(change), v)
             }
+            (Some(_), None) => unreachable!("a count comes from a mechanism"),
         };
         rows.push(Row {
-            mechanism: m.clone(),
+            mechanism: x.name.clone(),
             a: Some(va),
             b: vb,
             change,
             verdict,
         });
     }
-    for (m, vb, ..) in &cb {
-        if vb.is_some() && find(&ca, m).is_none() {
+    for y in &cb {
+        if y.count.is_some() && of(&ca, &y.name).and_then(|o| o.count).is_none() {
             rows.push(Row {
-                mechanism: m.clone(),
+                mechanism: y.name.clone(),
                 a: None,
-                b: *vb,
+                b: y.count,
                 change: None,
                 verdict: Verdict::New,
             });
@@ -250,6 +267,27 @@ mod tests {
             })
             .collect();
         serde_json::json!({"unit": unit, "mechanisms": ms})
+    }
+
+    #[test]
+    fn rounds_of_two_values_are_judged_by_their_range() {
+        // fexit on 6.12.57 and 6.12.69 (+deb12): 1027.9 a base event; its
+        // rounds 1257.9 or 1271.5 (+230.0 or +243.6) on one, all 1270.5 on the other.
+        let fexit = |count: f64, ins: &[f64]| {
+            let mut d = doc(
+                "instructions",
+                &[("base", "base", None), ("fexit", "base", Some(count))],
+            );
+            let k: Vec<f64> = ins.iter().map(|i| 1e6 / i).collect();
+            d["mechanisms"][1]["k_events_per_sec"] = serde_json::json!({"samples": k});
+            d
+        };
+        let a = fexit(230.0, &[1257.9, 1257.9, 1257.9, 1271.5, 1271.5]);
+        let b = fexit(243.6, &[1270.5, 1270.5, 1270.8, 1270.5, 1270.5]);
+        assert_eq!(verdicts(&a, &b, 0.01).unwrap()[0].verdict, Verdict::Unchanged);
+        assert_eq!(verdicts(&b, &a, 0.01).unwrap()[0].verdict, Verdict::Unchanged);
+        let c = fexit(260.0, &[1287.9, 1287.9]);
+        assert_eq!(verdicts(&a, &c, 0.01).unwrap()[0].verdict, Verdict::Regressed);
     }
 
     #[test]
