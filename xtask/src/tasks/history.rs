@@ -45,8 +45,9 @@ use steps::{Moved, Step};
 /// could be judged.
 const EVERY_FUNCTION: &[&str] = &["kprobe.multi-all-loop", "kretprobe.multi-all-loop"];
 
-/// The command's rounds per build: a tick lands in a run of 200 events at
-/// most one time in 9, so in all of 5 rounds one time in 60000.
+/// The command's rounds per build: a tick (every 4M instructions) lands in
+/// a run of 200 events at most one time in 5 (the return uprobes' 0.8M), so
+/// in all of 5 rounds one time in 3000, adding under 1% to their counts.
 const ROUNDS: u32 = 5;
 
 /// `cargo xtask history`'s options.
