@@ -277,6 +277,17 @@ pub fn qemu_version(arch: Arch) -> Result<String> {
     Ok(line)
 }
 
+/// The guest CPU of a TCG machine (`-cpu`): part of what an exact count
+/// depends on.
+pub fn tcg_cpu(arch: Arch) -> &'static str {
+    let args = machine_args(arch, Accel::Tcg);
+    args.iter()
+        .position(|a| *a == "-cpu")
+        .and_then(|i| args.get(i + 1))
+        .copied()
+        .unwrap_or("")
+}
+
 /// The machine, the accelerator and the CPU.
 fn machine_args(arch: Arch, accel: Accel) -> &'static [&'static str] {
     match (arch, accel) {
@@ -689,6 +700,8 @@ mod tests {
             a.starts_with("-M q35 -accel tcg,thread=single -cpu max -smp 2 -m 2G"),
             "{a}"
         );
+        assert_eq!(tcg_cpu(Arch::X86_64), "max");
+        assert_eq!(tcg_cpu(Arch::Arm64), "max,pauth-impdef=on");
         assert!(a.contains("-kernel /k/vmlinux -initrd /k/initramfs.cpio"));
         assert!(a.contains("file,id=status,path=/tmp/vmtest.x/status"));
         assert_eq!(

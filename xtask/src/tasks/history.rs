@@ -145,7 +145,7 @@ fn run(a: &HistoryArgs) -> Result<i32> {
     let all = list(a, &cache, (&range.0, &range.1))?;
     let setting = Setting {
         qemu: qemu_version(a.arch)?,
-        cpu: "max".into(),
+        cpu: vm::tcg_cpu(a.arch).into(),
         plan: format!(
             "{} rounds of 200 events{}",
             a.rounds,
