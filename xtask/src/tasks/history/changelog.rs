@@ -102,20 +102,31 @@ const WORDS: &[&str] = &[
     "srcu",
 ];
 
-/// The subjects of `stable` that name `functions` or the words above.
+/// The subjects of `stable` that name `functions` (first) or the words above.
 pub fn relevant<'a>(stable: &'a Stable, functions: &[String]) -> Vec<&'a str> {
-    stable
+    let names = |s: &str| {
+        functions
+            .iter()
+            .any(|f| f.len() > 4 && s.contains(f.as_str()))
+    };
+    let word = |s: &str| {
+        let l = s.to_lowercase();
+        WORDS.iter().any(|w| l.contains(w))
+    };
+    let mut out: Vec<&str> = stable
         .subjects
         .iter()
-        .filter(|s| {
-            let l = s.to_lowercase();
-            WORDS.iter().any(|w| l.contains(w))
-                || functions
-                    .iter()
-                    .any(|f| f.len() > 4 && s.contains(f.as_str()))
-        })
         .map(String::as_str)
-        .collect()
+        .filter(|s| names(s))
+        .collect();
+    out.extend(
+        stable
+            .subjects
+            .iter()
+            .map(String::as_str)
+            .filter(|s| !names(s) && word(s)),
+    );
+    out
 }
 
 /// The changelog in a kernel's unpacked package, if it kept one.
@@ -198,9 +209,10 @@ linux (6.12.44-1) unstable; urgency=medium
         assert_eq!(
             relevant(&b[1], &["migrate_enable".into()]),
             [
-                "uprobes: make the hot path cheaper",
-                "mm: call migrate_enable less often"
-            ]
+                "mm: call migrate_enable less often",
+                "uprobes: make the hot path cheaper"
+            ],
+            "those naming a function that moved first"
         );
     }
 }
