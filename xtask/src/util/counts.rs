@@ -284,10 +284,19 @@ mod tests {
         };
         let a = fexit(230.0, &[1257.9, 1257.9, 1257.9, 1271.5, 1271.5]);
         let b = fexit(243.6, &[1270.5, 1270.5, 1270.8, 1270.5, 1270.5]);
-        assert_eq!(verdicts(&a, &b, 0.01).unwrap()[0].verdict, Verdict::Unchanged);
-        assert_eq!(verdicts(&b, &a, 0.01).unwrap()[0].verdict, Verdict::Unchanged);
+        assert_eq!(
+            verdicts(&a, &b, 0.01).unwrap()[0].verdict,
+            Verdict::Unchanged
+        );
+        assert_eq!(
+            verdicts(&b, &a, 0.01).unwrap()[0].verdict,
+            Verdict::Unchanged
+        );
         let c = fexit(260.0, &[1287.9, 1287.9]);
-        assert_eq!(verdicts(&a, &c, 0.01).unwrap()[0].verdict, Verdict::Regressed);
+        assert_eq!(
+            verdicts(&a, &c, 0.01).unwrap()[0].verdict,
+            Verdict::Regressed
+        );
     }
 
     #[test]
