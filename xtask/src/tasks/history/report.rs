@@ -104,93 +104,103 @@ pub fn text(h: &History) -> String {
             of("failed"),
             of("not counted")
         );
-        for b in &l.builds {
-            let time = match (b.fetch_s, b.vm_s) {
-                (_, None) => String::new(),
-                (f, Some(v)) => format!(
-                    "  fetch {} vm {v:.0}s{}",
-                    f.map_or("-".into(), |f| format!("{f:.0}s")),
-                    if b.counted_now { "" } else { " (kept)" }
-                ),
+        builds_text(&mut o, l);
+        steps_text(&mut o, l);
+    }
+    o
+}
+
+/// Each build of a line: its version, status and times.
+fn builds_text(o: &mut String, l: &Line) {
+    for b in &l.builds {
+        let time = match (b.fetch_s, b.vm_s) {
+            (_, None) => String::new(),
+            (f, Some(v)) => format!(
+                "  fetch {} vm {v:.0}s{}",
+                f.map_or("-".into(), |f| format!("{f:.0}s")),
+                if b.counted_now { "" } else { " (kept)" }
+            ),
+        };
+        let _ = writeln!(
+            o,
+            "  {:<24} {:<22} {:<9} {}{}",
+            b.build.release,
+            b.build.version,
+            b.status,
+            b.why
+                .as_deref()
+                .map_or_else(|| b.build.suites.join(","), str::to_owned),
+            time
+        );
+    }
+}
+
+/// A line's steps, each with its functions, then the stable releases.
+fn steps_text(o: &mut String, l: &Line) {
+    if l.steps.is_empty() {
+        let _ = writeln!(
+            o,
+            "  no step: every count within the threshold across the line"
+        );
+        return;
+    }
+    let _ = writeln!(o, "  steps:");
+    let mut last = ("", "");
+    for s in &l.steps {
+        let st = &s.step;
+        if (st.from.as_str(), st.to.as_str()) != last {
+            last = (&st.from, &st.to);
+            let range = match (&s.range, s.releases) {
+                (Some(r), Some(n)) if n > 1 => {
+                    format!("; the step is somewhere in {r} ({n} stable releases)")
+                }
+                (Some(r), _) => format!("; the step is somewhere in {r}"),
+                _ => "; adjacent releases".into(),
             };
+            let _ = writeln!(o, "    at {} (after {}{range})", st.to, st.from);
+        }
+        let _ = writeln!(
+            o,
+            "      {:<24} {:>8} -> {:>8}  {:>8}  {}",
+            st.mechanism,
+            count(st.a),
+            count(st.b),
+            st.change
+                .map_or("-".into(), |c| format!("{:+.2}%", c * 100.0)),
+            st.verdict
+        );
+        if !st.functions.is_empty() {
+            let f: Vec<String> = st
+                .functions
+                .iter()
+                .take(4)
+                .map(|m| format!("{} {:+.1}", m.function, m.change))
+                .collect();
+            let _ = writeln!(o, "        functions: {}", f.join(", "));
+        }
+        if let Some(e) = &st.explained {
+            let _ = writeln!(o, "        {e}");
+        }
+    }
+    let mut said = Vec::new();
+    for s in &l.steps {
+        for n in &s.stable {
+            if n.subjects.is_empty() || said.contains(&n.release) {
+                continue;
+            }
+            said.push(n.release.clone());
             let _ = writeln!(
                 o,
-                "  {:<24} {:<22} {:<9} {}{}",
-                b.build.release,
-                b.build.version,
-                b.status,
-                b.why
-                    .as_deref()
-                    .map_or_else(|| b.build.suites.join(","), str::to_owned),
-                time
+                "    stable {} ({} of its {} commits touch BPF, tracing or the entry paths):",
+                n.release,
+                n.subjects.len(),
+                n.of
             );
-        }
-        if l.steps.is_empty() {
-            let _ = writeln!(
-                o,
-                "  no step: every count within the threshold across the line"
-            );
-            continue;
-        }
-        let _ = writeln!(o, "  steps:");
-        let mut last = ("", "");
-        for s in &l.steps {
-            let st = &s.step;
-            if (st.from.as_str(), st.to.as_str()) != last {
-                last = (&st.from, &st.to);
-                let range = match (&s.range, s.releases) {
-                    (Some(r), Some(n)) if n > 1 => {
-                        format!("; the step is somewhere in {r} ({n} stable releases)")
-                    }
-                    (Some(r), _) => format!("; the step is somewhere in {r}"),
-                    _ => "; adjacent releases".into(),
-                };
-                let _ = writeln!(o, "    at {} (after {}{range})", st.to, st.from);
-            }
-            let _ = writeln!(
-                o,
-                "      {:<24} {:>8} -> {:>8}  {:>8}  {}",
-                st.mechanism,
-                count(st.a),
-                count(st.b),
-                st.change
-                    .map_or("-".into(), |c| format!("{:+.2}%", c * 100.0)),
-                st.verdict
-            );
-            if !st.functions.is_empty() {
-                let f: Vec<String> = st
-                    .functions
-                    .iter()
-                    .take(4)
-                    .map(|m| format!("{} {:+.1}", m.function, m.change))
-                    .collect();
-                let _ = writeln!(o, "        functions: {}", f.join(", "));
-            }
-            if let Some(e) = &st.explained {
-                let _ = writeln!(o, "        {e}");
-            }
-        }
-        let mut said = Vec::new();
-        for s in &l.steps {
-            for n in &s.stable {
-                if n.subjects.is_empty() || said.contains(&n.release) {
-                    continue;
-                }
-                said.push(n.release.clone());
-                let _ = writeln!(
-                    o,
-                    "    stable {} ({} of its {} commits touch BPF, tracing or the entry paths):",
-                    n.release,
-                    n.subjects.len(),
-                    n.of
-                );
-                for sub in n.subjects.iter().take(6) {
-                    let _ = writeln!(o, "      - {sub}");
-                }
+            for sub in n.subjects.iter().take(6) {
+                let _ = writeln!(o, "      - {sub}");
             }
         }
     }
-    o
 }
 
 /// history.tsv: every count, a mechanism a row, a build a column.
@@ -221,6 +231,30 @@ pub fn tsv(h: &History) -> String {
         o.push('\n');
     }
     o
+}
+
+/// Each name once, in order.
+fn unique<'a>(names: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut v: Vec<&str> = Vec::new();
+    for n in names {
+        if !v.contains(&n) {
+            v.push(n);
+        }
+    }
+    v
+}
+
+/// `m`'s count in each build of the line against its first, in percent.
+fn relative(l: &Line, m: &str) -> Vec<(usize, f64)> {
+    let at = |b: &Counted| b.counts.iter().find(|(n, _)| n == m).map(|x| x.1);
+    let Some(first) = l.builds.iter().find_map(at) else {
+        return Vec::new();
+    };
+    l.builds
+        .iter()
+        .enumerate()
+        .filter_map(|(i, b)| Some((i, (at(b)? - first) / first.abs().max(1.0) * 100.0)))
+        .collect()
 }
 
 const PANEL: u32 = 380;
@@ -259,38 +293,13 @@ fn panel<DB: DrawingBackend>(
     series: &str,
     area: &DrawingArea<DB, plotters::coord::Shift>,
 ) -> Result<(), String> {
-    let stepped: Vec<&str> = {
-        let mut v: Vec<&str> = Vec::new();
-        for s in &l.steps {
-            if !v.contains(&s.step.mechanism.as_str()) {
-                v.push(&s.step.mechanism);
-            }
-        }
-        v
-    };
-    let mut names: Vec<&str> = Vec::new();
-    for b in &l.builds {
-        for (m, _) in &b.counts {
-            if !names.contains(&m.as_str()) {
-                names.push(m);
-            }
-        }
-    }
-    let series_of = |m: &str| -> Vec<(usize, f64)> {
-        let first = l
-            .builds
-            .iter()
-            .find_map(|b| b.counts.iter().find(|(n, _)| n == m).map(|x| x.1));
+    let stepped = unique(l.steps.iter().map(|s| s.step.mechanism.as_str()));
+    let names = unique(
         l.builds
             .iter()
-            .enumerate()
-            .filter_map(|(i, b)| {
-                let v = b.counts.iter().find(|(n, _)| n == m)?.1;
-                let f = first?;
-                Some((i, (v - f) / f.abs().max(1.0) * 100.0))
-            })
-            .collect()
-    };
+            .flat_map(|b| b.counts.iter().map(|c| c.0.as_str())),
+    );
+    let series_of = |m: &str| relative(l, m);
     let all: Vec<f64> = names
         .iter()
         .flat_map(|m| series_of(m).into_iter().map(|p| p.1))

@@ -1,0 +1,179 @@
+//! Counting builds: each one's `vmtest --exact` run as a child, `--jobs`
+//! at once, its output relayed, what it counted kept.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use serde_json::Value;
+
+use super::builds::Build;
+use super::kept::{self, Kept};
+use super::options::{HistoryArgs, Setting, EVERY_FUNCTION};
+use crate::util::signal::check_signal;
+use crate::util::{say, secs};
+
+/// Counts `todo`, `a.jobs` at once, keeping each count; the builds whose
+/// fetch or VM failed, with why and the exit it makes (2: the fetch, 1: the VM).
+pub(super) fn count_all(
+    a: &HistoryArgs,
+    todo: &[&Build],
+    setting: &Setting,
+    kept_dir: &Path,
+    out: &Path,
+) -> Result<BTreeMap<String, (String, i32)>> {
+    let failed = Mutex::new(BTreeMap::new());
+    let next = AtomicUsize::new(0);
+    let t = Instant::now();
+    std::thread::scope(|s| {
+        for _ in 0..a.jobs.min(todo.len().max(1)) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                let Some(b) = todo.get(i) else { break };
+                if check_signal().is_err() {
+                    break;
+                }
+                say!("counting {} ({} of {})", b.release, i + 1, todo.len());
+                match count(a, b, setting, kept_dir, out) {
+                    Ok(k) if k.result.is_some() => {}
+                    Ok(k) => {
+                        let why = k.why.first().cloned().unwrap_or_else(|| "no result".into());
+                        failed.lock().unwrap().insert(b.release.clone(), (why, 1));
+                    }
+                    Err(e) => {
+                        failed
+                            .lock()
+                            .unwrap()
+                            .insert(b.release.clone(), (crate::util::one_line(&e), 2));
+                    }
+                }
+            });
+        }
+    });
+    check_signal()?;
+    if !todo.is_empty() {
+        say!(
+            "counted {} build(s) in {} ({} each)",
+            todo.len(),
+            secs(t.elapsed()),
+            secs(t.elapsed() / todo.len() as u32)
+        );
+    }
+    Ok(failed.into_inner().unwrap())
+}
+
+/// Runs `vmtest BUILD --exact` and keeps what it counted (or why its VM
+/// failed). A fetch that failed keeps nothing: the next run tries again.
+fn count(
+    a: &HistoryArgs,
+    b: &Build,
+    setting: &Setting,
+    kept_dir: &Path,
+    out: &Path,
+) -> Result<Kept> {
+    let dir = out.join("builds").join(&b.release);
+    if dir.exists() {
+        fs::remove_dir_all(&dir).with_context(|| format!("removing {}", dir.display()))?;
+    }
+    fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut cmd = vmtest(a, &b.release, &dir);
+    if !a.every_function {
+        cmd.arg("--bench-arg=--skip")
+            .arg(format!("--bench-arg={}", EVERY_FUNCTION.join(",")));
+    }
+    let t = Instant::now();
+    let last = relay(cmd, if a.jobs > 1 { &b.release } else { "" })?;
+    let wall = t.elapsed();
+    let summary: Value = match fs::read_to_string(dir.join("vmtest.json")) {
+        Ok(s) => serde_json::from_str(&s).context("reading its vmtest.json")?,
+        Err(_) => bail!(
+            "{}",
+            last.unwrap_or_else(|| "vmtest wrote no summary".into())
+        ),
+    };
+    let result: Option<Value> = fs::read_to_string(dir.join("result.json"))
+        .ok()
+        .and_then(|s| serde_json::from_str(&s).ok());
+    let f = |k: &str| summary[k].as_f64();
+    let kept = Kept {
+        key: setting.key(b),
+        exit: summary["exit"].as_i64().unwrap_or(1) as i32,
+        why: summary["why"]
+            .as_array()
+            .map(|w| {
+                w.iter()
+                    .filter_map(|s| s.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        fetch_s: f("fetch_s"),
+        downloaded_bytes: summary["downloaded_bytes"].as_u64(),
+        vm_s: f("vm_s"),
+        result,
+    };
+    kept::save(kept_dir, &kept)?;
+    say!(
+        "{}: exit {} in {} (fetch {:.1}s, VM {:.1}s)",
+        b.release,
+        kept.exit,
+        secs(wall),
+        kept.fetch_s.unwrap_or(0.0),
+        kept.vm_s.unwrap_or(0.0)
+    );
+    Ok(kept)
+}
+
+/// `xtask vmtest KERNEL --exact` into `dir`, as history runs it.
+pub(super) fn vmtest(a: &HistoryArgs, kernel: &str, dir: &Path) -> Command {
+    let xtask = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("xtask"));
+    let mut cmd = Command::new(xtask);
+    cmd.args(["vmtest", kernel, "--exact", "--accel", "tcg", "--arch"])
+        .arg(a.arch.name())
+        .args(["--rounds", &a.rounds.to_string()])
+        .arg("--out")
+        .arg(dir)
+        .stdin(Stdio::null());
+    cmd
+}
+
+/// Runs `cmd`, its output copied to ours, each line after `[prefix]` when
+/// several builds are counted at once; its last line on stderr.
+pub(super) fn relay(mut cmd: Command, prefix: &str) -> Result<Option<String>> {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("starting vmtest")?;
+    let tag = |l: &str| match prefix {
+        "" => l.to_owned(),
+        p => format!("[{p}] {l}"),
+    };
+    let (out, err) = (child.stdout.take(), child.stderr.take());
+    let last = std::thread::scope(|s| {
+        if let Some(out) = out {
+            s.spawn(move || {
+                for l in BufReader::new(out).lines().map_while(Result::ok) {
+                    println!("{}", tag(&l));
+                }
+            });
+        }
+        let mut last = None;
+        if let Some(err) = err {
+            for l in BufReader::new(err).lines().map_while(Result::ok) {
+                eprintln!("{}", tag(&l));
+                if !l.trim().is_empty() {
+                    last = Some(l);
+                }
+            }
+        }
+        last
+    });
+    child.wait().context("waiting for vmtest")?;
+    Ok(last)
+}
