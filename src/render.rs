@@ -3,13 +3,17 @@
 //! suite's detail line (of a result [`Document`]), the gate report (of a
 //! gate's [`Findings`]) and `--list` (of a survey). JSON is the document itself:
 //! [`Document::to_json`]. [`report`] renders several documents side by
-//! side, as a table and an SVG chart. All tested on fixed values.
+//! side, as a table and an SVG chart; [`kcidb`] and [`squad`] as kernel
+//! CI's records. All tested on fixed values.
 
 mod findings;
 mod heading;
+pub mod kcidb;
 mod ktap;
 pub mod matrix;
+pub mod metrics;
 pub mod pairs;
+pub mod squad;
 
 use findings::conclusion;
 pub use findings::{gate_report, warning};
@@ -748,6 +752,39 @@ mod tests {
             .collect()
     }
 
+    /// The same in records: every line of their JSON, and any string in
+    /// them that starts with a time unit (`"unit": "ns"`, `"ns per event"`).
+    fn time_units_in_records(json: &str) -> Vec<String> {
+        fn walk(v: &serde_json::Value, out: &mut Vec<String>) {
+            match v {
+                serde_json::Value::String(s) => {
+                    let first = s.split(|c: char| c.is_whitespace()).next().unwrap_or("");
+                    if ["ns", "ns/event", "ns/ev"].contains(&first) {
+                        out.push(s.clone());
+                    }
+                    out.extend(time_units(s));
+                }
+                serde_json::Value::Array(a) => a.iter().for_each(|v| walk(v, out)),
+                serde_json::Value::Object(o) => o.values().for_each(|v| walk(v, out)),
+                _ => {}
+            }
+        }
+        let mut out = time_units(json);
+        for line in json.lines().filter(|l| !l.trim().is_empty()) {
+            match serde_json::from_str::<serde_json::Value>(line) {
+                Ok(v) => walk(&v, &mut out),
+                Err(_) => {
+                    walk(
+                        &serde_json::from_str(json).expect("records are JSON"),
+                        &mut out,
+                    );
+                    break;
+                }
+            }
+        }
+        out
+    }
+
     #[test]
     fn the_time_unit_finder_finds_them() {
         for bad in [
@@ -765,8 +802,19 @@ mod tests {
         ] {
             assert!(time_units(good).is_empty(), "{good}");
         }
+        assert_eq!(
+            time_units_in_records(r#"{"unit": "ns", "value": 1}"#),
+            ["ns"]
+        );
+        assert_eq!(
+            time_units_in_records("{\"a\": \"ns per event\"}\n{\"b\": 2}\n"),
+            ["ns per event"]
+        );
+        assert!(time_units_in_records(r#"{"unit": "instructions"}"#).is_empty());
         // A timed run's output has them: the finder sees real output.
         assert!(!time_units(&ktap(&document(), None)).is_empty());
+        let timed = kcidb::kcidb(&[&document()]);
+        assert!(!time_units_in_records(&timed).is_empty());
     }
 
     /// Real exact results: 6.12's and 5.10's counts (`vmtest --exact`).
@@ -779,8 +827,8 @@ mod tests {
     }
 
     /// Every output of an exact run names instructions: the table, the
-    /// selftest and suite lines, KTAP, the gate, the JSON, and `report`'s
-    /// table and chart.
+    /// selftest and suite lines, KTAP, the gate, the JSON, kernel CI's
+    /// records, and `report`'s table and chart.
     #[test]
     fn every_output_of_an_exact_run_counts_instructions() {
         let [doc, older] = exact_results();
@@ -818,6 +866,17 @@ mod tests {
         for (what, text) in &texts {
             assert!(text.len() > 100, "{what}: {text}");
             let found = time_units(text);
+            assert!(
+                found.is_empty(),
+                "{what} names a time:\n{}",
+                found.join("\n")
+            );
+        }
+        for (what, text) in [
+            ("kcidb", kcidb::kcidb(&[&older, &doc])),
+            ("squad", squad::squad(&[&older, &doc])),
+        ] {
+            let found = time_units_in_records(&text);
             assert!(
                 found.is_empty(),
                 "{what} names a time:\n{}",
