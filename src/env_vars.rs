@@ -34,6 +34,11 @@ pub const WINDOWS_ENV: &str = "BPF_OVERHEAD_WINDOWS";
 /// The file the suite appends its KTAP results to.
 pub const KTAP_ENV: &str = "BPF_OVERHEAD_KTAP";
 
+/// A Python with `kcidb-io` (`cargo xtask ci` sets it to its venv's):
+/// tests/cli_kernel_ci.rs validates the command's KCIDB records with it,
+/// and fails without it when `CI` is set.
+pub const KCIDB_PYTHON_ENV: &str = "BPF_OVERHEAD_KCIDB_PYTHON";
+
 /// xtask's download and build cache on the host (default
 /// ~/.cache/bpf-overhead); not passed into the guest.
 pub const CACHE_ENV: &str = "BPF_OVERHEAD_CACHE";
@@ -63,6 +68,7 @@ mod tests {
             EMULATOR_ENV,
             KCONFIG_ENV,
             KTAP_ENV,
+            KCIDB_PYTHON_ENV,
             WINDOWS_ENV,
             CACHE_ENV,
             mutants::COUNT_ENV,

@@ -303,9 +303,10 @@ fn list_or_none<S: AsRef<str>>(names: &[S]) -> String {
     }
 }
 
-fn figures(m: &MechanismResult) -> String {
+/// `+100.0 ns/event over base`, in the unit of `doc`, `m`'s run.
+fn figures(doc: &Document, m: &MechanismResult) -> String {
     match &m.overhead_ns {
-        Some(o) => format!("{:+.1} ns/event over {}", o.median, m.base),
+        Some(o) => format!("{:+.1} {} over {}", o.median, doc.per_event(), m.base),
         None => "no overhead figure".into(),
     }
 }
@@ -388,7 +389,7 @@ pub fn compare_drifting(
                 Verdict::Missing,
                 format!(
                     "measured in the baseline ({}), {} now: {}",
-                    figures(old),
+                    figures(baseline, old),
                     if new.status == Status::Skipped {
                         "skipped"
                     } else {
@@ -401,7 +402,10 @@ pub fn compare_drifting(
             (false, Some(new)) if new.is_ok() => Comparison::plain(
                 name,
                 Verdict::New,
-                format!("not measured in the baseline; now {}", figures(new)),
+                format!(
+                    "not measured in the baseline; now {}",
+                    figures(current, new)
+                ),
             ),
             // Not measured then, and not measured (or not run) now.
             (false, _) => continue,
@@ -416,7 +420,7 @@ pub fn compare_drifting(
         comparisons.push(Comparison::plain(
             &new.name,
             Verdict::New,
-            format!("not in the baseline; now {}", figures(new)),
+            format!("not in the baseline; now {}", figures(current, new)),
         ));
     }
     Findings {
@@ -468,11 +472,13 @@ fn judged(
         &old.name,
         &j,
         format!(
-            "overhead over {} {:+.1} -> {:+.1} ns/event ({:+.1} ns, {:+.1}%, p={:.3}{sees}){}{disturbed}{drifting}",
+            "overhead over {} {:+.1} -> {:+.1} {} ({:+.1} {}, {:+.1}%, p={:.3}{sees}){}{disturbed}{drifting}",
             new.base,
             o.median,
             n.median,
+            current.per_event(),
             j.diff_ns,
+            current.unit_word(),
             j.change * 100.0,
             j.p_value,
             rate_change(old, new)

@@ -3,13 +3,17 @@
 //! suite's detail line (of a result [`Document`]), the gate report (of a
 //! gate's [`Findings`]) and `--list` (of a survey). JSON is the document itself:
 //! [`Document::to_json`]. [`report`] renders several documents side by
-//! side, as a table and an SVG chart. All tested on fixed values.
+//! side, as a table and an SVG chart; [`kcidb`] and [`squad`] as kernel
+//! CI's records. All tested on fixed values.
 
 mod findings;
 mod heading;
+pub mod kcidb;
 mod ktap;
 pub mod matrix;
+pub mod metrics;
 pub mod pairs;
+pub mod squad;
 
 use findings::conclusion;
 pub use findings::{gate_report, warning};
@@ -100,16 +104,17 @@ pub const EXACT_COLUMNS: [&str; 10] = [
     "ins over",
     "sees",
     "ratio",
-    "prog ns",
+    "prog ins",
     "rounds",
 ];
 
 /// What an exact run's columns mean.
-const EXACT_LEGEND: [&str; 5] = [
+const EXACT_LEGEND: [&str; 6] = [
     "ev/M ins  events per million guest instructions (the guest's clock counts them): median of the rounds, min–max, mean ± sd",
     "ins/ev    guest instructions per event: the fewest of any round (an interrupt only adds; the fewest is a run none landed in)",
     "ins over  instructions per event over the base (the same trigger, nothing attached): the fewest of the mechanism's rounds less the fewest of its base's runs around them",
     "ratio     rate / base rate in the same round, median",
+    "prog ins  the BPF program's own instructions per run (run_time_ns / run_cnt under the instruction clock), where the run had BPF stats",
     "rounds    timed runs",
 ];
 
@@ -327,11 +332,12 @@ pub fn nop5_note(doc: &Document) -> Option<String> {
             .as_ref()
             .map(|o| o.median)
     };
+    let unit = doc.per_event();
     let pair = |nop: &str, nop5: &str| {
         let (a, b) = (own(nop)?, own(nop5)?);
         Some((
             format!(
-                "{nop5} {b:+.1} ns/event, {nop} {a:+.1} ns/event ({:.1}x)",
+                "{nop5} {b:+.1} {unit}, {nop} {a:+.1} {unit} ({:.1}x)",
                 a / b
             ),
             b * 1.5 < a,
@@ -372,7 +378,14 @@ pub fn selftest_line(doc: &Document, m: &MechanismResult) -> Option<String> {
         "{} {}\t{}K events per sec",
         m.trigger, m.name, rate.median as u64
     );
-    if let Some(how) = &doc.emulated {
+    if doc.exact() {
+        let _ = write!(
+            line,
+            " ({}: counted in guest instructions, the figure is events per million \
+             instructions)",
+            doc.emulated.as_deref().unwrap_or("exact")
+        );
+    } else if let Some(how) = &doc.emulated {
         let _ = write!(line, " (emulated: {how}, not a performance figure)");
     }
     Some(line)
@@ -384,8 +397,9 @@ pub fn selftest_line(doc: &Document, m: &MechanismResult) -> Option<String> {
 /// events it fired when its trigger scales them. `None` unless measured.
 pub fn detail_line(doc: &Document, m: &MechanismResult) -> Option<String> {
     let ns = m.ns_per_event.filter(|_| m.is_ok())?;
+    let unit = doc.per_event();
     if m.is_base() {
-        let mut line = format!("  {}: {ns:.1} ns/event", m.name);
+        let mut line = format!("  {}: {ns:.1} {unit}", m.name);
         if m.events_per_run > doc.iterations {
             let _ = write!(
                 line,
@@ -398,7 +412,7 @@ pub fn detail_line(doc: &Document, m: &MechanismResult) -> Option<String> {
     }
     let base = doc.mechanism(&m.base)?;
     let mut line = format!(
-        "  {}: {:+.1} ns/event over {} ({}K events per sec), {:.3}x base rate",
+        "  {}: {:+.1} {unit} over {} ({}K events per sec), {:.3}x base rate",
         m.name,
         m.overhead_ns.as_ref()?.median,
         m.base,
@@ -410,7 +424,7 @@ pub fn detail_line(doc: &Document, m: &MechanismResult) -> Option<String> {
         let _ = write!(line, ", hits {}/{}", per_run.join(","), m.events_per_run);
     }
     if let Some(ns) = m.prog_ns_per_event {
-        let _ = write!(line, ", program {ns:.1} ns/event");
+        let _ = write!(line, ", program {ns:.1} {unit}");
     }
     Some(line)
 }
@@ -710,5 +724,164 @@ mod tests {
         assert!(!text.contains("EMULATED"), "{text}");
         let k = ktap(&doc, None);
         assert!(k.contains("# raw_tp: 1058.2 instructions per event (fewest of 3 rounds), +100.0 instructions per event over base"), "{k}");
+    }
+
+    /// A time unit beside a figure, or a time's column, in a line of text:
+    /// `+1903.7 ns/event`, `(952.4 ns)`, `prog ns`. An exact run's output
+    /// must have none.
+    fn time_units(text: &str) -> Vec<String> {
+        const UNITS: [&str; 3] = ["ns", "ns/event", "ns/ev"];
+        let figure = |t: &str| {
+            t.trim_start_matches(['+', '±', '~'])
+                .trim_end_matches(['%', 'x'])
+                .parse::<f64>()
+                .is_ok()
+        };
+        text.lines()
+            .filter(|line| {
+                let tokens: Vec<&str> = line
+                    .split(|c: char| c.is_whitespace() || "(),;:\"[]{}=".contains(c))
+                    .filter(|t| !t.is_empty())
+                    .collect();
+                line.contains("prog ns")
+                    || tokens
+                        .windows(2)
+                        .any(|w| figure(w[0]) && UNITS.contains(&w[1]))
+            })
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// The same in records: every line of their JSON, and any string in
+    /// them that starts with a time unit (`"unit": "ns"`, `"ns per event"`).
+    fn time_units_in_records(json: &str) -> Vec<String> {
+        fn walk(v: &serde_json::Value, out: &mut Vec<String>) {
+            match v {
+                serde_json::Value::String(s) => {
+                    let first = s.split(|c: char| c.is_whitespace()).next().unwrap_or("");
+                    if ["ns", "ns/event", "ns/ev"].contains(&first) {
+                        out.push(s.clone());
+                    }
+                    out.extend(time_units(s));
+                }
+                serde_json::Value::Array(a) => a.iter().for_each(|v| walk(v, out)),
+                serde_json::Value::Object(o) => o.values().for_each(|v| walk(v, out)),
+                _ => {}
+            }
+        }
+        let mut out = time_units(json);
+        for line in json.lines().filter(|l| !l.trim().is_empty()) {
+            match serde_json::from_str::<serde_json::Value>(line) {
+                Ok(v) => walk(&v, &mut out),
+                Err(_) => {
+                    walk(
+                        &serde_json::from_str(json).expect("records are JSON"),
+                        &mut out,
+                    );
+                    break;
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn the_time_unit_finder_finds_them() {
+        for bad in [
+            "uprobe-nop5 +1903.7 ns/event, uprobe-nop +1130.7 ns/event (1.7x)",
+            "base  (952.4 ns)",
+            "mechanism  ins/ev  prog ns  rounds",
+            "  raw_tp: 1058.2 ns/ev",
+        ] {
+            assert_eq!(time_units(bad), [bad], "{bad}");
+        }
+        for good in [
+            "uprobe-nop5 +1903.7 instructions/event, uprobe-nop +1130.7 instructions/event",
+            "\"ns_per_event\": 1028.8,",
+            "base  (1028.8 ins)",
+        ] {
+            assert!(time_units(good).is_empty(), "{good}");
+        }
+        assert_eq!(
+            time_units_in_records(r#"{"unit": "ns", "value": 1}"#),
+            ["ns"]
+        );
+        assert_eq!(
+            time_units_in_records("{\"a\": \"ns per event\"}\n{\"b\": 2}\n"),
+            ["ns per event"]
+        );
+        assert!(time_units_in_records(r#"{"unit": "instructions"}"#).is_empty());
+        // A timed run's output has them: the finder sees real output.
+        assert!(!time_units(&ktap(&document(), None)).is_empty());
+        let timed = kcidb::kcidb(&[&document()]);
+        assert!(!time_units_in_records(&timed).is_empty());
+    }
+
+    /// Real exact results: 6.12's and 5.10's counts (`vmtest --exact`).
+    fn exact_results() -> [Document; 2] {
+        [
+            include_str!("../tests/fixtures/exact/6.12.json"),
+            include_str!("../tests/fixtures/exact/5.10.json"),
+        ]
+        .map(|text| Document::from_json(text).expect("a result"))
+    }
+
+    /// Every output of an exact run names instructions: the table, the
+    /// selftest and suite lines, KTAP, the gate, the JSON, kernel CI's
+    /// records, and `report`'s table and chart.
+    #[test]
+    fn every_output_of_an_exact_run_counts_instructions() {
+        let [doc, older] = exact_results();
+        assert!(doc.exact() && older.exact());
+        assert!(
+            nop5_note(&doc).is_some(),
+            "the 6.12 run has both nop5 pairs"
+        );
+        let findings = crate::gate::compare(
+            &older,
+            &doc,
+            crate::gate::Threshold::Fixed(crate::gate::DEFAULT_THRESHOLD),
+        );
+        let matrix = crate::side_by_side::Matrix::new(&[
+            ("5.10.json".into(), older.clone()),
+            ("6.12.json".into(), doc.clone()),
+        ])
+        .unwrap();
+        let details: String = doc
+            .mechanisms
+            .iter()
+            .filter_map(|m| detail_line(&doc, m))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let texts = [
+            ("table", table(&doc)),
+            ("selftest", selftest(&doc)),
+            ("suite lines", details),
+            ("ktap", ktap(&doc, Some(&findings))),
+            ("gate", gate_report(&findings, "baseline 5.10.json")),
+            ("json", doc.to_json()),
+            ("report", matrix::table(&matrix)),
+            ("chart", matrix::svg(&matrix).unwrap()),
+        ];
+        for (what, text) in &texts {
+            assert!(text.len() > 100, "{what}: {text}");
+            let found = time_units(text);
+            assert!(
+                found.is_empty(),
+                "{what} names a time:\n{}",
+                found.join("\n")
+            );
+        }
+        for (what, text) in [
+            ("kcidb", kcidb::kcidb(&[&older, &doc])),
+            ("squad", squad::squad(&[&older, &doc])),
+        ] {
+            let found = time_units_in_records(&text);
+            assert!(
+                found.is_empty(),
+                "{what} names a time:\n{}",
+                found.join("\n")
+            );
+        }
     }
 }

@@ -117,7 +117,7 @@ fn usage_errors_are_one_line_and_the_usage() {
         ),
         (
             &["--format", "xml"],
-            "[possible values: table, json, ktap, selftest]",
+            "[possible values: table, json, ktap, selftest, kcidb, squad]",
         ),
         (
             &["--formt", "json"],

@@ -27,6 +27,21 @@ pub enum Format {
     Ktap,
     /// test_overhead's lines: `task_rename <mech>\t<N>K events per sec`.
     Selftest,
+    /// KernelCI's KCIDB records (schema v5.3), for `kcidb-submit`.
+    Kcidb,
+    /// A SQUAD submission's `metrics` and `metadata` (LKFT), one line.
+    Squad,
+}
+
+/// `report`'s output formats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    /// The table.
+    Table,
+    /// KernelCI's KCIDB records of every file (schema v5.3).
+    Kcidb,
+    /// A SQUAD submission per file, one line each.
+    Squad,
 }
 
 #[derive(Debug, Parser)]
@@ -129,7 +144,8 @@ pub struct Cli {
     #[arg(long)]
     pub list: bool,
 
-    /// Output format.
+    /// Output format. kcidb and squad print kernel CI's records of the
+    /// result (docs/kernel-ci.md); they take no --against.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
 
@@ -257,9 +273,12 @@ pub enum Command {
     /// across; each cell is the mechanism's ns per event over the base of
     /// its own run, median ± sample stddev over the rounds. The chart shows
     /// the same figures, one panel per trigger. Emulated runs are marked in
-    /// both. Needs no root. Exit status: 0 rendered; 2 bad input (no files,
-    /// an unreadable file or not a result, no two results with a mechanism
-    /// in common, --svg into a missing directory).
+    /// both. --format kcidb or squad prints kernel CI's records of the
+    /// files instead of the table. Needs no root. Exit status: 0 rendered;
+    /// 2 bad input (no files, an unreadable file or not a result, counts
+    /// beside times, no two results with a mechanism in common for the
+    /// table, an --against result as records, --svg into a missing
+    /// directory).
     Report(ReportArgs),
 
     /// Judges B against A from runs made at the same time, round by round.
@@ -314,6 +333,11 @@ pub struct ReportArgs {
     /// Also write the chart, as SVG, to OUT.
     #[arg(long, value_name = "OUT")]
     pub svg: Option<PathBuf>,
+
+    /// Output format: the table, or kernel CI's records of the files
+    /// (printed, never sent: docs/kernel-ci.md).
+    #[arg(long, value_enum, default_value_t = ReportFormat::Table)]
+    pub format: ReportFormat,
 }
 
 fn parse_mechanism(s: &str) -> Result<Mechanism, String> {

@@ -30,6 +30,7 @@ pub fn main(cli: &Cli) -> Result<ExitCode, Failure> {
     if cli.list_triggers {
         return print(&object::list_triggers()).map(|()| ExitCode::SUCCESS);
     }
+    check_format(cli)?;
     let (selection, against) = object_args::open(cli)?;
     // Bad input first, before anything needs root or takes time.
     if let Some(cpu) = cli.cpu {
@@ -109,6 +110,23 @@ pub fn main(cli: &Cli) -> Result<ExitCode, Failure> {
     }
     printed?;
     Ok(exit_code(cli, &doc, gate.as_ref().map(|g| &g.findings)))
+}
+
+/// Kernel CI's records carry one run's figures per mechanism: an in-run
+/// comparison's two sides would be two series under one name.
+fn check_format(cli: &Cli) -> Result<(), Failure> {
+    let records = match cli.format {
+        Format::Kcidb => "kcidb",
+        Format::Squad => "squad",
+        Format::Table | Format::Json | Format::Ktap | Format::Selftest => return Ok(()),
+    };
+    if cli.against.is_some() {
+        return Err(Failure::Input(format!(
+            "--format {records} takes no --against: its records carry one run's figures per \
+             mechanism; judge B against A in the table or json, or save each side's run"
+        )));
+    }
+    Ok(())
 }
 
 /// Each producer needs a CPU of its own, among those this process may use.
@@ -330,6 +348,8 @@ fn output(cli: &Cli, doc: &Document, gate: Option<&Gate>) -> Result<(), Failure>
         Format::Json => out.push_str(&doc.to_json()),
         Format::Ktap => out.push_str(&render::ktap(doc, gate.map(|g| &g.findings))),
         Format::Selftest => out.push_str(&render::selftest(doc)),
+        Format::Kcidb => out.push_str(&render::kcidb::kcidb(&[doc])),
+        Format::Squad => out.push_str(&render::squad::squad(&[doc])),
     }
     let printed = print(&out);
     if cli.format != Format::Table {

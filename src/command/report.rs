@@ -1,12 +1,14 @@
-//! `bpf-overhead report FILE... [--svg OUT]`: result files side by side.
+//! `bpf-overhead report FILE... [--svg OUT] [--format F]`: result files side
+//! by side, or as kernel CI's records.
 
+use std::path::Path;
 use std::process::ExitCode;
 
 use bpf_overhead::document::{Document, Need};
 use bpf_overhead::render;
 use bpf_overhead::side_by_side::{self, Matrix};
 
-use super::cli::ReportArgs;
+use super::cli::{ReportArgs, ReportFormat};
 use super::save::{save_target, SaveTarget};
 use crate::{note, print, Failure};
 
@@ -42,6 +44,9 @@ pub fn report(args: &ReportArgs) -> Result<ExitCode, Failure> {
                 .map_err(|e| Failure::Input(format!("report: {}", e.about(path))))
         })
         .collect::<Result<Vec<_>, _>>()?;
+    if args.format != ReportFormat::Table {
+        return records(args, &docs, svg_out.as_deref());
+    }
     // An --against run is two columns, A and B, side by side.
     let docs: Vec<(String, Document)> = docs
         .into_iter()
@@ -62,12 +67,52 @@ pub fn report(args: &ReportArgs) -> Result<ExitCode, Failure> {
     }
     print(&render::matrix::table(&matrix))?;
     if let Some(out) = &svg_out {
-        let svg = render::matrix::svg(&matrix)
-            .map_err(|e| Failure::Runtime(format!("report: cannot draw the chart: {e}")))?;
-        std::fs::write(out, svg).map_err(|e| {
-            Failure::Runtime(format!("report: cannot write {}: {e}", out.display()))
-        })?;
-        note(&format!("chart written to {}", out.display()));
+        chart(&matrix, out)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The chart of `matrix`, written to `out`.
+fn chart(matrix: &Matrix, out: &Path) -> Result<(), Failure> {
+    let svg = render::matrix::svg(matrix)
+        .map_err(|e| Failure::Runtime(format!("report: cannot draw the chart: {e}")))?;
+    std::fs::write(out, svg)
+        .map_err(|e| Failure::Runtime(format!("report: cannot write {}: {e}", out.display())))?;
+    note(&format!("chart written to {}", out.display()));
+    Ok(())
+}
+
+/// `--format kcidb|squad`: kernel CI's records of every file, in order.
+/// Counts beside times, or an --against run (two sides under one name),
+/// are bad input; results need no mechanism in common (but for a chart).
+fn records(
+    args: &ReportArgs,
+    docs: &[(String, Document)],
+    svg_out: Option<&Path>,
+) -> Result<ExitCode, Failure> {
+    side_by_side::same_unit(docs.iter().map(|(f, d)| (f.as_str(), d)))
+        .map_err(|e| Failure::Input(format!("report: {e}")))?;
+    if let Some((file, _)) = docs.iter().find(|(_, d)| d.against.is_some()) {
+        return Err(Failure::Input(format!(
+            "report: {file} is an --against run, A and B: kernel CI's records carry one run's \
+             figures per mechanism; report it as a table"
+        )));
+    }
+    let matrix = match svg_out {
+        Some(_) => Some(Matrix::new(docs).map_err(|e| Failure::Input(format!("report: {e}")))?),
+        None => None,
+    };
+    for line in side_by_side::config_lines(docs) {
+        note(&format!("report: {line}"));
+    }
+    let docs: Vec<&Document> = docs.iter().map(|(_, d)| d).collect();
+    print(&match args.format {
+        ReportFormat::Kcidb => render::kcidb::kcidb(&docs),
+        ReportFormat::Squad => render::squad::squad(&docs),
+        ReportFormat::Table => unreachable!("the table is report's own"),
+    })?;
+    if let (Some(matrix), Some(out)) = (&matrix, svg_out) {
+        chart(matrix, out)?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -307,6 +307,26 @@ impl Document {
         self.unit == UNIT_INSTRUCTIONS
     }
 
+    /// What one of its figures per event counts, for a line of text:
+    /// `ns/event`, or `instructions/event` in an exact run.
+    pub fn per_event(&self) -> &'static str {
+        if self.exact() {
+            "instructions/event"
+        } else {
+            "ns/event"
+        }
+    }
+
+    /// The unit of its times, for a figure in text: `ns`, or
+    /// `instructions` in an exact run.
+    pub fn unit_word(&self) -> &'static str {
+        if self.exact() {
+            UNIT_INSTRUCTIONS
+        } else {
+            UNIT_NS
+        }
+    }
+
     pub fn mechanism(&self, name: &str) -> Option<&MechanismResult> {
         self.mechanisms.iter().find(|m| m.name == name)
     }

@@ -129,13 +129,14 @@ pub fn compare(a: &[Document], b: &[Document], doc: &Document, threshold: Thresh
                 &m.name,
                 Verdict::New,
                 format!(
-                    "A {}: {}; B {o:+.1} ns/event over {}",
+                    "A {}: {}; B {o:+.1} {} over {}",
                     if m.status == Status::Skipped {
                         "skipped"
                     } else {
                         "failed"
                     },
                     m.reason.as_deref().unwrap_or("no reason given"),
+                    doc.per_event(),
                     b.base
                 ),
             ));

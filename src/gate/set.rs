@@ -156,15 +156,16 @@ fn allowance(
         );
     };
     let (lo, hi) = one_more_run(&medians);
+    let unit = pooled.unit_word();
     allow(
         Drift::Ns {
             below: measured - lo,
             above: hi - measured,
         },
         format!(
-            "the baseline's {} runs (medians {:+.1} to {:+.1} ns) give {lo:+.1} to {hi:+.1} ns \
-             for one more run of the same kernel, {:+.1} to {:+.1} ns from their pooled median \
-             {measured:+.1}",
+            "the baseline's {} runs (medians {:+.1} to {:+.1} {unit}) give {lo:+.1} to {hi:+.1} \
+             {unit} for one more run of the same kernel, {:+.1} to {:+.1} {unit} from their \
+             pooled median {measured:+.1}",
             medians.len(),
             medians.iter().copied().fold(f64::INFINITY, f64::min),
             medians.iter().copied().fold(f64::NEG_INFINITY, f64::max),

@@ -16,8 +16,9 @@ pub(super) fn provenance(doc: &Document) -> Vec<String> {
     }
     if doc.exact() {
         lines.push(format!(
-            "EXACT ({}): counted in guest instructions, 1 ns of the guest's clock each; \
-             each figure is a mechanism's fewest per event in any round{}",
+            "EXACT ({}): counted in guest instructions (the guest's clock advances a \
+             nanosecond per instruction); each figure is a mechanism's fewest per event in any \
+             round{}",
             doc.emulated.as_deref().unwrap_or("?"),
             doc.emulator
                 .as_ref()

