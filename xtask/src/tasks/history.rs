@@ -291,7 +291,8 @@ fn history(a: &HistoryArgs, all: &[Build], setting: &Setting, runs: &Runs) -> Re
             .collect();
         let refs: Vec<(&str, Option<&Value>)> =
             docs.iter().map(|(r, d)| (r.as_str(), d.as_ref())).collect();
-        let mut found = steps::steps(&refs, a.threshold)?;
+        // --threshold is in percent; the rule takes a share.
+        let mut found = steps::steps(&refs, a.threshold / 100.0)?;
         if !a.no_explain {
             split::explain(a, &mut found, all, setting, runs)?;
         }

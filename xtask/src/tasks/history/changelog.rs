@@ -80,39 +80,44 @@ pub fn between(all: &[Stable], after: &str, upto: &str) -> Vec<Stable> {
     v
 }
 
-/// Words of the subjects that may change what attaching costs: the BPF
-/// and tracing code, and the entry and return paths every call takes.
-const WORDS: &[&str] = &[
-    "bpf",
-    "kprobe",
-    "uprobe",
-    "fprobe",
-    "ftrace",
-    "fgraph",
-    "rethook",
-    "tracing",
-    "tracepoint",
-    "trampoline",
-    "perf",
-    "objpool",
-    "static_call",
-    "x86/bugs",
-    "mitigat",
-    "rcu",
-    "srcu",
-];
+/// The words of a subject (split at what is not a letter, digit or `_`),
+/// lower case.
+fn words(subject: &str) -> impl Iterator<Item = String> + '_ {
+    subject
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+}
 
-/// The subjects of `stable` that name `functions` (first) or the words above.
-pub fn relevant<'a>(stable: &'a Stable, functions: &[String]) -> Vec<&'a str> {
+/// The subsystem words of a mechanism: a subject with a word that starts
+/// with one of them may change what the mechanism costs.
+pub fn family(mechanism: &str) -> &'static [&'static str] {
+    let head = mechanism.split(['.', '-']).next().unwrap_or("");
+    match head {
+        "kprobe" | "kretprobe" => &[
+            "kprobe",
+            "kretprobe",
+            "fprobe",
+            "ftrace",
+            "fgraph",
+            "rethook",
+        ],
+        "uprobe" | "uretprobe" | "usdt" => &["uprobe", "uretprobe"],
+        "raw_tp" | "tp" | "tp_btf" => &["tracepoint", "bpf_trace"],
+        "fentry" | "fexit" | "fmod_ret" | "lsm" => &["trampoline", "ftrace", "static_call"],
+        _ => &[],
+    }
+}
+
+/// The subjects of `stable` that name one of `functions` (first), then
+/// those with a word starting with one of `words`.
+pub fn relevant<'a>(stable: &'a Stable, functions: &[String], family: &[&str]) -> Vec<&'a str> {
     let names = |s: &str| {
         functions
             .iter()
-            .any(|f| f.len() > 4 && s.contains(f.as_str()))
+            .any(|f| f.len() > 4 && words(s).any(|w| w == f.to_lowercase()))
     };
-    let word = |s: &str| {
-        let l = s.to_lowercase();
-        WORDS.iter().any(|w| l.contains(w))
-    };
+    let word = |s: &str| words(s).any(|w| family.iter().any(|f| w.starts_with(f)));
     let mut out: Vec<&str> = stable
         .subjects
         .iter()
@@ -187,6 +192,29 @@ linux (6.12.44-1) unstable; urgency=medium
 ";
 
     #[test]
+    fn the_words_of_a_mechanism() {
+        let s = Stable {
+            debian: "1".into(),
+            release: "6.12.77".into(),
+            subjects: vec![
+                "uprobes: switch to RCU Tasks Trace flavor for better performance".into(),
+                "Input: uinput - fix circular locking dependency".into(),
+                "bpf: Remove migrate_disable in kprobe_multi_link_prog_run".into(),
+            ],
+        };
+        assert_eq!(
+            relevant(&s, &[], family("uretprobe.multi-nop")),
+            [s.subjects[0].as_str()]
+        );
+        // Whole words: "circular" is no "rcu", "uinput" no "uprobe".
+        assert_eq!(
+            relevant(&s, &["migrate_disable".into()], family("kprobe.multi-loop")),
+            [s.subjects[2].as_str()]
+        );
+        assert!(family("base").is_empty());
+    }
+
+    #[test]
     fn stable_releases_and_their_subjects() {
         let s = parse(TEXT);
         let rels: Vec<&str> = s.iter().map(|s| s.release.as_str()).collect();
@@ -203,11 +231,12 @@ linux (6.12.44-1) unstable; urgency=medium
             ["6.12.45", "6.12.46"]
         );
         assert_eq!(
-            relevant(&b[0], &[]),
+            relevant(&b[0], &[], family("fentry")),
             ["bpf: Fix the thing in the trampoline"]
         );
+        assert!(relevant(&b[0], &[], family("kprobe.multi")).is_empty());
         assert_eq!(
-            relevant(&b[1], &["migrate_enable".into()]),
+            relevant(&b[1], &["migrate_enable".into()], family("uprobe-nop")),
             [
                 "mm: call migrate_enable less often",
                 "uprobes: make the hot path cheaper"

@@ -145,20 +145,39 @@ fn steps_text(o: &mut String, l: &Line) {
         return;
     }
     let _ = writeln!(o, "  steps:");
-    let mut last = ("", "");
-    for s in &l.steps {
-        let st = &s.step;
-        if (st.from.as_str(), st.to.as_str()) != last {
-            last = (&st.from, &st.to);
-            let range = match (&s.range, s.releases) {
-                (Some(r), Some(n)) if n > 1 => {
-                    format!("; the step is somewhere in {r} ({n} stable releases)")
-                }
-                (Some(r), _) => format!("; the step is somewhere in {r}"),
-                _ => "; adjacent releases".into(),
-            };
-            let _ = writeln!(o, "    at {} (after {}{range})", st.to, st.from);
+    let mut i = 0;
+    while i < l.steps.len() {
+        let first = &l.steps[i];
+        let n = l.steps[i..]
+            .iter()
+            .take_while(|s| s.step.from == first.step.from && s.step.to == first.step.to)
+            .count();
+        step_group(o, &l.steps[i..i + n]);
+        i += n;
+    }
+}
+
+/// The subjects the text names at most for a step's stable releases.
+const SUBJECTS: usize = 8;
+
+/// One pair of builds' steps: where they lie, each mechanism with the
+/// functions that moved, then the stable commits that may explain them.
+fn step_group(o: &mut String, group: &[Located]) {
+    let first = &group[0];
+    let range = match (&first.range, first.releases) {
+        (Some(r), Some(n)) if n > 1 => {
+            format!("; the step is somewhere in {r} ({n} stable releases)")
         }
+        (Some(r), _) => format!("; the step is somewhere in {r}"),
+        _ => "; adjacent releases".into(),
+    };
+    let _ = writeln!(
+        o,
+        "    at {} (after {}{range})",
+        first.step.to, first.step.from
+    );
+    for s in group {
+        let st = &s.step;
         let _ = writeln!(
             o,
             "      {:<24} {:>8} -> {:>8}  {:>8}  {}",
@@ -182,24 +201,27 @@ fn steps_text(o: &mut String, l: &Line) {
             let _ = writeln!(o, "        {e}");
         }
     }
-    let mut said = Vec::new();
-    for s in &l.steps {
-        for n in &s.stable {
-            if n.subjects.is_empty() || said.contains(&n.release) {
-                continue;
-            }
-            said.push(n.release.clone());
-            let _ = writeln!(
-                o,
-                "    stable {} ({} of its {} commits touch BPF, tracing or the entry paths):",
-                n.release,
-                n.subjects.len(),
-                n.of
-            );
-            for sub in n.subjects.iter().take(6) {
-                let _ = writeln!(o, "      - {sub}");
+    let mut said: Vec<(&str, &str)> = Vec::new();
+    for n in group.iter().flat_map(|s| &s.stable) {
+        for sub in &n.subjects {
+            if !said.iter().any(|(_, s)| s == sub) {
+                said.push((&n.release, sub));
             }
         }
+    }
+    if said.is_empty() {
+        return;
+    }
+    let _ = writeln!(o, "      stable commits that may explain it:");
+    for (rel, sub) in said.iter().take(SUBJECTS) {
+        let _ = writeln!(o, "        {rel}: {sub}");
+    }
+    if said.len() > SUBJECTS {
+        let _ = writeln!(
+            o,
+            "        ... {} more in history.json",
+            said.len() - SUBJECTS
+        );
     }
 }
 
@@ -474,7 +496,10 @@ mod tests {
             ["raw_tp", "+105.0", "->", "+121.0", "+15.24%", "REGRESSED"]
         );
         assert!(t.contains("functions: bpf_trace_run2 +13.0"), "{t}");
-        assert!(t.contains("stable 6.12.80 (1 of its 300 commits"), "{t}");
+        assert!(
+            t.contains("        6.12.80: bpf: do more in bpf_trace_run2"),
+            "{t}"
+        );
         let tsv = tsv(&history());
         assert_eq!(tsv.lines().nth(1).unwrap(), "raw_tp\t105.0\t121.0");
         let svg = svg(&history());

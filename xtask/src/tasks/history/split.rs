@@ -127,10 +127,14 @@ pub(super) fn locate(step: Step, line: &[Counted], cache: &Path) -> Located {
                 .iter()
                 .map(|s| StableNote {
                     release: s.release.clone(),
-                    subjects: changelog::relevant(s, &functions)
-                        .into_iter()
-                        .map(String::from)
-                        .collect(),
+                    subjects: changelog::relevant(
+                        s,
+                        &functions,
+                        changelog::family(&step.mechanism),
+                    )
+                    .into_iter()
+                    .map(String::from)
+                    .collect(),
                     of: s.subjects.len(),
                 })
                 .collect()
