@@ -35,7 +35,7 @@ pub fn judge_counts(a: f64, b: f64, threshold: f64) -> (f64, ExactChange) {
 /// mechanisms take one of two values from round to round (fexit and lsm
 /// 230 or 244 on 6.12, the return uprobes two values ~36 apart), so the
 /// fewest of a few rounds may be either. `a` and `b` are each side's
-/// (fewest, most) over its rounds; a change is judged only where B's
+/// (fewest, most that recurs) over its rounds; a change is judged only where B's
 /// rounds and A's are apart by more than the threshold, its size still
 /// from the fewest.
 pub fn judge_ranges(a: (f64, f64), b: (f64, f64), threshold: f64) -> (f64, ExactChange) {

@@ -79,12 +79,6 @@ fn spread(m: &Value) -> Option<f64> {
     if m["attach"]["functions"].as_u64()? < EVERY_FUNCTION {
         return None;
     }
-    let count = m["overhead_ns"]["median"].as_f64()?;
-    rounds(m).map(|r| r / count.abs().max(1.0))
-}
-
-/// Its rounds' most instructions per event less their fewest.
-fn rounds(m: &Value) -> Option<f64> {
     let ins: Vec<f64> = m["k_events_per_sec"]["samples"]
         .as_array()?
         .iter()
@@ -94,7 +88,29 @@ fn rounds(m: &Value) -> Option<f64> {
     let (lo, hi) = ins.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), v| {
         (lo.min(*v), hi.max(*v))
     });
-    (!ins.is_empty()).then_some(hi - lo)
+    let count = m["overhead_ns"]["median"].as_f64()?;
+    (!ins.is_empty()).then(|| (hi - lo) / count.abs().max(1.0))
+}
+
+/// How far above its fewest a mechanism's rounds recur: the most
+/// instructions per event that at least two rounds share (within half an
+/// instruction) less the fewest. A value one round alone reached is an
+/// interrupt's (a tick adds ~15000 instructions to the run it lands in),
+/// not a second value of the count.
+fn rounds(m: &Value) -> Option<f64> {
+    let ins: Vec<f64> = m["k_events_per_sec"]["samples"]
+        .as_array()?
+        .iter()
+        .filter_map(Value::as_f64)
+        .map(|k| 1e6 / k)
+        .collect();
+    let lo = ins.iter().copied().fold(f64::INFINITY, f64::min);
+    let recurring = ins
+        .iter()
+        .copied()
+        .filter(|v| ins.iter().filter(|w| (*w - v).abs() <= 0.5).count() >= 2)
+        .fold(lo, f64::max);
+    (!ins.is_empty()).then_some(recurring - lo)
 }
 
 /// A result document's counts: each mechanism (bases aside), its
@@ -291,6 +307,19 @@ mod tests {
         assert_eq!(
             verdicts(&b, &a, 0.01).unwrap()[0].verdict,
             Verdict::Unchanged
+        );
+        // raw_tp on 6.18.15 then 7.2.6: one round a tick landed in is no
+        // second value, and the step of +33 is judged.
+        let raw_tp = |count: f64, ins: &[f64]| {
+            let mut d = fexit(count, ins);
+            d["mechanisms"][1]["name"] = "raw_tp".into();
+            d
+        };
+        let before = raw_tp(121.0, &[1077.8, 1077.8, 1077.8, 1077.8, 1155.0]);
+        let after = raw_tp(154.0, &[1181.8; 5]);
+        assert_eq!(
+            verdicts(&before, &after, 0.01).unwrap()[0].verdict,
+            Verdict::Regressed
         );
         let c = fexit(260.0, &[1287.9, 1287.9]);
         assert_eq!(
