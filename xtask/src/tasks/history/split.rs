@@ -33,45 +33,51 @@ pub(super) fn explain(
             continue;
         };
         let mut h = FNV_START;
-        for part in [
-            setting.key(ba).digest(),
-            setting.key(bb).digest(),
-            mechs.join(","),
-        ] {
+        for part in [setting.key(ba).digest(), setting.key(bb).digest()] {
             fnv(&mut h, part.as_bytes());
         }
-        let file = kept_dir
-            .join("explain")
-            .join(format!("{from}--{to}--{h:016x}.json"));
-        let changes: Option<Value> = match fs::read_to_string(&file) {
-            Ok(t) => serde_json::from_str(&t).ok(),
-            Err(_) => {
-                let dir = out.join("explain").join(format!("{from}--{to}"));
-                let mut cmd = vmtest(a, &from, &dir);
-                cmd.args(["--against", &to, "--explain", "--across-configs"])
-                    .arg("--bench-arg=-m")
-                    .arg(format!("--bench-arg={}", mechs.join(",")));
-                say!("explaining {from} -> {to}: {}", mechs.join(", "));
-                relay(cmd, "")?;
-                check_signal()?;
-                let got = fs::read_to_string(dir.join("explain.json"))
-                    .ok()
-                    .and_then(|t| serde_json::from_str::<Value>(&t).ok());
-                if let Some(v) = &got {
-                    write_whole(&file, (v.to_string() + "\n").as_bytes())?;
-                }
-                got
+        let dir = kept_dir.join("explain");
+        let prefix = format!("{from}--{to}--{h:016x}--");
+        let (mut covered, mut changes) = kept_splits(&dir, &prefix);
+        let missing: Vec<String> = mechs
+            .iter()
+            .filter(|m| !covered.contains(m))
+            .cloned()
+            .collect();
+        if !missing.is_empty() {
+            let run = out.join("explain").join(format!("{from}--{to}"));
+            let mut cmd = vmtest(a, &from, &run);
+            cmd.args(["--against", &to, "--explain", "--across-configs"])
+                .arg("--bench-arg=-m")
+                .arg(format!("--bench-arg={}", missing.join(",")));
+            say!("explaining {from} -> {to}: {}", missing.join(", "));
+            relay(cmd, "")?;
+            check_signal()?;
+            let got = fs::read_to_string(run.join("explain.json"))
+                .ok()
+                .and_then(|t| serde_json::from_str::<Value>(&t).ok());
+            if let Some(Value::Array(got)) = got {
+                let mut hm = FNV_START;
+                fnv(&mut hm, missing.join(",").as_bytes());
+                let kept = serde_json::json!({"mechanisms": missing, "changes": got});
+                write_whole(
+                    &dir.join(format!("{prefix}{hm:016x}.json")),
+                    (kept.to_string() + "\n").as_bytes(),
+                )?;
+                covered.extend(missing);
+                changes.extend(got);
             }
-        };
+        }
+        let changes = (!covered.is_empty()).then_some(Value::Array(changes));
         for s in found.iter_mut().filter(|s| s.from == from && s.to == to) {
             if !mechs.contains(&s.mechanism) {
                 continue;
             }
+            let changes = changes.as_ref().filter(|_| covered.contains(&s.mechanism));
             let c = changes
-                .as_ref()
                 .and_then(|v| v.as_array())
                 .and_then(|cs| cs.iter().find(|c| c["mechanism"] == s.mechanism.as_str()));
-            match (c, &changes) {
+            match (c, changes) {
                 (Some(c), _) => {
                     let mut f: Vec<Moved> = c["functions"]
                         .as_array()
@@ -104,6 +110,30 @@ pub(super) fn explain(
         }
     }
     Ok(())
+}
+
+/// The splits kept for one pair of builds (files named `prefix*`): the
+/// mechanisms each run split, and their changes.
+fn kept_splits(dir: &Path, prefix: &str) -> (Vec<String>, Vec<Value>) {
+    let (mut covered, mut changes) = (Vec::new(), Vec::new());
+    let Ok(entries) = fs::read_dir(dir) else {
+        return (covered, changes);
+    };
+    for e in entries.flatten() {
+        if !e.file_name().to_string_lossy().starts_with(prefix) {
+            continue;
+        }
+        let Some(v) = fs::read_to_string(e.path())
+            .ok()
+            .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        else {
+            continue;
+        };
+        let names = v["mechanisms"].as_array().into_iter().flatten();
+        covered.extend(names.filter_map(|m| m.as_str().map(String::from)));
+        changes.extend(v["changes"].as_array().into_iter().flatten().cloned());
+    }
+    (covered, changes)
 }
 
 /// A step with the stable releases it lies in, from the later build's
