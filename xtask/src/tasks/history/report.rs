@@ -212,6 +212,17 @@ fn step_group(o: &mut String, group: &[Located]) {
     if said.is_empty() {
         return;
     }
+    // Those naming a function that moved first, whatever their release.
+    let moved: Vec<String> = group
+        .iter()
+        .flat_map(|s| &s.step.functions)
+        .map(|f| f.function.to_lowercase())
+        .collect();
+    let names = |sub: &str| {
+        sub.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .any(|w| moved.iter().any(|f| f.len() > 4 && *f == w.to_lowercase()))
+    };
+    said.sort_by_key(|(_, sub)| !names(sub));
     let _ = writeln!(o, "      stable commits that may explain it:");
     for (rel, sub) in said.iter().take(SUBJECTS) {
         let _ = writeln!(o, "        {rel}: {sub}");
@@ -466,11 +477,18 @@ mod tests {
                     step,
                     range: Some("6.12.75..6.12.85".into()),
                     releases: Some(11),
-                    stable: vec![StableNote {
-                        release: "6.12.80".into(),
-                        subjects: vec!["bpf: do more in bpf_trace_run2".into()],
-                        of: 300,
-                    }],
+                    stable: vec![
+                        StableNote {
+                            release: "6.12.77".into(),
+                            subjects: vec!["tracing: a tracepoint fix".into()],
+                            of: 200,
+                        },
+                        StableNote {
+                            release: "6.12.80".into(),
+                            subjects: vec!["bpf: do more in bpf_trace_run2".into()],
+                            of: 300,
+                        },
+                    ],
                 }],
             }],
         }
@@ -497,8 +515,11 @@ mod tests {
         );
         assert!(t.contains("functions: bpf_trace_run2 +13.0"), "{t}");
         assert!(
-            t.contains("        6.12.80: bpf: do more in bpf_trace_run2"),
-            "{t}"
+            t.contains(
+                "explain it:\n        6.12.80: bpf: do more in bpf_trace_run2\n        \
+                 6.12.77: tracing"
+            ),
+            "the commit naming a function that moved first: {t}"
         );
         let tsv = tsv(&history());
         assert_eq!(tsv.lines().nth(1).unwrap(), "raw_tp\t105.0\t121.0");
