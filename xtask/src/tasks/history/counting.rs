@@ -57,15 +57,18 @@ pub(super) fn count_all(
         }
     });
     check_signal()?;
+    let failed = failed.into_inner().unwrap();
     if !todo.is_empty() {
         say!(
-            "counted {} build(s) in {} ({} each)",
+            "{} build(s) in {} ({} each): {} counted, {} failed",
             todo.len(),
             secs(t.elapsed()),
-            secs(t.elapsed() / todo.len() as u32)
+            secs(t.elapsed() / todo.len() as u32),
+            todo.len() - failed.len(),
+            failed.len()
         );
     }
-    Ok(failed.into_inner().unwrap())
+    Ok(failed)
 }
 
 /// Runs `vmtest BUILD --exact` and keeps what it counted (or why its VM
