@@ -18,6 +18,7 @@ pub mod report;
 pub mod split;
 pub mod steps;
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 use std::process::Command;
@@ -239,6 +240,8 @@ fn qemu_version(arch: Arch) -> Result<String> {
 fn history(a: &HistoryArgs, all: &[Build], setting: &Setting, runs: &Runs) -> Result<History> {
     let (kept_dir, failed) = (runs.kept, runs.failed);
     let mut lines: Vec<Line> = Vec::new();
+    // Each build's result, read once: for its counts now, its steps below.
+    let mut docs: BTreeMap<&str, Value> = BTreeMap::new();
     for b in all {
         let k = kept::load(kept_dir, &setting.key(b));
         let counts = k
@@ -270,6 +273,9 @@ fn history(a: &HistoryArgs, all: &[Build], setting: &Setting, runs: &Runs) -> Re
             downloaded_bytes: k.as_ref().and_then(|k| k.downloaded_bytes),
             counted_now: runs.now.contains(&b.release.as_str()),
         };
+        if let Some(doc) = k.and_then(|k| k.result) {
+            docs.insert(&b.release, doc);
+        }
         match lines.iter_mut().find(|l| l.line == b.line) {
             Some(l) => l.builds.push(c),
             None => lines.push(Line {
@@ -281,16 +287,11 @@ fn history(a: &HistoryArgs, all: &[Build], setting: &Setting, runs: &Runs) -> Re
         }
     }
     for l in &mut lines {
-        let docs: Vec<(String, Option<Value>)> = l
+        let refs: Vec<(&str, Option<&Value>)> = l
             .builds
             .iter()
-            .map(|c| {
-                let doc = kept::load(kept_dir, &setting.key(&c.build)).and_then(|k| k.result);
-                (c.build.release.clone(), doc)
-            })
+            .map(|c| (c.build.release.as_str(), docs.get(c.build.release.as_str())))
             .collect();
-        let refs: Vec<(&str, Option<&Value>)> =
-            docs.iter().map(|(r, d)| (r.as_str(), d.as_ref())).collect();
         // --threshold is in percent; the rule takes a share.
         let mut found = steps::steps(&refs, a.threshold / 100.0)?;
         if !a.no_explain {

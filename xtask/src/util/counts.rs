@@ -79,17 +79,24 @@ fn spread(m: &Value) -> Option<f64> {
     if m["attach"]["functions"].as_u64()? < EVERY_FUNCTION {
         return None;
     }
-    let ins: Vec<f64> = m["k_events_per_sec"]["samples"]
-        .as_array()?
-        .iter()
-        .filter_map(Value::as_f64)
-        .map(|k| 1e6 / k)
-        .collect();
+    let ins = round_ins(m)?;
     let (lo, hi) = ins.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), v| {
         (lo.min(*v), hi.max(*v))
     });
     let count = m["overhead_ns"]["median"].as_f64()?;
     (!ins.is_empty()).then(|| (hi - lo) / count.abs().max(1.0))
+}
+
+/// Each round's instructions per event (from its events per million).
+fn round_ins(m: &Value) -> Option<Vec<f64>> {
+    Some(
+        m["k_events_per_sec"]["samples"]
+            .as_array()?
+            .iter()
+            .filter_map(Value::as_f64)
+            .map(|k| 1e6 / k)
+            .collect(),
+    )
 }
 
 /// How far above its fewest a mechanism's rounds recur: the most
@@ -98,12 +105,7 @@ fn spread(m: &Value) -> Option<f64> {
 /// interrupt's (a tick adds ~15000 instructions to the run it lands in),
 /// not a second value of the count.
 fn rounds(m: &Value) -> Option<f64> {
-    let ins: Vec<f64> = m["k_events_per_sec"]["samples"]
-        .as_array()?
-        .iter()
-        .filter_map(Value::as_f64)
-        .map(|k| 1e6 / k)
-        .collect();
+    let ins = round_ins(m)?;
     let lo = ins.iter().copied().fold(f64::INFINITY, f64::min);
     let recurring = ins
         .iter()
