@@ -56,7 +56,7 @@ pub use drift::{Allowance, Drift, DriftEffect};
 pub use warning::{warnings, Condition, Setting, Warning, SETTINGS, SPEED_WARNING};
 
 use crate::document::{Document, MechanismResult, Status};
-use crate::stats::{detectable_ns, mann_whitney_greater, Summary, CI_Z, DETECT_Z};
+use crate::stats::{ci_z, detect_z, detectable_ns, mann_whitney_greater, Summary};
 
 pub use crate::pipeline::{Threshold, COMM_THRESHOLD, DEFAULT_THRESHOLD};
 
@@ -230,7 +230,7 @@ pub fn judge_drifting(
     let detectable =
         detectable_ns(&old.samples, &new.samples).map_or(f64::INFINITY, |d| d / reference);
     // The 90% interval of the change: 1.645 standard errors each side.
-    let margin = detectable * CI_Z / DETECT_Z;
+    let margin = detectable * ci_z() / detect_z();
     let significant = p_value <= ALPHA;
     let (below, above) = drift.shares(reference);
     let judgement = Judgement {
@@ -631,7 +631,7 @@ mod tests {
             below: 2.0,
             above: 0.0,
         });
-        let margin = j.detectable * CI_Z / DETECT_Z;
+        let margin = j.detectable * ci_z() / detect_z();
         assert!(
             (effect.widened.1 - (0.03 + margin + 0.1)).abs() < 1e-9,
             "{effect:?}"

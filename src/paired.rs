@@ -12,7 +12,7 @@
 //! included), and the distribution-free interval from their order
 //! statistics. Pure functions on numbers, tested on fixed values.
 
-use crate::stats::{CI_Z, DETECT_Z};
+use crate::stats::{ci_z, detect_z};
 
 /// What a series of paired differences says.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -79,7 +79,7 @@ pub fn paired(diffs: &[f64]) -> Option<Paired> {
     let detectable = if diffs.len() < 2 {
         f64::INFINITY
     } else {
-        (high - low) / 2.0 * DETECT_Z / CI_Z
+        (high - low) / 2.0 * detect_z() / ci_z()
     };
     Some(Paired {
         estimate,
@@ -149,7 +149,7 @@ fn interval(walsh: &[f64], n: usize) -> (f64, f64) {
     let total = walsh.len() as f64;
     let nf = n as f64;
     let sd = (nf * (nf + 1.0) * (2.0 * nf + 1.0) / 24.0).sqrt();
-    let k = (total / 2.0 - CI_Z * sd).floor().max(0.0) as usize;
+    let k = (total / 2.0 - ci_z() * sd).floor().max(0.0) as usize;
     let k = k.min(walsh.len().saturating_sub(1) / 2);
     (walsh[k], walsh[walsh.len() - 1 - k])
 }

@@ -190,10 +190,25 @@ pub fn theil_sen_slope(x: &[f64], y: &[f64]) -> Option<f64> {
     (!slopes.is_empty()).then(|| median(&slopes))
 }
 
-/// z of a one-sided test at p = 0.05 plus z of 80% power.
-pub const DETECT_Z: f64 = 1.645 + 0.842;
-/// z of a one-sided 95% bound (a two-sided 90% interval).
-pub const CI_Z: f64 = 1.645;
+/// The `p` quantile of the standard normal (0 < p < 1).
+pub fn normal_quantile(p: f64) -> f64 {
+    Normal::standard().inverse_cdf(p)
+}
+
+/// The `p` quantile of Student's t with `df` degrees of freedom (df ≥ 1).
+pub fn student_quantile(p: f64, df: f64) -> f64 {
+    StudentsT::new(0.0, 1.0, df).map_or(f64::NAN, |dist| dist.inverse_cdf(p))
+}
+
+/// z of a one-sided test at p = 0.05 plus z of 80% power (2.49).
+pub fn detect_z() -> f64 {
+    ci_z() + normal_quantile(0.80)
+}
+
+/// z of a one-sided 95% bound, a two-sided 90% interval (1.645).
+pub fn ci_z() -> f64 {
+    normal_quantile(0.95)
+}
 
 /// The smallest shift between two series like `a` and `b` that the
 /// one-sided rank test ([`mann_whitney_greater`], p ≤ 0.05) finds 4 times
@@ -206,7 +221,7 @@ pub fn detectable_ns(a: &[f64], b: &[f64]) -> Option<f64> {
     }
     let var = |v: &[f64]| robust_sd(v).powi(2) / v.len() as f64;
     let efficiency = 3.0 / std::f64::consts::PI;
-    Some(DETECT_Z * (var(a) + var(b)).sqrt() / efficiency.sqrt())
+    Some(detect_z() * (var(a) + var(b)).sqrt() / efficiency.sqrt())
 }
 
 #[cfg(test)]
@@ -363,5 +378,17 @@ mod tests {
         }
         assert!((student_upper_tail(0.0, 3.0) - 0.5).abs() < 1e-9);
         assert!((student_upper_tail(-2.920, 2.0) - 0.95).abs() < 2e-4);
+    }
+
+    #[test]
+    fn quantiles_match_the_printed_tables() {
+        // Student's t, one-sided 95%: df 1, 10, 11 (where a table that
+        // stops at 10 fell back to the normal's 1.645), 30; the normal's.
+        for (df, t) in [(1.0, 6.314), (10.0, 1.812), (11.0, 1.796), (30.0, 1.697)] {
+            let got = student_quantile(0.95, df);
+            assert!((got - t).abs() < 5e-4, "df {df}: {got}");
+        }
+        assert!((ci_z() - 1.645).abs() < 5e-4 && (detect_z() - 2.487).abs() < 1e-3);
+        assert!(student_quantile(0.95, 0.0).is_nan());
     }
 }

@@ -29,7 +29,7 @@
 
 use super::{compare_drifting, speed_of, Allowance, Drift, Findings, Threshold, Warning};
 use crate::document::Document;
-use crate::stats::{mean, median, stddev, Summary};
+use crate::stats::{mean, median, stddev, student_quantile, Summary};
 
 /// The largest change of a mechanism's overhead between two runs of one
 /// kernel seen on machines of this kind: raw_tp-loop at +16.5 ns in one
@@ -53,15 +53,6 @@ pub const MIN_SET_SPAN: std::time::Duration = std::time::Duration::from_secs(360
 const STEAL_POINTS: f64 = 2.0;
 const OTHER_POINTS: f64 = 5.0;
 const SPEED_SHARE: f64 = 0.05;
-
-/// One-sided 95% quantiles of Student's t by degrees of freedom (1 to
-/// 10), then the normal's.
-fn t95(df: usize) -> f64 {
-    const T: [f64; 10] = [
-        6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812,
-    ];
-    T.get(df.wrapping_sub(1)).copied().unwrap_or(1.645)
-}
 
 /// Judges `current` against the saved runs `baselines` (at least one).
 pub fn compare_set(baselines: &[Document], current: &Document, threshold: Threshold) -> Findings {
@@ -184,7 +175,7 @@ fn one_more_run(medians: &[f64]) -> (f64, f64) {
     let centre = mean(medians);
     let lo = medians.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = medians.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let margin = t95(medians.len() - 1) * stddev(medians) * (1.0 + 1.0 / k).sqrt();
+    let margin = student_quantile(0.95, k - 1.0) * stddev(medians) * (1.0 + 1.0 / k).sqrt();
     ((centre - margin).min(lo), (centre + margin).max(hi))
 }
 
@@ -323,11 +314,22 @@ mod tests {
     fn one_more_run_falls_within_the_prediction_interval_or_the_range() {
         let (lo, hi) = one_more_run(&[100.0, 101.0, 99.0]);
         let margin = 2.920 * 1.0 * (4.0f64 / 3.0).sqrt();
-        assert!((lo - (100.0 - margin)).abs() < 1e-9 && (hi - (100.0 + margin)).abs() < 1e-9);
+        assert!((lo - (100.0 - margin)).abs() < 1e-3 && (hi - (100.0 + margin)).abs() < 1e-3);
         // Two runs: t of 1 degree of freedom (6.31) makes the interval
         // far wider than their range.
         let (lo, hi) = one_more_run(&[90.0, 110.0]);
         assert!(lo < 90.0 - 80.0 && hi > 110.0 + 80.0, "{lo} {hi}");
+    }
+
+    #[test]
+    fn twelve_runs_get_students_t_of_eleven_degrees_not_the_normals() {
+        // 100 ± 1 alternating: stddev 1.044, so t(11) = 1.796 gives a
+        // margin of 1.952 where the normal's 1.645 gave 1.788.
+        let medians: Vec<f64> = (0..12).map(|i| 100.0 + [-1.0, 1.0][i % 2]).collect();
+        let (lo, hi) = one_more_run(&medians);
+        let margin = 1.7959 * stddev(&medians) * (13.0f64 / 12.0).sqrt();
+        assert!((hi - 100.0 - margin).abs() < 1e-3, "{hi}");
+        assert!((100.0 - lo - margin).abs() < 1e-3, "{lo}");
     }
 
     /// The same run measured again: never ok against one run, whose
