@@ -101,7 +101,19 @@ const volatile __u32 prog_work = 0;
 		asm volatile("" : "+r"(x)); \
 	} while (0)
 
-static __always_inline void count_in(struct counter *c)
+/*
+ * How the comm and call triggers' programs count a hit (--counting, a
+ * diagnostic; src/measure/settings/options.rs): COUNT_PLAIN, the default,
+ * is the least an exact count needs. Their slot has one writer, the
+ * producer thread, in its own context (producer_slot()), so a plain add
+ * cannot lose a hit, where a lock-prefixed one costs more on every event.
+ * COUNT_ATOMIC adds as upstream's bench does; COUNT_FILTER only checks the
+ * thread; COUNT_NONE does nothing, as test_overhead's programs. Frozen
+ * .rodata: the verifier drops the other branches at load.
+ */
+const volatile __u32 counting = COUNT_PLAIN;
+
+static __always_inline void add_one(__u64 *n, bool atomic)
 {
 	/*
 	 * Upstream's inc_counter() uses __sync_add_and_fetch, a fetching
@@ -109,7 +121,15 @@ static __always_inline void count_in(struct counter *c)
 	 * fields"); an add whose result is unused is the plain BPF_XADD every
 	 * kernel takes.
 	 */
-	__sync_fetch_and_add(&c->hits, 1);
+	if (atomic)
+		__sync_fetch_and_add(n, 1);
+	else
+		*n += 1;
+}
+
+static __always_inline void count_in(struct counter *c, bool atomic)
+{
+	add_one(&c->hits, atomic);
 
 	if (prog_work) {
 		__u32 n = prog_work < MAX_PROG_WORK ? prog_work : MAX_PROG_WORK;
@@ -131,18 +151,22 @@ static __always_inline void count_in(struct counter *c)
 
 static __always_inline void count_hit(void)
 {
-	int slot = producer_slot();
+	int slot;
 
-	if (slot >= 0)
-		count_in(&counters[slot & (MAX_SLOTS - 1)]);
+	if (counting == COUNT_NONE)
+		return;
+	slot = producer_slot();
+	if (slot >= 0 && counting != COUNT_FILTER)
+		count_in(&counters[slot & (MAX_SLOTS - 1)], counting == COUNT_ATOMIC);
 }
 
+/* The kernel loop counts as upstream's bench does, whatever --counting. */
 static __always_inline void count_loop_hit(void)
 {
 	int slot = driver_slot();
 
 	if (slot >= 0)
-		count_in(&counters[slot & (MAX_SLOTS - 1)]);
+		count_in(&counters[slot & (MAX_SLOTS - 1)], true);
 }
 
 /*
@@ -163,7 +187,8 @@ extern __u64 *bpf_session_cookie___ctx(void *ctx) __ksym __weak;
 
 #define SESSION_MARK 0x5e55104eULL
 
-static __always_inline int session_hit(void *ctx, int slot)
+/* Sessions always count (--counting filter and none aside): their check needs it. */
+static __always_inline int session_hit(void *ctx, int slot, bool atomic)
 {
 	struct counter *c;
 	__u64 *cookie;
@@ -181,11 +206,11 @@ static __always_inline int session_hit(void *ctx, int slot)
 	}
 	if (!is_return) {
 		*cookie = SESSION_MARK;
-		count_in(c);
+		count_in(c, atomic);
 		return 0;
 	}
 	if (*cookie == SESSION_MARK)
-		__sync_fetch_and_add(&c->exits, 1);
+		add_one(&c->exits, atomic);
 	return 0;
 }
 
@@ -222,7 +247,7 @@ int prog_kretprobe_multi(void *ctx)
 SEC("?kprobe.session/__set_task_comm")
 int prog_kprobe_session(void *ctx)
 {
-	return session_hit(ctx, producer_slot());
+	return session_hit(ctx, producer_slot(), counting == COUNT_ATOMIC);
 }
 
 SEC("?raw_tp/task_rename")
@@ -320,7 +345,7 @@ int prog_uretprobe_multi(void *ctx)
 SEC("?uprobe.session")
 int prog_uprobe_session(void *ctx)
 {
-	return session_hit(ctx, producer_slot());
+	return session_hit(ctx, producer_slot(), counting == COUNT_ATOMIC);
 }
 
 /* Attached to the binary's USDT note (USDT_PROVIDER and the target's USDT name in
@@ -486,7 +511,7 @@ int prog_loop_kretprobe_multi_all(void *ctx)
 SEC("?kprobe.session/bpf_get_numa_node_id")
 int prog_loop_kprobe_session(void *ctx)
 {
-	return session_hit(ctx, driver_slot());
+	return session_hit(ctx, driver_slot(), true);
 }
 
 SEC("?fentry/bpf_get_numa_node_id")

@@ -133,7 +133,7 @@ fn bpf_stats_as_b_gives_b_its_program_run_time() {
 fn bad_variants_and_a_baseline_beside_against_are_bad_input() {
     bad_input(
         &["--against", "fast"],
-        "expected prog-work=N, bpf-stats or object=FILE",
+        "expected prog-work=N, bpf-stats, counting=MODE or object=FILE",
     );
     bad_input(
         &["--against", "prog-work=99999"],

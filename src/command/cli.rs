@@ -11,7 +11,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use bpf_overhead::measure::mechanism::syscall::Syscall;
 use bpf_overhead::measure::objects::object::{self, Request};
-use bpf_overhead::measure::{Batch, ProgWork, Variant, MAX_BATCH, MAX_PROG_WORK};
+use bpf_overhead::measure::{Batch, Counting, ProgWork, Variant, MAX_BATCH, MAX_PROG_WORK};
 use bpf_overhead::pipeline::{Threshold, DEFAULT_REPEATS};
 use bpf_overhead::Mechanism;
 
@@ -215,6 +215,15 @@ pub struct Cli {
     #[arg(long, value_name = "N", default_value_t = ProgWork::default(),
           allow_negative_numbers = true, value_parser = parse_prog_work)]
     pub prog_work: ProgWork,
+
+    /// How the comm and call triggers' programs count a hit: plain (the
+    /// thread check and a plain add, the least an exact count needs),
+    /// atomic (a lock-prefixed add, as bench), filter (the thread check
+    /// alone) or none (nothing, as test_overhead). A diagnostic of what
+    /// counting costs: filter and none count no hits, so none are checked.
+    #[arg(long, value_name = "MODE", default_value_t = Counting::default(),
+          value_parser = Counting::parse)]
+    pub counting: Counting,
 
     /// When another measuring run (this command's or the test suite's)
     /// holds a CPU this run needs, fail at once (exit 75) instead of

@@ -158,6 +158,7 @@ fn plan(cli: &Cli, selection: &[Mechanism], against: Option<Variant>) -> Plan {
             bpf_stats: false,
             batch: cli.batch,
             prog_work: cli.prog_work,
+            counting: cli.counting,
             producers: cli.producers,
             longest_run: None,
         },

@@ -87,6 +87,11 @@ pub struct Document {
     /// Extra work rounds every program did per hit (`--prog-work`).
     #[serde(default)]
     pub prog_work: u32,
+    /// How the comm and call triggers' programs counted a hit
+    /// (`--counting`). Absent from results written before it existed,
+    /// whose programs added atomically: `atomic`.
+    #[serde(default = "atomic")]
+    pub counting: String,
     /// Producers firing at once, each on its own CPU (`--producers`).
     #[serde(default = "one")]
     pub producers: usize,
@@ -285,6 +290,10 @@ fn default_batch() -> u32 {
     100
 }
 
+fn atomic() -> String {
+    "atomic".into()
+}
+
 /// `arch` of documents written before it was recorded: those versions
 /// built for x86_64 only.
 fn x86_64() -> String {
@@ -348,6 +357,9 @@ impl Document {
             .and_then(|n| n.parse().ok())
         {
             b.prog_work = n;
+        }
+        if let Some(mode) = variant.strip_prefix("counting=") {
+            b.counting = mode.into();
         }
         Some(b)
     }

@@ -49,6 +49,7 @@ pub enum Setting {
     CpuModel,
     Emulated,
     ProgWork,
+    Counting,
     Batch,
     RunLength,
     /// The `--object` files, by name and hash (not compared where the
@@ -72,6 +73,7 @@ pub const SETTINGS: &[(Setting, Read)] = &[
         d.emulated.clone().unwrap_or_else(|| "none".into())
     }),
     (Setting::ProgWork, |d| d.prog_work.to_string()),
+    (Setting::Counting, |d| d.counting.clone()),
     (Setting::Batch, |d| d.batch.to_string()),
     (Setting::RunLength, |d| {
         d.run_secs

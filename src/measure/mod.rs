@@ -84,5 +84,5 @@ pub use running::run::{
     Sample,
 };
 pub use settings::bpf_consts::MAX_PROG_WORK;
-pub use settings::options::{Batch, Options, ProgWork, DEFAULT_ITERATIONS};
+pub use settings::options::{Batch, Counting, Options, ProgWork, DEFAULT_ITERATIONS};
 pub use settings::variant::Variant;

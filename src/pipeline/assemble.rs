@@ -52,6 +52,7 @@ pub fn document(plan: &Plan, runs: &Gathered, host: Host) -> Document {
         prog_stats: plan.stats_run,
         batch: plan.options.batch.get(),
         prog_work: plan.options.prog_work.get(),
+        counting: plan.options.counting.to_string(),
         producers: plan.options.producers.get(),
         interrupted: plan.stopped_by().map(signal_name),
         retaken_runs: runs.retaken_runs,

@@ -33,6 +33,11 @@ pub fn warning(w: &Warning) -> String {
                 "the programs did {then} steps of extra work in the baseline, {now} now: \
                  overheads differ by that"
             ),
+            Setting::Counting => format!(
+                "the comm and call triggers' programs counted {then} in the baseline, {now} \
+                 now: their overheads differ by that (a lock-prefixed add costs more than a \
+                 plain one)"
+            ),
             Setting::Batch => {
                 format!("the kernel loop ran batches of {then} in the baseline, {now} now")
             }

@@ -96,6 +96,7 @@ pub(crate) fn load<'obj>(
         .ok_or_else(|| Error::failed("BPF object has no .rodata"))?;
     rodata.batch_iters = opts.batch.get();
     rodata.prog_work = opts.prog_work.get();
+    rodata.counting = opts.counting.bpf_value();
     if let Attach::EveryFunction { .. } = mechanism.kind().spec().attach {
         // Its program runs on every function and counts the hook's hits.
         rodata.loop_fn_ip =

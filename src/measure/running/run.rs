@@ -23,10 +23,10 @@ use crate::measure::environment::support::Ready;
 use crate::measure::error::{Error, Result};
 use crate::measure::kernel::{exe, features};
 use crate::measure::mechanism::catalogue::{counts, Counts, Mechanism};
-use crate::measure::mechanism::trigger::Armed;
+use crate::measure::mechanism::trigger::{Armed, Trigger};
 use crate::measure::objects::object;
 use crate::measure::running::attach_cost::AttachCost;
-use crate::measure::settings::options::Options;
+use crate::measure::settings::options::{Counting, Options};
 
 /// One timed run of one mechanism.
 #[derive(Clone, Debug, PartialEq)]
@@ -175,6 +175,8 @@ pub struct Attached<'a, 'scope> {
     armed: &'a mut Armed,
     producers: Vec<Producer<'scope>>,
     bpf_stats: bool,
+    /// The program counts no hits (`--counting filter` or `none`).
+    uncounted: bool,
     cpu: usize,
     longest_run: Option<Duration>,
 }
@@ -187,7 +189,11 @@ impl Attached<'_, '_> {
         // A program counts, and so does a loop's driver in a base run; a
         // user's object's program is counted by the BPF stats instead, and
         // a test run by the kernel.
-        let counted_by = self.loaded.as_ref().map(|_| counts(m));
+        let counted_by = self
+            .loaded
+            .as_ref()
+            .filter(|_| !self.uncounted)
+            .map(|_| counts(m));
         let counting = counted_by == Some(Counts::Program);
         let lead_in_ns_per_event = self.lead_in(events)?;
         let events = fitted(events, lead_in_ns_per_event, self.longest_run);
@@ -357,6 +363,16 @@ pub fn fitted(events: NonZeroU64, ns_per_event: f64, longest: Option<Duration>) 
 /// Each mechanism fires exactly once per event of its trigger, and the
 /// program counts only the producers: any other count is a failure. (A
 /// base with no program: `None`.)
+/// Whether `mechanism`'s program counts its hits with `counting`: every
+/// program but the comm and call triggers' under `--counting filter` or
+/// `none` (sessions count whatever it says).
+fn counts_hits(mechanism: Mechanism, counting: Counting) -> bool {
+    let producer_counted = matches!(mechanism.trigger(), Trigger::TaskRename | Trigger::Call(_))
+        && mechanism.object().is_none()
+        && !mechanism.kind().is_session();
+    counting.counts() || !producer_counted
+}
+
 fn check_hits(mechanism: Mechanism, hits: Option<u64>, events: u64) -> Result<()> {
     match hits {
         Some(hits) if hits != events => {
@@ -444,6 +460,7 @@ pub fn with_attached<R>(
             armed: &mut armed,
             producers,
             bpf_stats,
+            uncounted: !counts_hits(mechanism, opts.counting),
             cpu: pin.cpu,
             longest_run: opts.longest_run,
         };

@@ -4,7 +4,7 @@
 
 use std::num::{NonZeroU64, NonZeroUsize};
 
-use super::bpf_consts::MAX_PROG_WORK;
+use super::bpf_consts::{COUNT_ATOMIC, COUNT_FILTER, COUNT_NONE, COUNT_PLAIN, MAX_PROG_WORK};
 use crate::measure::mechanism::trigger::{DEFAULT_BATCH, MAX_BATCH};
 
 /// test_overhead's MAX_CNT.
@@ -25,6 +25,8 @@ pub struct Options {
     pub batch: Batch,
     /// Extra work the program does per hit.
     pub prog_work: ProgWork,
+    /// How the comm and call triggers' programs count a hit.
+    pub counting: Counting,
     /// Threads firing at once, each on its own CPU (`--producers`).
     pub producers: NonZeroUsize,
     /// Where its events are slow, a timed run fires only what its lead-in
@@ -40,6 +42,7 @@ impl Default for Options {
             bpf_stats: false,
             batch: Batch::default(),
             prog_work: ProgWork::default(),
+            counting: Counting::default(),
             producers: NonZeroUsize::MIN,
             longest_run: None,
         }
@@ -91,5 +94,67 @@ impl ProgWork {
 
     pub fn get(self) -> u32 {
         self.0
+    }
+}
+
+/// How the programs of the comm and call triggers count a hit
+/// (`--counting`). Their slot has one writer, the producer thread in its
+/// own context, so a plain add is exact; the rest are diagnostics, to
+/// measure what counting costs (docs/benchmark.md). The kernel loop
+/// counts atomically whatever this says, as upstream's bench does, and
+/// session programs always count.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Counting {
+    /// The thread check and a plain add: the least an exact count needs.
+    #[default]
+    Plain,
+    /// The thread check and a lock-prefixed add, as upstream's bench
+    /// counts (and this tool did before).
+    Atomic,
+    /// The thread check alone: no count, none checked.
+    Filter,
+    /// Nothing, as test_overhead's programs: no count, none checked.
+    None,
+}
+
+impl Counting {
+    pub const ALL: [Counting; 4] = [Self::Plain, Self::Atomic, Self::Filter, Self::None];
+
+    /// The program's `counting` value.
+    pub fn bpf_value(self) -> u32 {
+        match self {
+            Self::Plain => COUNT_PLAIN,
+            Self::Atomic => COUNT_ATOMIC,
+            Self::Filter => COUNT_FILTER,
+            Self::None => COUNT_NONE,
+        }
+    }
+
+    /// Whether hits are counted, and so checked against the events.
+    pub fn counts(self) -> bool {
+        matches!(self, Self::Plain | Self::Atomic)
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Plain => "plain",
+            Self::Atomic => "atomic",
+            Self::Filter => "filter",
+            Self::None => "none",
+        }
+    }
+
+    /// `plain`, `atomic`, `filter` or `none`; the error says so.
+    pub fn parse(s: &str) -> Result<Self, String> {
+        Self::ALL
+            .into_iter()
+            .find(|c| c.name() == s)
+            .ok_or_else(|| format!("counting {s:?}: expected plain, atomic, filter or none"))
+    }
+}
+
+impl std::fmt::Display for Counting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }

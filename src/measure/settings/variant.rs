@@ -5,7 +5,7 @@
 
 use std::fmt;
 
-use super::options::{Options, ProgWork};
+use super::options::{Counting, Options, ProgWork};
 use crate::measure::mechanism::catalogue::Mechanism;
 use crate::measure::objects::builds::Against;
 
@@ -20,6 +20,9 @@ pub enum Variant {
     /// base runs without, as every base does: stats cost only where a
     /// program runs.
     BpfStats,
+    /// `counting=MODE`: B's programs count hits another way (`--counting`):
+    /// what a way of counting costs beside A's.
+    Counting(Counting),
     /// `object=FILE`: B is another build of the `--object` programs, each
     /// paired with A's of the same program name (see [`Against`]).
     Object(Against),
@@ -32,6 +35,7 @@ impl Variant {
         match self {
             Variant::ProgWork(work) => b.prog_work = *work,
             Variant::BpfStats => b.bpf_stats = true,
+            Variant::Counting(c) => b.counting = *c,
             Variant::Object(_) => {}
         }
         b
@@ -41,19 +45,20 @@ impl Variant {
     /// itself with other options, or its program from B's object.
     pub fn b_of(&self, a: Mechanism) -> Option<Mechanism> {
         match self {
-            Variant::ProgWork(_) | Variant::BpfStats => Some(a),
+            Variant::ProgWork(_) | Variant::BpfStats | Variant::Counting(_) => Some(a),
             Variant::Object(against) => against.b_of(a),
         }
     }
 
     /// `prog-work=N` or `bpf-stats`; the error says what is accepted.
     pub fn parse(s: &str) -> Result<Self, String> {
-        const ACCEPTED: &str = "expected prog-work=N, bpf-stats or object=FILE";
+        const ACCEPTED: &str = "expected prog-work=N, bpf-stats, counting=MODE or object=FILE";
         match s.split_once('=') {
             None if s == "bpf-stats" => Ok(Variant::BpfStats),
             Some(("object", file)) if !file.is_empty() => {
                 Ok(Variant::Object(Against::new(file.into())))
             }
+            Some(("counting", mode)) => Counting::parse(mode).map(Variant::Counting),
             Some(("prog-work", n)) => n
                 .parse::<u32>()
                 .ok()
@@ -75,6 +80,7 @@ impl fmt::Display for Variant {
         match self {
             Variant::ProgWork(work) => write!(f, "prog-work={work}"),
             Variant::BpfStats => f.write_str("bpf-stats"),
+            Variant::Counting(c) => write!(f, "counting={c}"),
             Variant::Object(against) => write!(f, "object={}", against.path.display()),
         }
     }
@@ -86,7 +92,7 @@ mod tests {
 
     #[test]
     fn variants_parse_and_print_alike() {
-        for s in ["prog-work=0", "prog-work=16", "bpf-stats"] {
+        for s in ["prog-work=0", "prog-work=16", "bpf-stats", "counting=atomic", "counting=none"] {
             assert_eq!(Variant::parse(s).unwrap().to_string(), s);
         }
     }
@@ -95,7 +101,8 @@ mod tests {
     fn bad_variants_say_what_is_accepted() {
         assert!(Variant::parse("fast")
             .unwrap_err()
-            .contains("prog-work=N, bpf-stats or object=FILE"));
+            .contains("prog-work=N, bpf-stats, counting=MODE or object=FILE"));
+        assert!(Variant::parse("counting=fast").unwrap_err().contains("plain, atomic"));
         assert!(Variant::parse("prog-work=x").unwrap_err().contains("0 to"));
         assert!(Variant::parse("prog-work=99999999").is_err());
     }
