@@ -309,8 +309,15 @@ pub struct CommWriter {
     saved: CString,
 }
 
-/// Written on every event. Short enough that the kernel copies it whole.
-pub const COMM: &[u8] = b"test";
+/// Written on every event: test_overhead's and bench rename's buffer,
+/// `char buf[] = "test_overhead"` written whole (its NUL too). The name is
+/// part of what tp costs: its event copies the old and the new name.
+pub const COMM: &[u8] = b"test_overhead\0";
+
+/// The thread's name once [`COMM`] is written.
+fn comm_name() -> &'static [u8] {
+    COMM.strip_suffix(b"\0").unwrap_or(COMM)
+}
 
 const COMM_PATH: &str = "/proc/thread-self/comm";
 
@@ -352,10 +359,10 @@ impl CommWriter {
     fn verify(&self) -> Result<()> {
         let now = prctl::get_name()
             .map_err(|e| Error::failed(format!("reading the thread name failed: {e}")))?;
-        if now.as_bytes() != COMM {
+        if now.as_bytes() != comm_name() {
             return Err(Error::failed(format!(
                 "writing {COMM_PATH} did not rename the thread: its name is {now:?}, expected {:?}",
-                String::from_utf8_lossy(COMM)
+                String::from_utf8_lossy(comm_name())
             )));
         }
         Ok(())
