@@ -129,6 +129,35 @@ fn bpf_stats_as_b_gives_b_its_program_run_time() {
     assert!(prog_ns.is_some_and(|ns| ns > 0.0), "B's prog ns: {a}");
 }
 
+/// `--against counting=none`: A's program counts every event, B's counts
+/// none (so none are checked), and the result says how each side counted.
+#[test]
+#[serial]
+fn counting_none_as_b_counts_nothing_and_the_result_says_so() {
+    let out = run(&raw_tp_run(
+        "3",
+        &[
+            "--budget",
+            "0",
+            "--against",
+            "counting=none",
+            "--format",
+            "json",
+            "--no-prog-stats",
+        ],
+    ));
+    // What counting costs raw_tp may or may not be beyond the threshold.
+    assert!(matches!(out.code, 0 | 1 | 3), "{}", out.stderr);
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(doc["counting"], "plain", "A counted the default way");
+    assert_eq!(doc["against"], "counting=none");
+    let a = mechanism(&doc, "raw_tp");
+    for hits in a["hits"].as_array().unwrap() {
+        assert_eq!(hits, &a["events_per_run"], "A counted every event: {a}");
+    }
+    assert!(a["against"]["hits"].is_null(), "B counted none: {a}");
+}
+
 #[test]
 fn bad_variants_and_a_baseline_beside_against_are_bad_input() {
     bad_input(
@@ -138,6 +167,14 @@ fn bad_variants_and_a_baseline_beside_against_are_bad_input() {
     bad_input(
         &["--against", "prog-work=99999"],
         "prog-work=99999: N must be 0 to",
+    );
+    bad_input(
+        &["--against", "counting=fast"],
+        "expected plain, atomic, filter or none",
+    );
+    bad_input(
+        &["--counting", "fast"],
+        "expected plain, atomic, filter or none",
     );
     let saved = TempFile::new("against-baseline.json");
     std::fs::write(&saved.0, fixture().to_string()).unwrap();

@@ -147,7 +147,8 @@ impl Document {
         for (j, p) in m.producers.iter().flatten().enumerate() {
             check_summary(&p.k_events_per_sec, Sign::Positive, &rounds)
                 .map_err(|e| format!("{}{e}", at(&format!("producers[{j}].k_events_per_sec"))))?;
-            if p.hits.len() != p.k_events_per_sec.samples.len() {
+            // None where the programs counted nothing (`--counting none`).
+            if !p.hits.is_empty() && p.hits.len() != p.k_events_per_sec.samples.len() {
                 return Err(format!(
                     "{} has {} values, not one per round",
                     at(&format!("producers[{j}].hits")),

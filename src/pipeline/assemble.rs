@@ -108,6 +108,21 @@ fn packet(plan: &Plan) -> Option<InputFile> {
 
 /// One mechanism's figures. A mechanism's timed run is paired with the
 /// mean of its base's runs just before and after it.
+/// All producers' rate over one producer's alone, round by round, where
+/// every round ran both.
+fn scaling(o: &MechanismRuns) -> Option<Summary> {
+    if o.single.len() != o.samples.len() {
+        return None;
+    }
+    let ratios: Vec<f64> = o
+        .samples
+        .iter()
+        .zip(&o.single)
+        .map(|(n, one)| n.events_per_sec() / one.events_per_sec())
+        .collect();
+    Summary::of(&ratios)
+}
+
 fn mechanism_result(plan: &Plan, o: &MechanismRuns) -> MechanismResult {
     let m = o.mechanism;
     // Ok with no timed run cannot happen through run(); say so if it does.
@@ -159,20 +174,13 @@ fn mechanism_result(plan: &Plan, o: &MechanismRuns) -> MechanismResult {
         ratio_to_base: paired(&|s, b, a| {
             s.events_per_sec() / ((b.events_per_sec() + a.events_per_sec()) / 2.0)
         }),
-        hits: (!m.is_base() && ok).then(|| o.samples.iter().map(|s| s.hits.unwrap_or(0)).collect()),
+        // None where the program counted nothing (`--counting none`).
+        hits: (!m.is_base() && ok)
+            .then(|| o.samples.iter().map(|s| s.hits).collect())
+            .flatten(),
         prog_ns_per_event: ok.then_some(o.prog_ns_per_event).flatten(),
         producers: (ok && plan.options.producers.get() > 1).then(|| per_producer(&o.samples)),
-        scaling: (ok && o.single.len() == o.samples.len())
-            .then(|| {
-                let ratios: Vec<f64> = o
-                    .samples
-                    .iter()
-                    .zip(&o.single)
-                    .map(|(n, one)| n.events_per_sec() / one.events_per_sec())
-                    .collect();
-                Summary::of(&ratios)
-            })
-            .flatten(),
+        scaling: ok.then(|| scaling(o)).flatten(),
         speed_ns: ok
             .then(|| Summary::of(&o.samples.iter().map(|s| s.speed_ns).collect::<Vec<_>>()))
             .flatten(),

@@ -92,7 +92,13 @@ mod tests {
 
     #[test]
     fn variants_parse_and_print_alike() {
-        for s in ["prog-work=0", "prog-work=16", "bpf-stats", "counting=atomic", "counting=none"] {
+        for s in [
+            "prog-work=0",
+            "prog-work=16",
+            "bpf-stats",
+            "counting=atomic",
+            "counting=none",
+        ] {
             assert_eq!(Variant::parse(s).unwrap().to_string(), s);
         }
     }
@@ -102,7 +108,9 @@ mod tests {
         assert!(Variant::parse("fast")
             .unwrap_err()
             .contains("prog-work=N, bpf-stats, counting=MODE or object=FILE"));
-        assert!(Variant::parse("counting=fast").unwrap_err().contains("plain, atomic"));
+        assert!(Variant::parse("counting=fast")
+            .unwrap_err()
+            .contains("plain, atomic"));
         assert!(Variant::parse("prog-work=x").unwrap_err().contains("0 to"));
         assert!(Variant::parse("prog-work=99999999").is_err());
     }
