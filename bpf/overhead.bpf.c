@@ -151,13 +151,25 @@ static __always_inline void count_in(struct counter *c, bool atomic)
 
 static __always_inline void count_hit(void)
 {
+	__u32 mode = counting;
 	int slot;
 
-	if (counting == COUNT_NONE)
+	/*
+	 * One test of the mode: the verifier removes a branch whose target
+	 * it never reached (it knows the mode), but not one whose target
+	 * other paths reach too, such as the end.
+	 */
+	if (mode != COUNT_PLAIN) {
+		if (mode == COUNT_NONE)
+			return;
+		slot = producer_slot();
+		if (slot >= 0 && mode == COUNT_ATOMIC)
+			count_in(&counters[slot & (MAX_SLOTS - 1)], true);
 		return;
+	}
 	slot = producer_slot();
-	if (slot >= 0 && counting != COUNT_FILTER)
-		count_in(&counters[slot & (MAX_SLOTS - 1)], counting == COUNT_ATOMIC);
+	if (slot >= 0)
+		count_in(&counters[slot & (MAX_SLOTS - 1)], false);
 }
 
 /* The kernel loop counts as upstream's bench does, whatever --counting. */
