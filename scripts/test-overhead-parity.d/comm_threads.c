@@ -8,7 +8,10 @@
  * pinned to CPU 0, and prints test_overhead's line for it:
  *   task_rename base-leader	NK events per sec
  *   task_rename base-thread	NK events per sec
- * The thread's name is restored after each.
+ * and a third, the thread renaming the main thread (/proc/self/comm):
+ * whose task is renamed, or who writes, makes the difference:
+ *   task_rename base-thread-renames-leader	NK events per sec
+ * The name written is restored after each.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -16,7 +19,7 @@
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/prctl.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -30,6 +33,8 @@ static unsigned long long time_get_ns(void)
 	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
+static const char *path = "/proc/thread-self/comm";
+
 static void *writes(void *label)
 {
 	char buf[] = "test_overhead";
@@ -40,13 +45,13 @@ static void *writes(void *label)
 
 	CPU_ZERO(&cpus);
 	CPU_SET(0, &cpus);
-	if (sched_setaffinity(0, sizeof(cpus), &cpus) || prctl(PR_GET_NAME, comm, 0L, 0L, 0L)) {
+	if (sched_setaffinity(0, sizeof(cpus), &cpus)) {
 		perror("comm_threads: setup");
 		exit(1);
 	}
-	fd = open("/proc/thread-self/comm", O_WRONLY | O_TRUNC);
-	if (fd < 0) {
-		perror("comm_threads: open /proc/thread-self/comm");
+	fd = open(path, O_RDWR | O_TRUNC);
+	if (fd < 0 || read(fd, comm, sizeof(comm) - 1) < 0) {
+		perror("comm_threads: open or read the comm");
 		exit(1);
 	}
 	for (round = 0; round < 2; round++) {
@@ -61,7 +66,12 @@ static void *writes(void *label)
 	printf("task_rename %s\t%lluK events per sec\n", (const char *)label,
 	       MAX_CNT * 1000000ull / (time_get_ns() - start));
 	close(fd);
-	prctl(PR_SET_NAME, comm, 0L, 0L, 0L);
+	/* the name as it was (read ends it with a newline) */
+	comm[strcspn(comm, "\n")] = 0;
+	fd = open(path, O_WRONLY);
+	if (fd < 0 || write(fd, comm, strlen(comm)) < 0)
+		perror("comm_threads: restoring the name");
+	close(fd);
 	return NULL;
 }
 
@@ -83,6 +93,13 @@ int main(void)
 	writes("base-leader");
 	fflush(stdout);
 	if (pthread_create(&thread, NULL, from_thread, "base-thread") || pthread_join(thread, NULL)) {
+		fprintf(stderr, "comm_threads: no thread\n");
+		return 1;
+	}
+	fflush(stdout);
+	path = "/proc/self/comm";
+	if (pthread_create(&thread, NULL, from_thread, "base-thread-renames-leader") ||
+	    pthread_join(thread, NULL)) {
 		fprintf(stderr, "comm_threads: no thread\n");
 		return 1;
 	}
