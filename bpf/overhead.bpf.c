@@ -2,9 +2,9 @@
 /*
  * One tiny program per attach mechanism, in the spirit of the kernel's
  * tools/testing/selftests/bpf/progs/test_overhead.c. Each one only counts
- * its hits (a thread-id compare and an atomic add), so the figure is
- * the cost of the mechanism plus that of a minimal program: the least any
- * program attached this way can cost.
+ * its hits (a thread-id compare and an add; the kernel loop's an atomic
+ * add, as bench's), so the figure is the cost of the mechanism plus that
+ * of a minimal program: the least any program attached this way can cost.
  *
  * Every program is declared with "?" (not auto-loaded): the loader enables
  * exactly one per run, so a mechanism this kernel refuses (e.g. trampolines)
