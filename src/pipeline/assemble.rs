@@ -106,8 +106,6 @@ fn packet(plan: &Plan) -> Option<InputFile> {
     }
 }
 
-/// One mechanism's figures. A mechanism's timed run is paired with the
-/// mean of its base's runs just before and after it.
 /// All producers' rate over one producer's alone, round by round, where
 /// every round ran both.
 fn scaling(o: &MechanismRuns) -> Option<Summary> {
@@ -123,6 +121,8 @@ fn scaling(o: &MechanismRuns) -> Option<Summary> {
     Summary::of(&ratios)
 }
 
+/// One mechanism's figures. A mechanism's timed run is paired with the
+/// mean of its base's runs just before and after it.
 fn mechanism_result(plan: &Plan, o: &MechanismRuns) -> MechanismResult {
     let m = o.mechanism;
     // Ok with no timed run cannot happen through run(); say so if it does.

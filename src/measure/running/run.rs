@@ -360,9 +360,6 @@ pub fn fitted(events: NonZeroU64, ns_per_event: f64, longest: Option<Duration>) 
     NonZeroU64::new(fit.clamp(lead_in(events.get()), events.get())).unwrap_or(events)
 }
 
-/// Each mechanism fires exactly once per event of its trigger, and the
-/// program counts only the producers: any other count is a failure. (A
-/// base with no program: `None`.)
 /// Whether `mechanism`'s program counts its hits with `counting`: every
 /// program but the comm and call triggers' under `--counting filter` or
 /// `none` (sessions count whatever it says).
@@ -373,6 +370,9 @@ fn counts_hits(mechanism: Mechanism, counting: Counting) -> bool {
     counting.counts() || !producer_counted
 }
 
+/// Each mechanism fires exactly once per event of its trigger, and the
+/// program counts only the producers: any other count is a failure. (A
+/// base with no program: `None`.)
 fn check_hits(mechanism: Mechanism, hits: Option<u64>, events: u64) -> Result<()> {
     match hits {
         Some(hits) if hits != events => {
