@@ -109,7 +109,7 @@ const volatile __u32 prog_work = 0;
  * cannot lose a hit, where a lock-prefixed one costs more on every event.
  * COUNT_ATOMIC adds as upstream's bench does; COUNT_FILTER only checks the
  * thread; COUNT_NONE does nothing, as test_overhead's programs. Frozen
- * .rodata: the verifier drops the other branches at load.
+ * .rodata: the verifier knows the mode at load (see count_hit()).
  */
 const volatile __u32 counting = COUNT_PLAIN;
 
@@ -199,7 +199,7 @@ extern __u64 *bpf_session_cookie___ctx(void *ctx) __ksym __weak;
 
 #define SESSION_MARK 0x5e55104eULL
 
-/* Sessions always count (--counting filter and none aside): their check needs it. */
+/* Sessions count under every --counting, filter and none too: their check needs it. */
 static __always_inline int session_hit(void *ctx, int slot, bool atomic)
 {
 	struct counter *c;
