@@ -83,6 +83,9 @@ pub struct Footprint {
     programs: BTreeSet<u32>,
     files: usize,
     name: std::ffi::CString,
+    /// The process's name (its main thread's), which the comm trigger
+    /// writes.
+    process_name: String,
     affinity: Vec<bool>,
 }
 
@@ -95,6 +98,7 @@ impl Footprint {
             programs: BpfFds::of(std::process::id()).programs,
             files: std::fs::read_dir("/proc/self/fd").unwrap().count(),
             name: nix::sys::prctl::get_name().unwrap(),
+            process_name: std::fs::read_to_string("/proc/self/comm").unwrap(),
             affinity: (0..CpuSet::count())
                 .map(|c| set.is_set(c).unwrap())
                 .collect(),
@@ -125,6 +129,12 @@ impl Footprint {
             changes.push(format!(
                 "thread name not restored: {:?}, before {:?}",
                 now.name, self.name
+            ));
+        }
+        if now.process_name != self.process_name {
+            changes.push(format!(
+                "process name not restored: {:?}, before {:?}",
+                now.process_name, self.process_name
             ));
         }
         if now.affinity != self.affinity {

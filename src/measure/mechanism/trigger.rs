@@ -2,12 +2,9 @@
 //! function run once. Every mechanism is measured through one of these, and
 //! each trigger is also measured alone ("base") for reference.
 
-use std::ffi::CString;
 use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
-
-use nix::sys::prctl;
 
 use super::program::{builtin, Program};
 use super::syscall::{Firing, Syscall};
@@ -19,7 +16,7 @@ use crate::measure::kernel::features;
 /// What one event is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Trigger {
-    /// One write(2) of a short name to `/proc/thread-self/comm`, which runs
+    /// One write(2) of a short name to `/proc/self/comm`, which runs
     /// `__set_task_comm()` and the `task/task_rename` tracepoint (as in the
     /// kernel's test_overhead and bench rename-*).
     TaskRename,
@@ -302,11 +299,14 @@ fn run_driver(driver: &OwnedFd, batch: u32) -> Result<()> {
     Ok(())
 }
 
-/// Writes the calling thread's comm. `/proc/self/comm` would rename the
-/// main thread instead, and `cargo test` runs each test on a worker thread.
+/// Writes the process's name, its main thread's comm, through
+/// `/proc/self/comm` from the calling thread, as test_overhead does: the
+/// kernel renames a main thread some 10% slower than a thread of its own,
+/// so writing our own thread's would time a cheaper base. Puts the name
+/// back when dropped.
 pub struct CommWriter {
     file: File,
-    saved: CString,
+    saved: Vec<u8>,
 }
 
 /// Written on every event: test_overhead's and bench rename's buffer,
@@ -314,17 +314,26 @@ pub struct CommWriter {
 /// part of what tp costs: its event copies the old and the new name.
 pub const COMM: &[u8] = b"test_overhead\0";
 
-/// The thread's name once [`COMM`] is written.
+/// The process's name once [`COMM`] is written.
 fn comm_name() -> &'static [u8] {
     COMM.strip_suffix(b"\0").unwrap_or(COMM)
 }
 
-const COMM_PATH: &str = "/proc/thread-self/comm";
+const COMM_PATH: &str = "/proc/self/comm";
+
+/// The process's name, as `/proc/self/comm` reads (without its newline).
+fn process_name() -> std::io::Result<Vec<u8>> {
+    let mut name = std::fs::read(COMM_PATH)?;
+    if name.last() == Some(&b'\n') {
+        name.pop();
+    }
+    Ok(name)
+}
 
 impl CommWriter {
     fn open() -> Result<Self> {
-        let saved = prctl::get_name()
-            .map_err(|e| Error::environment(format!("reading the thread name failed: {e}")))?;
+        let saved = process_name()
+            .map_err(|e| Error::environment(format!("reading the process name failed: {e}")))?;
         let file = OpenOptions::new()
             .write(true)
             .open(COMM_PATH)
@@ -357,11 +366,12 @@ impl CommWriter {
     }
 
     fn verify(&self) -> Result<()> {
-        let now = prctl::get_name()
-            .map_err(|e| Error::failed(format!("reading the thread name failed: {e}")))?;
-        if now.as_bytes() != comm_name() {
+        let now = process_name()
+            .map_err(|e| Error::failed(format!("reading the process name failed: {e}")))?;
+        if now != comm_name() {
             return Err(Error::failed(format!(
-                "writing {COMM_PATH} did not rename the thread: its name is {now:?}, expected {:?}",
+                "writing {COMM_PATH} did not rename the process: its name is {:?}, expected {:?}",
+                String::from_utf8_lossy(&now),
                 String::from_utf8_lossy(comm_name())
             )));
         }
@@ -371,8 +381,18 @@ impl CommWriter {
 
 impl Drop for CommWriter {
     fn drop(&mut self) {
-        if let Err(e) = prctl::set_name(&self.saved) {
-            log::warn!("could not restore the thread name {:?}: {e}", self.saved);
+        // One write of the whole name, as the kernel takes it (at most
+        // TASK_COMM_LEN - 1 bytes, so it was read whole).
+        // SAFETY: the fd is open for the life of self; saved is a valid buffer.
+        let fd = self.file.as_raw_fd();
+        let ret =
+            unsafe { libc::syscall(libc::SYS_write, fd, self.saved.as_ptr(), self.saved.len()) };
+        if ret != self.saved.len() as libc::c_long {
+            let err = std::io::Error::last_os_error();
+            log::warn!(
+                "could not restore the process name {:?}: {err}",
+                String::from_utf8_lossy(&self.saved)
+            );
         }
     }
 }
