@@ -1,17 +1,22 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * One tiny program per attach mechanism, in the spirit of the kernel's
- * tools/testing/selftests/bpf/progs/test_overhead.c. Each one only counts
- * its hits (a thread-id compare and an add; the kernel loop's an atomic
- * add, as bench's), so the figure is the cost of the mechanism plus that
- * of a minimal program: the least any program attached this way can cost.
+ * tools/testing/selftests/bpf/progs/test_overhead.c. During the timed
+ * events the comm and call triggers' programs do what test_overhead's do:
+ * read their context and return, after one test of a switch (extra).
+ * User space turns the switch on for the untimed lead-in before each
+ * timed run, whose hits are counted (a thread-id compare and an add) and
+ * checked exactly, and off for the timed events: the figure is the cost
+ * of the mechanism, not of our counting. The kernel loop's programs count
+ * every event with an atomic add, as bench's do.
  *
  * Every program is declared with "?" (not auto-loaded): the loader enables
  * exactly one per run, so a mechanism this kernel refuses (e.g. trampolines)
  * cannot stop the others from loading.
  *
  * Built from uapi and libbpf headers only: no vmlinux.h, no dependence on
- * the build host's BTF. The programs read no arguments, so no CO-RE either.
+ * the build host's BTF. The context reads are of uapi layouts (pt_regs,
+ * bpf_raw_tracepoint_args), so no CO-RE either.
  */
 #include <stdbool.h>
 #include <linux/bpf.h>
@@ -20,6 +25,7 @@
  * reads registers, so it needs the user-space struct pt_regs. */
 #include <linux/ptrace.h>
 #include <bpf/usdt.bpf.h>
+#include <bpf/bpf_tracing.h>
 /* MAX_SLOTS and MAX_PROG_WORK, shared with Rust: build.rs writes them from
  * src/measure/settings/bpf_consts.rs. */
 #include "bpf_consts.h"
@@ -102,16 +108,25 @@ const volatile __u32 prog_work = 0;
 	} while (0)
 
 /*
- * How the comm and call triggers' programs count a hit (--counting, a
- * diagnostic; src/measure/settings/options.rs): COUNT_PLAIN, the default,
- * is the least an exact count needs. Their slot has one writer, the
- * producer thread, in its own context (producer_slot()), so a plain add
- * cannot lose a hit, where a lock-prefixed one costs more on every event.
- * COUNT_ATOMIC adds as upstream's bench does; COUNT_FILTER only checks the
- * thread; COUNT_NONE does nothing, as test_overhead's programs. Frozen
- * .rodata: the verifier knows the mode at load (see count_hit()).
+ * How the comm and call triggers' programs count a hit while the switch
+ * says EXTRA_COUNT (src/measure/settings/options.rs, --counting): COUNT_PLAIN, the
+ * least an exact count needs: their slot has one writer, the producer
+ * thread, in its own context (producer_slot()), so a plain add cannot
+ * lose a hit. COUNT_ATOMIC adds as upstream's bench does; COUNT_FILTER
+ * only checks the thread. Frozen .rodata: the verifier knows the mode at
+ * load (see count_hit()).
  */
 const volatile __u32 counting = COUNT_PLAIN;
+
+/*
+ * The switch: what a comm or call program does beyond test_overhead's,
+ * in the writable .bss that user space maps. EXTRA_COUNT for the lead-in
+ * (and, under --counting every*, for the timed events too), EXTRA_WORK
+ * under --prog-work, 0 for the plain timed events. Set between the
+ * lead-in and the timed events with no syscall: same program, same link.
+ * Not .rodata: the verifier must not know it.
+ */
+__u32 extra;
 
 static __always_inline void add_one(__u64 *n, bool atomic)
 {
@@ -127,50 +142,75 @@ static __always_inline void add_one(__u64 *n, bool atomic)
 		*n += 1;
 }
 
+/* --prog-work's steps; the result goes to *sink, when given. */
+static __always_inline void work(__u64 *sink)
+{
+	__u32 n = prog_work < MAX_PROG_WORK ? prog_work : MAX_PROG_WORK;
+	__u32 blocks = n / WORK_BLOCK, rest = n % WORK_BLOCK;
+	__u64 x = 0;
+
+	for (__u32 b = 0; b < blocks && b < MAX_PROG_WORK / WORK_BLOCK; b++) {
+#pragma unroll
+		for (int j = 0; j < WORK_BLOCK; j++)
+			WORK_STEP(x);
+	}
+#pragma unroll
+	for (__u32 j = 0; j < WORK_BLOCK - 1; j++)
+		if (j < rest)
+			WORK_STEP(x);
+	if (sink)
+		*sink = x;
+}
+
 static __always_inline void count_in(struct counter *c, bool atomic)
 {
 	add_one(&c->hits, atomic);
-
-	if (prog_work) {
-		__u32 n = prog_work < MAX_PROG_WORK ? prog_work : MAX_PROG_WORK;
-		__u32 blocks = n / WORK_BLOCK, rest = n % WORK_BLOCK;
-		__u64 x = 0;
-
-		for (__u32 b = 0; b < blocks && b < MAX_PROG_WORK / WORK_BLOCK; b++) {
-#pragma unroll
-			for (int j = 0; j < WORK_BLOCK; j++)
-				WORK_STEP(x);
-		}
-#pragma unroll
-		for (__u32 j = 0; j < WORK_BLOCK - 1; j++)
-			if (j < rest)
-				WORK_STEP(x);
-		c->sink = x;
-	}
+	if (prog_work)
+		work(&c->sink);
 }
 
 static __always_inline void count_hit(void)
 {
-	__u32 mode = counting;
-	int slot;
+	int slot = producer_slot();
 
-	/*
-	 * One test of the mode: the verifier removes a branch whose target
-	 * it never reached (it knows the mode), but not one whose target
-	 * other paths reach too, such as the end.
-	 */
-	if (mode != COUNT_PLAIN) {
-		if (mode == COUNT_NONE)
-			return;
-		slot = producer_slot();
-		if (slot >= 0 && mode == COUNT_ATOMIC)
-			count_in(&counters[slot & (MAX_SLOTS - 1)], true);
-		return;
-	}
-	slot = producer_slot();
-	if (slot >= 0)
-		count_in(&counters[slot & (MAX_SLOTS - 1)], false);
+	/* The mode is known at load: the verifier keeps one way. */
+	if (slot >= 0 && counting != COUNT_FILTER)
+		count_in(&counters[slot & (MAX_SLOTS - 1)], counting == COUNT_ATOMIC);
 }
+
+/*
+ * What the switch asks for, as a subprogram of its own: its registers are
+ * saved in its own prologue, where they cost only the events that run
+ * it, not in the program's, where they would cost every event. It
+ * returns `ret`, so the caller can end on the call and keep nothing
+ * across it.
+ */
+static __attribute__((noinline)) int extras(int ret)
+{
+	if (extra & EXTRA_COUNT)
+		count_hit();
+	else if (prog_work)
+		/* No sink: the steps' empty asm keeps them (a store would
+		 * bounce one cache line between producers). */
+		work(0);
+	/* Opaque, or clang keeps ret across the call in a saved register. */
+	asm volatile("" : "+r"(ret));
+	return ret;
+}
+
+/*
+ * What every comm and call program ends with: `ret`, its value as
+ * test_overhead's program computes it, after the extras the switch asks
+ * for. With none, one load of the switch and one branch: all it adds
+ * (3 BPF instructions).
+ */
+#define RETURN_AFTER_EXTRAS(ret)                                                         \
+	do {                                                                     \
+		int ret_ = (ret);                                                \
+		if (extra)                                                       \
+			return extras(ret_);                                     \
+		return ret_;                                                     \
+	} while (0)
 
 /* The kernel loop counts as upstream's bench does, whatever --counting. */
 static __always_inline void count_loop_hit(void)
@@ -226,34 +266,37 @@ static __always_inline int session_hit(void *ctx, int slot, bool atomic)
 	return 0;
 }
 
-/* Comm-write trigger: write(/proc/thread-self/comm) -> __set_task_comm(). */
+/*
+ * Comm-write trigger: write(/proc/self/comm) -> __set_task_comm(). Where
+ * test_overhead has the mechanism, what RETURN_AFTER_EXTRAS() returns is its
+ * program's: kprobe returns !tsk, kretprobe the return value, raw_tp
+ * !ctx->args[0], fentry and fexit 0. The others return 0, tp after the
+ * same one load from its event as raw_tp (its first field past the
+ * common ones: a tracepoint program may not read those).
+ */
 
 SEC("?kprobe/__set_task_comm")
-int prog_kprobe(void *ctx)
+int prog_kprobe(struct pt_regs *ctx)
 {
-	count_hit();
-	return 0;
+	RETURN_AFTER_EXTRAS(!PT_REGS_PARM1(ctx));
 }
 
 SEC("?kretprobe/__set_task_comm")
-int prog_kretprobe(void *ctx)
+int prog_kretprobe(struct pt_regs *ctx)
 {
-	count_hit();
-	return 0;
+	RETURN_AFTER_EXTRAS(PT_REGS_RC(ctx));
 }
 
 SEC("?kprobe.multi/__set_task_comm")
 int prog_kprobe_multi(void *ctx)
 {
-	count_hit();
-	return 0;
+	RETURN_AFTER_EXTRAS(0);
 }
 
 SEC("?kretprobe.multi/__set_task_comm")
 int prog_kretprobe_multi(void *ctx)
 {
-	count_hit();
-	return 0;
+	RETURN_AFTER_EXTRAS(0);
 }
 
 SEC("?kprobe.session/__set_task_comm")
@@ -263,38 +306,33 @@ int prog_kprobe_session(void *ctx)
 }
 
 SEC("?raw_tp/task_rename")
-int prog_raw_tp(void *ctx)
+int prog_raw_tp(struct bpf_raw_tracepoint_args *ctx)
 {
-	count_hit();
-	return 0;
+	RETURN_AFTER_EXTRAS(!ctx->args[0]);
 }
 
 SEC("?tp/task/task_rename")
 int prog_tp(void *ctx)
 {
-	count_hit();
-	return 0;
+	RETURN_AFTER_EXTRAS(!*(volatile __u32 *)(ctx + 8));
 }
 
 SEC("?tp_btf/task_rename")
 int prog_tp_btf(void *ctx)
 {
-	count_hit();
-	return 0;
+	RETURN_AFTER_EXTRAS(0);
 }
 
 SEC("?fentry/__set_task_comm")
 int prog_fentry(void *ctx)
 {
-	count_hit();
-	return 0;
+	RETURN_AFTER_EXTRAS(0);
 }
 
 SEC("?fexit/__set_task_comm")
 int prog_fexit(void *ctx)
 {
-	count_hit();
-	return 0;
+	RETURN_AFTER_EXTRAS(0);
 }
 
 /*
@@ -308,8 +346,7 @@ int prog_fexit(void *ctx)
 SEC("?fmod_ret/security_file_permission")
 int prog_fmod_ret(void *ctx)
 {
-	count_hit();
-	return 0;
+	RETURN_AFTER_EXTRAS(0);
 }
 
 /*
@@ -320,8 +357,7 @@ int prog_fmod_ret(void *ctx)
 SEC("?lsm/file_permission")
 int prog_lsm(void *ctx)
 {
-	count_hit();
-	return 0;
+	RETURN_AFTER_EXTRAS(0);
 }
 
 /* User-function trigger: attached by symbol to the uprobe targets. */
@@ -329,29 +365,25 @@ int prog_lsm(void *ctx)
 SEC("?uprobe")
 int prog_uprobe(void *ctx)
 {
-	count_hit();
-	return 0;
+	RETURN_AFTER_EXTRAS(0);
 }
 
 SEC("?uretprobe")
 int prog_uretprobe(void *ctx)
 {
-	count_hit();
-	return 0;
+	RETURN_AFTER_EXTRAS(0);
 }
 
 SEC("?uprobe.multi")
 int prog_uprobe_multi(void *ctx)
 {
-	count_hit();
-	return 0;
+	RETURN_AFTER_EXTRAS(0);
 }
 
 SEC("?uretprobe.multi")
 int prog_uretprobe_multi(void *ctx)
 {
-	count_hit();
-	return 0;
+	RETURN_AFTER_EXTRAS(0);
 }
 
 SEC("?uprobe.session")
@@ -365,8 +397,7 @@ int prog_uprobe_session(void *ctx)
 SEC("?usdt")
 int prog_usdt(void *ctx)
 {
-	count_hit();
-	return 0;
+	RETURN_AFTER_EXTRAS(0);
 }
 
 /*

@@ -35,6 +35,7 @@ pub(crate) mod fixtures {
             overhead_ns: ratio.map(|_| Summary::of(&[100.0, 101.0, 99.0]).unwrap()),
             ratio_to_base: ratio.and_then(Summary::of),
             hits: ratio.map(|_| vec![100_000; 3]),
+            counted_events: None,
             prog_ns_per_event: ratio.map(|_| 20.5),
             producers: None,
             scaling: None,

@@ -99,6 +99,7 @@ mod fixtures {
             events: 1000,
             elapsed: Duration::from_nanos(ns_per_event * 1000),
             hits,
+            counted_events: 1000,
             prog_run: None,
             cpu: 1,
             producers: Vec::new(),

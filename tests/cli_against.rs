@@ -70,11 +70,9 @@ fn a_heavier_b_is_regressed_with_both_sides_and_the_pairs_in_the_json() {
         b["overhead_ns"]["median"].as_f64().unwrap(),
     );
     assert!(ob > oa, "B costs more: A {oa} B {ob}");
-    // Both sides counted every event.
+    // Both sides counted their lead-ins' events, exactly.
     for side in [a, b] {
-        for hits in side["hits"].as_array().unwrap() {
-            assert_eq!(hits, &side["events_per_run"], "{side}");
-        }
+        assert_eq!(side["hits"], side["counted_events"], "{side}");
     }
     assert!(mechanism(doc, "base")["against"].is_null());
 }
@@ -129,8 +127,9 @@ fn bpf_stats_as_b_gives_b_its_program_run_time() {
     assert!(prog_ns.is_some_and(|ns| ns > 0.0), "B's prog ns: {a}");
 }
 
-/// `--against counting=none`: A's program counts every event, B's counts
-/// none (so none are checked), and the result says how each side counted.
+/// `--against counting=none`: A's program counts its lead-in's events, B's
+/// counts none (so none are checked), and the result says how each side
+/// counted.
 #[test]
 #[serial]
 fn counting_none_as_b_counts_nothing_and_the_result_says_so() {
@@ -149,12 +148,18 @@ fn counting_none_as_b_counts_nothing_and_the_result_says_so() {
     // What counting costs raw_tp may or may not be beyond the threshold.
     assert!(matches!(out.code, 0 | 1 | 3), "{}", out.stderr);
     let doc: Value = serde_json::from_str(&out.stdout).unwrap();
-    assert_eq!(doc["counting"], "plain", "A counted the default way");
+    assert_eq!(doc["counting"], "lead-in", "A counted the default way");
     assert_eq!(doc["against"], "counting=none");
     let a = mechanism(&doc, "raw_tp");
-    for hits in a["hits"].as_array().unwrap() {
-        assert_eq!(hits, &a["events_per_run"], "A counted every event: {a}");
-    }
+    assert_eq!(
+        a["hits"], a["counted_events"],
+        "A counted its lead-ins: {a}"
+    );
+    assert!(a["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|h| h.as_u64() > Some(0)));
     assert!(a["against"]["hits"].is_null(), "B counted none: {a}");
 }
 
@@ -170,11 +175,11 @@ fn bad_variants_and_a_baseline_beside_against_are_bad_input() {
     );
     bad_input(
         &["--against", "counting=fast"],
-        "expected plain, atomic, filter or none",
+        "expected lead-in, every, every-atomic, every-check or none",
     );
     bad_input(
         &["--counting", "fast"],
-        "expected plain, atomic, filter or none",
+        "expected lead-in, every, every-atomic, every-check or none",
     );
     let saved = TempFile::new("against-baseline.json");
     std::fs::write(&saved.0, fixture().to_string()).unwrap();

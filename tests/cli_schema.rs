@@ -225,7 +225,9 @@ fn json_output_matches_the_documented_schema() {
     }
     let raw_tp = &mechanisms[1];
     assert_eq!(raw_tp["base"], "base");
-    assert_eq!(raw_tp["hits"], serde_json::json!([2000, 2000]));
+    // The lead-in's tenth of each run's 2000 events, counted exactly.
+    assert_eq!(raw_tp["hits"], serde_json::json!([200, 200]));
+    assert_eq!(raw_tp["counted_events"], raw_tp["hits"]);
     assert_eq!(
         raw_tp["ratio_to_base"]["samples"].as_array().unwrap().len(),
         2

@@ -216,11 +216,13 @@ pub struct Cli {
           allow_negative_numbers = true, value_parser = parse_prog_work)]
     pub prog_work: ProgWork,
 
-    /// How the comm and call triggers' programs count a hit: plain (the
-    /// thread check and a plain add, the least an exact count needs),
-    /// atomic (a lock-prefixed add, as bench), filter (the thread check
-    /// alone) or none (nothing, as test_overhead). A diagnostic of what
-    /// counting costs: filter and none count no hits, so none are checked.
+    /// Which events the comm and call triggers' programs count: lead-in
+    /// (the untimed lead-in before each timed run, checked exactly; the
+    /// timed events run test_overhead's programs), every (every event:
+    /// the thread check and a plain add), every-atomic (a lock-prefixed
+    /// add, as bench), every-check (the thread check alone, no count) or
+    /// none (no count at all). The every* modes measure what counting
+    /// costs; every-check and none count no hits, so none are checked.
     #[arg(long, value_name = "MODE", default_value_t = Counting::default(),
           value_parser = Counting::parse)]
     pub counting: Counting,

@@ -87,9 +87,13 @@ pub struct Document {
     /// Extra work rounds every program did per hit (`--prog-work`).
     #[serde(default)]
     pub prog_work: u32,
-    /// How the comm and call triggers' programs counted a hit
-    /// (`--counting`). Absent from results written before it existed,
-    /// whose programs added atomically: `atomic`.
+    /// Which events the comm and call triggers' programs counted, and how
+    /// (`--counting`): `lead-in` (the untimed lead-in only: see each
+    /// mechanism's `counted_events`), `every`, `every-atomic`,
+    /// `every-check` or `none`. Results written before the lead-in count
+    /// say `plain`, `atomic` or `filter` (every event); absent from those
+    /// written before it existed, whose programs added atomically:
+    /// `atomic`.
     #[serde(default = "atomic")]
     pub counting: String,
     /// Producers firing at once, each on its own CPU (`--producers`).
@@ -212,9 +216,17 @@ pub struct MechanismResult {
     /// (1 = free, 0.5 = half the base's rate). What the regression gate
     /// compares. Null for a base or unless ok.
     pub ratio_to_base: Option<Summary>,
-    /// Hits the BPF program counted from our thread in each timed run
-    /// (always `iterations` when ok). Null for a base.
+    /// Hits the BPF program counted from the producers in each run, of
+    /// the events `counted_events` says (always those events when ok).
+    /// Null for a base, and where nothing was counted (`counting`
+    /// every-check or none).
     pub hits: Option<Vec<u64>>,
+    /// The events `hits` are of, in each run, where they are not the timed
+    /// events (`events_per_run`): the untimed lead-in's, which alone
+    /// counted (`counting` lead-in, the comm and call triggers' default).
+    /// Null: `hits` counted every timed event (and in older results).
+    #[serde(default)]
+    pub counted_events: Option<Vec<u64>>,
     /// The program's own run time per run, `run_time_ns / run_cnt` from
     /// the kernel's BPF stats in one extra run. Null for a base, when not
     /// ok, or when stats were unavailable or not asked for.

@@ -178,6 +178,12 @@ fn mechanism_result(plan: &Plan, o: &MechanismRuns) -> MechanismResult {
         hits: (!m.is_base() && ok)
             .then(|| o.samples.iter().map(|s| s.hits).collect())
             .flatten(),
+        counted_events: (!m.is_base()
+            && ok
+            && o.samples
+                .iter()
+                .any(|s| s.hits.is_some() && s.counted_events != s.events))
+        .then(|| o.samples.iter().map(|s| s.counted_events).collect()),
         prog_ns_per_event: ok.then_some(o.prog_ns_per_event).flatten(),
         producers: (ok && plan.options.producers.get() > 1).then(|| per_producer(&o.samples)),
         scaling: ok.then(|| scaling(o)).flatten(),

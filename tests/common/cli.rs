@@ -257,7 +257,7 @@ pub fn fixture() -> Value {
     });
     // Apart: one more field in the literal exceeds json!'s recursion limit.
     doc["retaken_runs"] = 0.into();
-    doc["counting"] = "plain".into();
+    doc["counting"] = "every".into();
     doc["budget_secs"] = 0.0.into();
     doc["run_secs"] = serde_json::Value::Null;
     doc["cpu_wait_s"] = 0.0.into();
@@ -273,6 +273,7 @@ pub fn fixture() -> Value {
         m["pairs_ns"] = serde_json::Value::Null;
         m["attach"] = serde_json::Value::Null;
         m["windows"] = serde_json::Value::Null;
+        m["counted_events"] = serde_json::Value::Null;
         m["base_windows"] = serde_json::Value::Null;
     }
     doc["context"] = serde_json::json!({

@@ -22,7 +22,7 @@ use crate::measure::mechanism::trigger::Trigger;
 use crate::measure::objects::consumer::Consumer;
 use crate::measure::objects::object;
 use crate::measure::running::attach_cost::{AttachCost, Timing};
-use crate::measure::settings::bpf_consts::MAX_SLOTS;
+use crate::measure::settings::bpf_consts::{EXTRA_COUNT, EXTRA_WORK, MAX_SLOTS};
 use crate::measure::settings::options::Options;
 use crate::measure::skel::{types, OpenOverheadSkel, OverheadSkel, OverheadSkelBuilder};
 
@@ -331,6 +331,23 @@ impl Loaded<'_> {
         let slot = &mut bss.producer_tids[cpu % MAX_SLOTS];
         // SAFETY: the pointer is into the mmapped .bss, valid while self lives.
         unsafe { std::ptr::write_volatile(slot, tid) }
+    }
+
+    /// Sets what the comm and call programs do beyond test_overhead's
+    /// (their `extra` switch): count (`count`), else `--prog-work`'s steps
+    /// (`work`), else nothing. No syscall; a producer on another CPU sees
+    /// it after the barrier that starts its run.
+    pub(crate) fn set_extra(&mut self, count: bool, work: bool) {
+        let Some(bss) = self.bss() else { return };
+        let extra = if count {
+            EXTRA_COUNT
+        } else if work {
+            EXTRA_WORK
+        } else {
+            0
+        };
+        // SAFETY: as in count_thread.
+        unsafe { std::ptr::write_volatile(&mut bss.extra, extra) }
     }
 
     /// Zeroes every counter.

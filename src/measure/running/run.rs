@@ -37,9 +37,13 @@ pub struct Sample {
     pub events: u64,
     /// The longest producer's time.
     pub elapsed: Duration,
-    /// What the BPF program counted from the producers; `None` for a base
-    /// with no program.
+    /// What the BPF program counted from the producers, of
+    /// `counted_events`; `None` for a base with no program, or where
+    /// nothing was counted.
     pub hits: Option<u64>,
+    /// The events `hits` are of: the lead-in's (`--counting lead-in`, the
+    /// default, for the comm and call triggers), else the timed events'.
+    pub counted_events: u64,
     /// Kernel-measured program run time and run count (with `bpf_stats`).
     pub prog_run: Option<(u64, u64)>,
     /// The CPU the run was pinned to (the first producer's).
@@ -69,6 +73,7 @@ pub struct ProducerSample {
     pub cpu: usize,
     pub events: u64,
     pub elapsed: Duration,
+    /// Its hits, of the events [`Sample::counted_events`] says.
     pub hits: Option<u64>,
 }
 
@@ -175,27 +180,26 @@ pub struct Attached<'a, 'scope> {
     armed: &'a mut Armed,
     producers: Vec<Producer<'scope>>,
     bpf_stats: bool,
-    /// The program counts no hits (`--counting filter` or `none`).
-    uncounted: bool,
+    /// How the comm and call programs count, for a mechanism whose
+    /// program has the switch ([`switched`]); `None` otherwise: the
+    /// program counts every event, the lead-in is a warm-up.
+    switch: Option<Counting>,
+    /// `--prog-work`: the programs do extra work on every event.
+    work: bool,
     cpu: usize,
     longest_run: Option<Duration>,
 }
 
 impl Attached<'_, '_> {
     /// Fires `events` events from every producer at once (for a loop,
-    /// rounded up to whole batches) and times them.
+    /// rounded up to whole batches) and times them, after the lead-in.
     pub fn time_run(&mut self, events: NonZeroU64) -> Result<Sample> {
         let m = self.mechanism;
         // A program counts, and so does a loop's driver in a base run; a
         // user's object's program is counted by the BPF stats instead, and
         // a test run by the kernel.
-        let counted_by = self
-            .loaded
-            .as_ref()
-            .filter(|_| !self.uncounted)
-            .map(|_| counts(m));
-        let counting = counted_by == Some(Counts::Program);
-        let lead_in_ns_per_event = self.lead_in(events)?;
+        let counted_by = self.loaded.as_ref().map(|_| counts(m));
+        let (lead_in_ns_per_event, lead) = self.lead_in(events, counted_by)?;
         let events = fitted(events, lead_in_ns_per_event, self.longest_run);
         let start = Arc::new(Barrier::new(1 + self.producers.len()));
         for p in &self.producers {
@@ -213,7 +217,9 @@ impl Attached<'_, '_> {
         let before = prog_stats(self);
         let (all, lost, window) = self.fire_timed(events, &start)?;
         let after = prog_stats(self);
-        let producers = self.count(&all, counting)?;
+        let timed_counted =
+            counted_by == Some(Counts::Program) && self.switch.is_none_or(Counting::counts_timed);
+        let mut producers = self.count(&all, timed_counted)?;
         self.armed.verify().map_err(|e| e.of(m))?;
         let speed_ns = (speed_before + speed::reference_ns()) / 2.0;
         let prog_run = match (before, after) {
@@ -225,11 +231,22 @@ impl Attached<'_, '_> {
             let programs = || self.loaded.as_ref().map(|l| l.jited()).unwrap_or_default();
             window::record(n, m, events, programs)?;
         }
+        // The lead-in's hits stand for the run's where only it counted.
+        let mut counted_events = events;
+        if let Some(lead) = lead.filter(|_| !timed_counted) {
+            counted_events = lead.iter().map(|p| p.events).sum();
+            for (p, l) in producers.iter_mut().zip(&lead) {
+                p.hits = l.hits;
+            }
+        }
         // Reached at least once an event: then counted as the events, since
         // a system-wide hook counts other processes' events too.
         let hits = match counted_by {
             None => None,
-            Some(Counts::Program) => Some(producers.iter().filter_map(|p| p.hits).sum()),
+            Some(Counts::Program) => {
+                let hits: Vec<u64> = producers.iter().filter_map(|p| p.hits).collect();
+                (!hits.is_empty()).then(|| hits.iter().sum())
+            }
             Some(Counts::Stats) => {
                 object::check_reached(m, prog_run.map(|(_, n)| n), events)?;
                 Some(events)
@@ -246,6 +263,7 @@ impl Attached<'_, '_> {
                 .max()
                 .unwrap_or_default(),
             hits,
+            counted_events,
             prog_run,
             cpu: self.cpu,
             producers,
@@ -257,20 +275,54 @@ impl Attached<'_, '_> {
         })
     }
 
-    /// A lead-in, untimed, straight into the timed events: the caches
-    /// and the probe's path are warm when the clock starts. Its ns per
-    /// event.
-    fn lead_in(&mut self, events: NonZeroU64) -> Result<f64> {
-        let lead = Instant::now();
-        let lead_events = self.armed.fire(lead_in(events.get()))?;
-        let ns_per_event = lead.elapsed().as_nanos() as f64 / lead_events.max(1) as f64;
+    /// A lead-in, untimed, from every producer, straight into the timed
+    /// events: the caches and the probe's path are warm when the clock
+    /// starts. Where the program has the switch, its events are counted
+    /// and checked exactly (unless `--counting` says otherwise), and the
+    /// switch is then set as the timed events want it. Its ns per event on
+    /// this thread, and each producer's counted share.
+    fn lead_in(
+        &mut self,
+        events: NonZeroU64,
+        counted_by: Option<Counts>,
+    ) -> Result<(f64, Option<Vec<ProducerSample>>)> {
+        let counted = counted_by == Some(Counts::Program)
+            && self.switch.is_some_and(Counting::counts_lead_in);
         if let Some(l) = self.loaded.as_mut() {
-            // The lead-in counted, and attaching may have hit the probe
-            // already (fmod_ret sees every write(2) of this thread,
-            // including log output).
+            // Attaching may have hit the probe already (fmod_ret sees every
+            // write(2) of this thread, including log output).
+            l.reset_hits();
+            l.set_extra(counted, self.work);
+        }
+        let n = lead_in(events.get());
+        let start = Barrier::new(1 + self.producers.len());
+        let start = Arc::new(start);
+        for p in &self.producers {
+            p.order(n, start.clone())?;
+        }
+        start.wait();
+        let lead = Instant::now();
+        let fired = self.armed.fire(n)?;
+        let elapsed = lead.elapsed();
+        let mut all = vec![Fired {
+            cpu: self.cpu,
+            events: fired,
+            elapsed,
+        }];
+        for p in &self.producers {
+            all.push(p.result().map_err(|e| e.of(self.mechanism))?);
+        }
+        let ns_per_event = elapsed.as_nanos() as f64 / fired.max(1) as f64;
+        let lead = if counted {
+            Some(self.count(&all, true)?)
+        } else {
+            None
+        };
+        if let Some(l) = self.loaded.as_mut() {
+            l.set_extra(self.switch.is_some_and(Counting::on_when_timed), self.work);
             l.reset_hits();
         }
-        Ok(ns_per_event)
+        Ok((ns_per_event, lead))
     }
 
     /// The timed run: `events` fired here once `start` lets every
@@ -343,7 +395,9 @@ impl Attached<'_, '_> {
     }
 }
 
-/// Untimed events fired just before a timed run of `events`: a tenth.
+/// Untimed events fired just before a timed run of `events`: a tenth. It
+/// counts for the run where the timed events do not (`--counting
+/// lead-in`): 10000 events of 100000, each checked.
 pub fn lead_in(events: u64) -> u64 {
     events.div_ceil(10)
 }
@@ -360,14 +414,13 @@ pub fn fitted(events: NonZeroU64, ns_per_event: f64, longest: Option<Duration>) 
     NonZeroU64::new(fit.clamp(lead_in(events.get()), events.get())).unwrap_or(events)
 }
 
-/// Whether `mechanism`'s program counts its hits with `counting`: every
-/// program but the comm and call triggers' under `--counting filter` or
-/// `none` (sessions count whatever it says).
-fn counts_hits(mechanism: Mechanism, counting: Counting) -> bool {
-    let producer_counted = matches!(mechanism.trigger(), Trigger::TaskRename | Trigger::Call(_))
+/// Whether `mechanism`'s program has the `count_on` switch: the comm and
+/// call triggers' programs of our own object, but the sessions', whose
+/// exit check needs every entry counted.
+fn switched(mechanism: Mechanism) -> bool {
+    matches!(mechanism.trigger(), Trigger::TaskRename | Trigger::Call(_))
         && mechanism.object().is_none()
-        && !mechanism.kind().is_session();
-    counting.counts() || !producer_counted
+        && !mechanism.kind().is_session()
 }
 
 /// Each mechanism fires exactly once per event of its trigger, and the
@@ -460,7 +513,8 @@ pub fn with_attached<R>(
             armed: &mut armed,
             producers,
             bpf_stats,
-            uncounted: !counts_hits(mechanism, opts.counting),
+            switch: switched(mechanism).then_some(opts.counting),
+            work: opts.prog_work.get() > 0,
             cpu: pin.cpu,
             longest_run: opts.longest_run,
         };
@@ -509,6 +563,7 @@ mod tests {
             events: 100_000,
             elapsed: Duration::from_nanos(36_900_000),
             hits: None,
+            counted_events: 100_000,
             prog_run: Some((5_000_000, 100_000)),
             cpu: 0,
             producers: Vec::new(),

@@ -13,24 +13,30 @@ pub const MAX_SLOTS: usize = 256;
 /// the bound of the program's work loop, which the verifier needs.
 pub const MAX_PROG_WORK: u32 = 10_000;
 
-/// How the comm and call triggers' programs count a hit (`--counting`):
-/// the values of the program's `counting`.
+/// How the comm and call triggers' programs count a hit while counting
+/// is on (`--counting`): the values of the program's `counting`.
 pub const COUNT_PLAIN: u32 = 0;
 pub const COUNT_ATOMIC: u32 = 1;
 pub const COUNT_FILTER: u32 = 2;
-pub const COUNT_NONE: u32 = 3;
+
+/// What the comm and call programs' switch, `extra`, asks of them beyond
+/// test_overhead's program: a count (the lead-in, `--counting every*`),
+/// or `--prog-work`'s steps alone. 0: nothing.
+pub const EXTRA_COUNT: u32 = 1;
+pub const EXTRA_WORK: u32 = 2;
 
 const _: () = assert!(MAX_SLOTS.is_power_of_two());
 
 /// The `#define`s build.rs writes for the BPF program: each name as
 /// bpf/overhead.bpf.c spells it, and its value.
-pub const C_DEFINES: [(&str, u64); 6] = [
+pub const C_DEFINES: [(&str, u64); 7] = [
     ("MAX_SLOTS", MAX_SLOTS as u64),
     ("MAX_PROG_WORK", MAX_PROG_WORK as u64),
     ("COUNT_PLAIN", COUNT_PLAIN as u64),
     ("COUNT_ATOMIC", COUNT_ATOMIC as u64),
     ("COUNT_FILTER", COUNT_FILTER as u64),
-    ("COUNT_NONE", COUNT_NONE as u64),
+    ("EXTRA_COUNT", EXTRA_COUNT as u64),
+    ("EXTRA_WORK", EXTRA_WORK as u64),
 ];
 
 /// The header's file name in `$OUT_DIR`.

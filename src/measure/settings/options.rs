@@ -4,7 +4,7 @@
 
 use std::num::{NonZeroU64, NonZeroUsize};
 
-use super::bpf_consts::{COUNT_ATOMIC, COUNT_FILTER, COUNT_NONE, COUNT_PLAIN, MAX_PROG_WORK};
+use super::bpf_consts::{COUNT_ATOMIC, COUNT_FILTER, COUNT_PLAIN, MAX_PROG_WORK};
 use crate::measure::mechanism::trigger::{DEFAULT_BATCH, MAX_BATCH};
 
 /// test_overhead's MAX_CNT.
@@ -97,59 +97,93 @@ impl ProgWork {
     }
 }
 
-/// How the programs of the comm and call triggers count a hit
-/// (`--counting`). Their slot has one writer, the producer thread in its
-/// own context, so a plain add is exact; the rest are diagnostics, to
-/// measure what counting costs (docs/benchmark.md). The kernel loop
-/// counts atomically whatever this says, as upstream's bench does, and
-/// session programs always count.
+/// Which events the programs of the comm and call triggers count, and how
+/// (`--counting`). By default only the untimed lead-in before each timed
+/// run is counted, and checked exactly; during the timed events the
+/// programs do what test_overhead's do, so the figure is the mechanism's,
+/// not our counting's. The `every*` modes count (or check) each timed
+/// event too, to measure what that costs (docs/benchmark.md). The kernel
+/// loop counts every event atomically whatever this says, as upstream's
+/// bench does, and session programs always count.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Counting {
-    /// The thread check and a plain add: the least an exact count needs.
+    /// The lead-in's events counted (the thread check and a plain add),
+    /// the timed events not: hits are the lead-in's.
     #[default]
-    Plain,
-    /// The thread check and a lock-prefixed add, as upstream's bench
-    /// counts (and this tool did before).
-    Atomic,
-    /// The thread check alone: no count, none checked.
-    Filter,
-    /// Nothing, as test_overhead's programs: no count, none checked.
+    LeadIn,
+    /// Every event counted with the thread check and a plain add, the
+    /// least an exact count needs (before: `plain`).
+    Every,
+    /// Every event counted with the thread check and a lock-prefixed add,
+    /// as upstream's bench counts (before: `atomic`).
+    EveryAtomic,
+    /// Every event runs the thread check alone: no count, none checked
+    /// (before: `filter`).
+    EveryCheck,
+    /// Nothing counted, the lead-in included: test_overhead's programs
+    /// throughout, and no hits checked.
     None,
 }
 
 impl Counting {
-    pub const ALL: [Counting; 4] = [Self::Plain, Self::Atomic, Self::Filter, Self::None];
+    pub const ALL: [Counting; 5] = [
+        Self::LeadIn,
+        Self::Every,
+        Self::EveryAtomic,
+        Self::EveryCheck,
+        Self::None,
+    ];
 
-    /// The program's `counting` value.
+    /// The program's `counting` value: how it counts while counting is on.
     pub fn bpf_value(self) -> u32 {
         match self {
-            Self::Plain => COUNT_PLAIN,
-            Self::Atomic => COUNT_ATOMIC,
-            Self::Filter => COUNT_FILTER,
-            Self::None => COUNT_NONE,
+            Self::LeadIn | Self::Every | Self::None => COUNT_PLAIN,
+            Self::EveryAtomic => COUNT_ATOMIC,
+            Self::EveryCheck => COUNT_FILTER,
         }
     }
 
-    /// Whether hits are counted, and so checked against the events.
-    pub fn counts(self) -> bool {
-        matches!(self, Self::Plain | Self::Atomic)
+    /// Whether the lead-in's hits are counted, and so checked.
+    pub fn counts_lead_in(self) -> bool {
+        matches!(self, Self::LeadIn | Self::Every | Self::EveryAtomic)
+    }
+
+    /// Whether the timed events' hits are counted, and so checked.
+    pub fn counts_timed(self) -> bool {
+        matches!(self, Self::Every | Self::EveryAtomic)
+    }
+
+    /// Whether the program's switch is on during the timed events: they
+    /// run the thread check (and the count, if any).
+    pub fn on_when_timed(self) -> bool {
+        matches!(self, Self::Every | Self::EveryAtomic | Self::EveryCheck)
     }
 
     pub fn name(self) -> &'static str {
         match self {
-            Self::Plain => "plain",
-            Self::Atomic => "atomic",
-            Self::Filter => "filter",
+            Self::LeadIn => "lead-in",
+            Self::Every => "every",
+            Self::EveryAtomic => "every-atomic",
+            Self::EveryCheck => "every-check",
             Self::None => "none",
         }
     }
 
-    /// `plain`, `atomic`, `filter` or `none`; the error says so.
+    /// A mode by its name, or by the name results written before the
+    /// lead-in count gave it (`plain`, `atomic`, `filter`: every event).
     pub fn parse(s: &str) -> Result<Self, String> {
-        Self::ALL
-            .into_iter()
-            .find(|c| c.name() == s)
-            .ok_or_else(|| format!("counting {s:?}: expected plain, atomic, filter or none"))
+        let old = match s {
+            "plain" => Some(Self::Every),
+            "atomic" => Some(Self::EveryAtomic),
+            "filter" => Some(Self::EveryCheck),
+            _ => None,
+        };
+        old.or_else(|| Self::ALL.into_iter().find(|c| c.name() == s))
+            .ok_or_else(|| {
+                format!(
+                    "counting {s:?}: expected lead-in, every, every-atomic, every-check or none"
+                )
+            })
     }
 }
 

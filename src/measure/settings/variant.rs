@@ -96,11 +96,17 @@ mod tests {
             "prog-work=0",
             "prog-work=16",
             "bpf-stats",
-            "counting=atomic",
+            "counting=every-atomic",
+            "counting=every",
             "counting=none",
         ] {
             assert_eq!(Variant::parse(s).unwrap().to_string(), s);
         }
+        // The names before the lead-in count: every event.
+        assert_eq!(
+            Variant::parse("counting=atomic").unwrap().to_string(),
+            "counting=every-atomic"
+        );
     }
 
     #[test]
@@ -110,7 +116,7 @@ mod tests {
             .contains("prog-work=N, bpf-stats, counting=MODE or object=FILE"));
         assert!(Variant::parse("counting=fast")
             .unwrap_err()
-            .contains("plain, atomic"));
+            .contains("lead-in, every, every-atomic"));
         assert!(Variant::parse("prog-work=x").unwrap_err().contains("0 to"));
         assert!(Variant::parse("prog-work=99999999").is_err());
     }
