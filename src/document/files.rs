@@ -8,12 +8,16 @@ use std::path::{Path, PathBuf};
 
 use super::schema::Document;
 
-/// What a reader needs of a result file.
+/// What a reader needs of a result file. Either way every figure must
+/// make sense ([`Document::validate`]): no reader shows or judges by a
+/// negative time, a rate of 0 or a run of 1e300 s. They differ only in
+/// whether a run may have stopped early.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Need {
-    /// Any result of this schema (`report` shows what there is).
+    /// A run as far as it went (`report` shows what there is): an
+    /// interrupted run's completed rounds, skipped and failed mechanisms.
     Any,
-    /// A complete run whose figures make sense, to judge by.
+    /// A run that was not interrupted, to judge by (`compare`, the gate).
     Complete,
 }
 
@@ -43,15 +47,20 @@ impl ReadError {
 
 impl Document {
     /// Reads a result file, the one way every reader does (`--baseline`,
-    /// `report`, `compare`): a regular file of at most [`MAX_FILE_BYTES`]
-    /// and a document of this schema version; with [`Need::Complete`],
-    /// also figures that make sense ([`Document::validate`]) from a run
-    /// that was not interrupted.
+    /// `report`, `compare`): a regular file of at most [`MAX_FILE_BYTES`],
+    /// a document of this schema version whose figures make sense
+    /// ([`Document::parse`]); with [`Need::Complete`], from a run that was
+    /// not interrupted.
     pub fn read(path: &Path, need: Need) -> Result<Self, ReadError> {
         let text = read_result_file(path).map_err(ReadError::Unreadable)?;
-        let doc = Self::from_json(&text).map_err(ReadError::Invalid)?;
+        Self::parse(&text, need)
+    }
+
+    /// [`Document::read`] of a file's `text`.
+    pub fn parse(text: &str, need: Need) -> Result<Self, ReadError> {
+        let doc = Self::from_json(text).map_err(ReadError::Invalid)?;
+        doc.validate().map_err(ReadError::Invalid)?;
         if need == Need::Complete {
-            doc.validate().map_err(ReadError::Invalid)?;
             if let Some(signal) = &doc.interrupted {
                 return Err(ReadError::Interrupted(signal.clone()));
             }

@@ -437,9 +437,30 @@ impl Document {
             }
             None => return Err("no numeric \"schema_version\" field".into()),
         }
-        serde_json::from_value(value)
-            .map_err(|e| format!("does not match schema version {SCHEMA_VERSION}: {e}"))
+        serde_json::from_value(value).map_err(|e| {
+            format!(
+                "does not match schema version {SCHEMA_VERSION}: {}",
+                where_wrong(text).unwrap_or_else(|| e.to_string())
+            )
+        })
     }
+}
+
+/// Where a document that parsed as JSON does not match the types: serde
+/// names a missing field but not the place of a wrong one, so the
+/// mechanism at fault, else the line and column of the text.
+fn where_wrong(text: &str) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_str(text).ok()?;
+    let mechanisms = value.get("mechanisms").and_then(|m| m.as_array());
+    for (i, m) in mechanisms.into_iter().flatten().enumerate() {
+        if let Err(e) = serde_json::from_value::<MechanismResult>(m.clone()) {
+            let name = m.get("name").and_then(|n| n.as_str()).unwrap_or("?");
+            return Some(format!("mechanisms[{i}] ({name}): {e}"));
+        }
+    }
+    serde_json::from_str::<Document>(text)
+        .err()
+        .map(|e| e.to_string())
 }
 
 #[cfg(test)]
@@ -495,6 +516,22 @@ mod tests {
             Document::from_json(&value.to_string()).unwrap().arch,
             "x86_64"
         );
+    }
+
+    /// A value of the wrong type is found where it is.
+    #[test]
+    fn a_wrong_type_names_its_place() {
+        let mut value: serde_json::Value = serde_json::from_str(&document().to_json()).unwrap();
+        value["mechanisms"][2]["hits"][1] = "x".into();
+        let err = Document::from_json(&value.to_string()).unwrap_err();
+        assert!(
+            err.contains("mechanisms[2] (raw_tp): invalid type: string \"x\""),
+            "{err}"
+        );
+        let mut value: serde_json::Value = serde_json::from_str(&document().to_json()).unwrap();
+        value["iterations"] = "x".into();
+        let err = Document::from_json(&serde_json::to_string_pretty(&value).unwrap()).unwrap_err();
+        assert!(err.contains("expected u64 at line "), "{err}");
     }
 
     #[test]

@@ -1,8 +1,33 @@
 //! The checks of a document read back: figures that make sense, so that a
-//! corrupt or doctored file cannot decide the gate.
+//! corrupt or doctored file cannot decide the gate, nor print nonsense.
 
-use super::schema::{Document, MechanismResult};
+use std::time::{Duration, SystemTime};
+
+use super::schema::{Document, MechanismResult, UNIT_INSTRUCTIONS, UNIT_NS};
+use crate::measure::kernel::host::EXACT;
 use crate::stats::Summary;
+
+/// The most any count (events, hits, runs) may be: 2^53, the largest
+/// integer an f64 holds exactly, as the figures made from counts are.
+pub const MAX_COUNT: u64 = 1 << 53;
+
+/// The most any figure may be, either way: a run lasts at most a day
+/// (8.64e13 ns), so no time per event, rate or ratio of one comes near.
+pub const MAX_FIGURE: f64 = 1e15;
+
+/// The longest `--run-secs`/`--budget` may be: a day, as the flags take.
+const DAY_SECS: f64 = 86_400.0;
+
+/// The longest a measured wall time (a wait, a run's context, an attach)
+/// may be: a week; a run refused past a day may still overrun it.
+const WEEK_SECS: f64 = 7.0 * DAY_SECS;
+
+/// How far in the future a document's timestamp may be: the writer's
+/// clock may have been ahead of the reader's, by up to a day.
+const CLOCK_SKEW: Duration = Duration::from_secs(86_400);
+
+/// The most CPUs a kernel has (NR_CPUS is at most 8192).
+const MAX_CPUS: usize = 8192;
 
 impl Document {
     /// Checks that the figures make sense, so that a corrupt or doctored
@@ -11,14 +36,10 @@ impl Document {
     /// base present; every
     /// number finite, rates and ratios positive; each statistic what its
     /// samples give, one sample per repeat; the hit counts those of an
-    /// ok run. The error names the field.
+    /// ok run; and the run's own fields within what a run can have
+    /// ([`Document::check_run`]). The error names the field.
     pub fn validate(&self) -> Result<(), String> {
-        if self.iterations == 0 || self.repeats == 0 {
-            return Err(format!(
-                "iterations {} and repeats {}: both must be at least 1",
-                self.iterations, self.repeats
-            ));
-        }
+        self.check_run()?;
         for (i, m) in self.mechanisms.iter().enumerate() {
             let at = |field: &str| format!("mechanisms[{i}] ({}): {field}", m.name);
             if self.mechanisms[..i].iter().any(|o| o.name == m.name) {
@@ -39,6 +60,134 @@ impl Document {
                 self.check_complete(m, &at)?;
             }
             self.check_producers(m, &at)?;
+            self.check_against(m, &at)?;
+        }
+        Ok(())
+    }
+
+    /// [`Document::validate`]'s checks of the run's own fields: counts at
+    /// least 1 and at most [`MAX_COUNT`], durations within what the flags
+    /// and a run allow, a time that has been (give or take
+    /// [`CLOCK_SKEW`]), and one unit for every figure.
+    fn check_run(&self) -> Result<(), String> {
+        if self.iterations == 0 || self.repeats == 0 {
+            return Err(format!(
+                "iterations {} and repeats {}: both must be at least 1",
+                self.iterations, self.repeats
+            ));
+        }
+        check_count("iterations", self.iterations)?;
+        // A round's sample takes a byte or more of the file.
+        check_count("repeats", self.repeats as u64)?;
+        if self.repeats as u64 > super::MAX_FILE_BYTES {
+            return Err(format!(
+                "repeats is {}, more rounds than a result file holds",
+                self.repeats
+            ));
+        }
+        check_count("warmup_runs", self.warmup_runs as u64)?;
+        check_count("retaken_runs", self.retaken_runs)?;
+        if self.cpu >= MAX_CPUS {
+            return Err(format!(
+                "cpu is {}, beyond a kernel's {MAX_CPUS} CPUs",
+                self.cpu
+            ));
+        }
+        if self.producers == 0 || self.producers > MAX_CPUS {
+            return Err(format!(
+                "producers is {}, must be from 1 to {MAX_CPUS}",
+                self.producers
+            ));
+        }
+        check_secs("budget_secs", self.budget_secs, DAY_SECS)?;
+        if let Some(secs) = self.run_secs {
+            check_secs("run_secs", secs, DAY_SECS)?;
+            if secs == 0.0 {
+                return Err("run_secs is 0, must be positive (or null)".into());
+            }
+        }
+        check_secs("cpu_wait_s", self.cpu_wait_s, WEEK_SECS)?;
+        if let Some(c) = &self.context {
+            check_secs("context.secs", c.secs, WEEK_SECS)?;
+            for (field, pct) in [("steal_pct", c.steal_pct), ("other_pct", c.other_pct)] {
+                if !(0.0..=100.0).contains(&pct) {
+                    return Err(format!(
+                        "context.{field} is {}, must be a share from 0 to 100",
+                        num(pct)
+                    ));
+                }
+            }
+            check_count("context.involuntary_switches", c.involuntary_switches)?;
+            let scalars = [
+                ("load_start", Some(c.load_start), Sign::NonNegative),
+                ("load_end", Some(c.load_end), Sign::NonNegative),
+                ("mhz", c.mhz, Sign::Positive),
+            ];
+            for (field, value, sign) in scalars {
+                if let Some(v) = value {
+                    sign.check(v).map_err(|e| format!("context.{field} {e}"))?;
+                }
+            }
+        }
+        self.check_time()?;
+        self.check_unit()
+    }
+
+    /// The timestamp: RFC 3339, and not after now (past [`CLOCK_SKEW`]).
+    fn check_time(&self) -> Result<(), String> {
+        let t = &self.timestamp;
+        let at = humantime::parse_rfc3339(t)
+            .map_err(|e| format!("timestamp \"{t}\" is not an RFC 3339 time in UTC: {e}"))?;
+        if at > SystemTime::now() + CLOCK_SKEW {
+            return Err(format!(
+                "timestamp \"{t}\" is in the future: a run saved then has not been run"
+            ));
+        }
+        Ok(())
+    }
+
+    /// One unit: instructions only where the emulator counts them ([`EXACT`]),
+    /// ns everywhere else (version 1 had no unit: ns by default).
+    fn check_unit(&self) -> Result<(), String> {
+        let exact = self.emulated.as_deref() == Some(EXACT);
+        let want = if exact && self.schema_version >= 2 {
+            UNIT_INSTRUCTIONS
+        } else if exact {
+            return match self.unit.as_str() {
+                UNIT_NS | UNIT_INSTRUCTIONS => Ok(()),
+                u => Err(format!(
+                    "unit is \"{u}\", neither {UNIT_NS} nor {UNIT_INSTRUCTIONS}"
+                )),
+            };
+        } else {
+            UNIT_NS
+        };
+        if self.unit != want {
+            let emulated = self.emulated.as_deref().unwrap_or("null");
+            return Err(format!(
+                "unit is \"{}\", but a run emulated {emulated} counts {want}",
+                self.unit
+            ));
+        }
+        Ok(())
+    }
+
+    /// [`Document::validate`]'s checks of `m`'s B side in an `--against`
+    /// run (its figures as A's) and of the pairs B is judged on.
+    fn check_against(
+        &self,
+        m: &MechanismResult,
+        at: &dyn Fn(&str) -> String,
+    ) -> Result<(), String> {
+        if let Some(b) = &m.against {
+            let at_b = |field: &str| at(&format!("against.{field}"));
+            self.check_figures(b, &at_b)?;
+            self.check_producers(b, &at_b)?;
+        }
+        if let Some(pairs) = &m.pairs_ns {
+            // As many pairs as rounds both sides ran: at most the repeats.
+            check_summary(pairs, Sign::Any, |n| n <= self.repeats)
+                .map_err(|e| format!("{}{e}", at("pairs_ns")))?;
         }
         Ok(())
     }
@@ -76,18 +225,33 @@ impl Document {
             ("overhead_steps", &m.overhead_steps, Sign::Any),
         ];
         for (field, summary, sign) in series {
-            if let Some(summary) = summary {
-                check_summary(summary, sign, &rounds).map_err(|e| format!("{}{e}", at(field)))?;
-            }
+            let Some(summary) = summary else { continue };
+            let checked = if field == "overhead_ns" && self.exact() {
+                // Exact: one value, the count, not a statistic of rounds.
+                check_summary(summary, sign, |n| n == 1)
+            } else {
+                check_summary(summary, sign, &rounds)
+            };
+            checked.map_err(|e| format!("{}{e}", at(field)))?;
         }
         let scalars = [
             ("ns_per_event", m.ns_per_event, Sign::Positive),
             ("prog_ns_per_event", m.prog_ns_per_event, Sign::NonNegative),
+            ("detectable_ns", m.detectable_ns, Sign::NonNegative),
+            ("detectable", m.detectable, Sign::NonNegative),
         ];
         for (field, value, sign) in scalars {
             if let Some(v) = value {
                 sign.check(v).map_err(|e| format!("{} {e}", at(field)))?;
             }
+        }
+        check_count(&at("events_per_run"), m.events_per_run)?;
+        for (j, &h) in m.hits.iter().flatten().enumerate() {
+            check_count(&at(&format!("hits[{j}]")), h)?;
+        }
+        if let Some(a) = &m.attach {
+            check_count(&at("attach.functions"), a.functions)?;
+            check_secs(&at("attach.seconds"), a.seconds, WEEK_SECS)?;
         }
         Ok(())
     }
@@ -169,6 +333,25 @@ impl Document {
     }
 }
 
+/// `field ...` when the count `v` is over [`MAX_COUNT`].
+fn check_count(field: &str, v: u64) -> Result<(), String> {
+    if v > MAX_COUNT {
+        return Err(format!("{field} is {v}, more than any run counts (2^53)"));
+    }
+    Ok(())
+}
+
+/// `field ...` unless `v` is a number of seconds from 0 to `most`.
+fn check_secs(field: &str, v: f64, most: f64) -> Result<(), String> {
+    if !(0.0..=most).contains(&v) {
+        return Err(format!(
+            "{field} is {}, must be from 0 to {most} seconds",
+            num(v)
+        ));
+    }
+    Ok(())
+}
+
 /// A figure for a message: 1e308 as `1e308`, not 309 digits.
 fn num(v: f64) -> String {
     if v != 0.0 && !(1e-4..1e7).contains(&v.abs()) {
@@ -189,7 +372,7 @@ enum Sign {
 
 impl Sign {
     fn check(self, v: f64) -> Result<(), String> {
-        let ok = v.is_finite()
+        let ok = v.abs() <= MAX_FIGURE
             && match self {
                 Sign::Positive => v > 0.0,
                 Sign::NonNegative => v >= 0.0,
@@ -203,7 +386,11 @@ impl Sign {
                 Sign::NonNegative => "a number of at least 0",
                 Sign::Any => "a finite number",
             };
-            Err(format!("is {}, must be {must}", num(v)))
+            Err(format!(
+                "is {}, must be {must} within ±{}",
+                num(v),
+                num(MAX_FIGURE)
+            ))
         }
     }
 }
