@@ -324,7 +324,7 @@ fn vm_steps(c: &CiArgs, kernels: &[CiKernel]) -> Result<Vec<Done>> {
     if out.exists() {
         fs::remove_dir_all(out).with_context(|| format!("emptying {}", out.display()))?;
     }
-    crate::util::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    crate::util::create_dir_all(out)?;
     let mut done = Vec::new();
 
     // Built once, before the VMs start: each vmtest's own build is then a

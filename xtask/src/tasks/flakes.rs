@@ -265,7 +265,7 @@ fn hunt(a: &FlakesArgs) -> Result<bool> {
         .out
         .clone()
         .unwrap_or_else(|| repo_root().join("target/flakes"));
-    crate::util::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    crate::util::create_dir_all(&dir)?;
     // Build first, so that no run's time or load includes the build.
     let built = cargo()
         .current_dir(repo_root())
@@ -284,8 +284,7 @@ fn hunt(a: &FlakesArgs) -> Result<bool> {
             let (text, success) = run_tests()?;
             let wall = started.elapsed().as_secs_f64();
             let log = dir.join(format!("{}-{n}.log", condition.name()));
-            crate::util::write_file(&log, &text)
-                .with_context(|| format!("writing {}", log.display()))?;
+            crate::util::write_file(&log, &text)?;
             let o = parse(&text);
             let bad: Vec<&String> = o.failed.iter().chain(&o.broken).collect();
             println!(

@@ -180,8 +180,7 @@ fn run(a: &Args) -> Result<i32> {
         total_s: (start.elapsed().as_secs_f64() * 10.0).round() / 10.0,
     };
     let json = serde_json::to_string_pretty(&summary)?;
-    crate::util::write_file(dir.join("vmtest.json"), json + "\n")
-        .with_context(|| format!("writing {}", dir.join("vmtest.json").display()))?;
+    crate::util::write_file(dir.join("vmtest.json"), json + "\n")?;
     println!(
         "vmtest: kernel {} against {} sessions {} total {} exit {exit}",
         ka.release,
@@ -224,7 +223,7 @@ fn out_dir(a: &Args, repo: &Path, ra: &str, rb: &str) -> PathBuf {
 /// directories, its summary and the comparison): they must not pass for
 /// this one's. Anything else in DIR stays.
 fn clear_out(dir: &Path) -> Result<()> {
-    crate::util::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    crate::util::create_dir_all(dir)?;
     for e in fs::read_dir(dir)?.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
         let session = name
@@ -279,7 +278,7 @@ fn duet(
     let (mut pipes, mut logs) = (Vec::new(), Vec::new());
     for (side, k, c) in sides {
         let out = dir.join(side);
-        crate::util::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+        crate::util::create_dir_all(&out)?;
         let mut cmd = Command::new(xtask);
         cmd.arg("vmtest").arg(k).arg("--out").arg(&out);
         cmd.args(["--append", &append, "--cmd", &script]);

@@ -318,7 +318,7 @@ fn run_sides(a: &Args, b_kernel: &str, dir: &Path) -> Result<Vec<String>> {
         ("b", b_kernel, &a.against_modules, &a.against_config),
     ] {
         let out = dir.join(side);
-        crate::util::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+        crate::util::create_dir_all(&out)?;
         let mut cmd = Command::new(&xtask);
         cmd.args([
             "vmtest",
