@@ -9,7 +9,7 @@ mod files;
 mod schema;
 mod validate;
 
-pub use files::{read_result_file, save_dir, set_files, Need, ReadError, MAX_FILE_BYTES};
+pub use files::{read_result_file, set_files, Need, ReadError, MAX_FILE_BYTES};
 pub use schema::{
     Document, InputFile, MechanismResult, ProducerResult, Status, ORDER_BRACKETED,
     ORDER_ROUND_ROBIN, READS_VERSIONS, SCHEMA, SCHEMA_VERSION, UNIT_INSTRUCTIONS, UNIT_NS,

@@ -25,6 +25,7 @@ pub mod measure;
 pub mod paired;
 pub mod pipeline;
 pub mod render;
+pub mod safe_write;
 pub mod side_by_side;
 pub mod stats;
 

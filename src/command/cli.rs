@@ -76,7 +76,8 @@ what was measured, marked interrupted.",
 mechanism failed, the gate found a regression, the run could not start (not root, a \
 capability missing) or its output could not be written; 2 bad input (unknown mechanism, \
 --iterations 0 or more than a day's worth, CPU out of range, an unreadable, special, corrupt \
-or incompatible baseline, a --save that cannot be written or is the baseline); 3 no regression, \
+or incompatible baseline, a --save that cannot be written, goes through another user's link \
+or is the baseline); 3 no regression, \
 but the gate could not decide every comparison: the runs were too noisy to see a change of the \
 threshold (UNSURE lines; try a quieter machine, a longer --budget, or the kernel-loop trigger); \
 4, with --format ktap only, every \
@@ -191,7 +192,9 @@ pub struct Cli {
     /// as a --baseline. Written whole or not at all (a new file renamed
     /// over FILE), and not when the run is interrupted. A directory is a
     /// baseline set: the run is added to it as a new file named by its
-    /// time, never over another.
+    /// time, never over another. Under sudo the file is the invoking
+    /// user's, made only where they may write; another user's link is
+    /// not followed.
     #[arg(long, value_name = "FILE")]
     pub save: Option<PathBuf>,
 
@@ -289,7 +292,7 @@ pub enum Command {
     /// 2 bad input (no files, an unreadable file or not a result, counts
     /// beside times, no two results with a mechanism in common for the
     /// table, an --against result as records, --svg into a missing
-    /// directory).
+    /// directory or through another user's link).
     Report(ReportArgs),
 
     /// Judges B against A from runs made at the same time, round by round.

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use bpf_overhead::document::{Document, Need};
 use bpf_overhead::render;
+use bpf_overhead::safe_write::{Replace, Writer};
 use bpf_overhead::side_by_side::{self, Matrix};
 
 use super::cli::{ReportArgs, ReportFormat};
@@ -76,7 +77,8 @@ pub fn report(args: &ReportArgs) -> Result<ExitCode, Failure> {
 fn chart(matrix: &Matrix, out: &Path) -> Result<(), Failure> {
     let svg = render::matrix::svg(matrix)
         .map_err(|e| Failure::Runtime(format!("report: cannot draw the chart: {e}")))?;
-    std::fs::write(out, svg)
+    Writer::from_env()
+        .write(out, svg.as_bytes(), Replace::Yes)
         .map_err(|e| Failure::Runtime(format!("report: cannot write {}: {e}", out.display())))?;
     note(&format!("chart written to {}", out.display()));
     Ok(())

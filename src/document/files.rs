@@ -2,11 +2,12 @@
 //! (`--save`).
 
 use std::fs;
-use std::io::{Read as _, Write as _};
-use std::os::unix::fs::{FileTypeExt as _, OpenOptionsExt as _, PermissionsExt as _};
+use std::io::Read as _;
+use std::os::unix::fs::{FileTypeExt as _, OpenOptionsExt as _};
 use std::path::{Path, PathBuf};
 
 use super::schema::Document;
+use crate::safe_write::{self, Replace, Writer};
 
 /// What a reader needs of a result file. Either way every figure must
 /// make sense ([`Document::validate`]): no reader shows or judges by a
@@ -85,7 +86,8 @@ impl Document {
     /// Writes the result for later use (`--save`), atomically: into a new
     /// file in the same directory, synced, then renamed over `path`. A
     /// crash or a full disk leaves the old file whole, never half a
-    /// result.
+    /// result. Written as [`crate::safe_write`] says: under sudo as the
+    /// user, never through another's link.
     pub fn save(&self, path: &Path) -> Result<(), String> {
         self.write(path, Replace::Yes)
     }
@@ -117,7 +119,7 @@ impl Document {
             let path = dir.join(name);
             match self.write(&path, Replace::No) {
                 Ok(()) => return Ok(path),
-                Err(_) if path.exists() => continue,
+                Err(_) if fs::symlink_metadata(&path).is_ok() => continue,
                 Err(e) => return Err(e),
             }
         }
@@ -128,38 +130,14 @@ impl Document {
     }
 
     fn write(&self, path: &Path, replace: Replace) -> Result<(), String> {
-        let fail = |e: &dyn std::fmt::Display| {
-            // tempfile adds "at path <its random name>": not the user's.
-            let e = e.to_string();
-            let e = e.split(" at path ").next().unwrap_or_default();
-            format!("cannot write result to {}: {e}", path.display())
-        };
-        let mut file = tempfile::Builder::new()
-            .prefix(".bpf-overhead-")
-            .suffix(".json.tmp")
-            .tempfile_in(save_dir(path))
-            .map_err(|e| fail(&e))?;
-        file.write_all(self.to_json().as_bytes())
-            .and_then(|()| file.as_file().sync_all())
-            .map_err(|e| fail(&e))?;
-        // Created 0600; a result is no secret: what fs::write would give.
-        let mode = 0o666 & !umask();
-        file.as_file()
-            .set_permissions(fs::Permissions::from_mode(mode))
-            .map_err(|e| fail(&e))?;
-        match replace {
-            Replace::Yes => file.persist(path).map(drop),
-            Replace::No => file.persist_noclobber(path).map(drop),
-        }
-        .map_err(|e| fail(&e.error))?;
-        Ok(())
+        Writer::from_env()
+            .write(path, self.to_json().as_bytes(), replace)
+            .map(drop)
+            .map_err(|e| match e {
+                safe_write::Error::Exists(_) => e.to_string(),
+                e => format!("cannot write result to {}: {e}", path.display()),
+            })
     }
-}
-
-#[derive(Clone, Copy)]
-enum Replace {
-    Yes,
-    No,
 }
 
 /// The result files of a baseline set (`--baseline DIR`): its `*.json`
@@ -225,26 +203,6 @@ pub fn read_result_file(path: &Path) -> Result<String, String> {
         ));
     }
     Ok(text)
-}
-
-/// The directory a result file at `path` goes into.
-pub fn save_dir(path: &Path) -> &Path {
-    match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    }
-}
-
-/// The process's umask, from /proc (umask(2) can only read it by
-/// changing it, under the feet of other threads); 022 if unknown.
-fn umask() -> u32 {
-    fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| {
-            let v = status.lines().find_map(|l| l.strip_prefix("Umask:"))?;
-            u32::from_str_radix(v.trim(), 8).ok()
-        })
-        .unwrap_or(0o022)
 }
 
 #[cfg(test)]

@@ -30,6 +30,10 @@ pub fn command(args: &[&str]) -> Command {
     let mut cmd = Command::new(BIN);
     // The selftest lines gain a suffix under emulation; keep them plain.
     cmd.args(args).env_remove(EMULATED_ENV);
+    // Under `cargo sudo-test` the command would write as the user, into
+    // the tests' temporary directories, which are root's: a test that
+    // means sudo says so (common::users::as_sudo).
+    cmd.env_remove("SUDO_UID").env_remove("SUDO_GID");
     // Exactly --repeat rounds, unless a test asks for a budget: these
     // tests check the command's behaviour, not how sure its figures are.
     let subcommand = matches!(args.first(), Some(&"report" | &"compare"));

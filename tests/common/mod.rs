@@ -4,7 +4,8 @@
 //! way the kernel's test_overhead does, checked for what it should have
 //! done. In the submodules: running the command ([`cli`]), the suite's
 //! BPF objects ([`objects`]), what a process holds ([`procs`]), what a test
-//! needs of the machine ([`system`]) and the suite's KTAP ([`ktap`]).
+//! needs of the machine ([`system`]), another user's files and sudo
+//! ([`users`]) and the suite's KTAP ([`ktap`]).
 //!
 //! Each test file uses a different part, and what one does not use is no
 //! warning.
@@ -26,6 +27,7 @@ pub mod ktap;
 pub mod objects;
 pub mod procs;
 pub mod system;
+pub mod users;
 
 /// A test failure that prints as its one-line message: the harness shows
 /// `Error: <message>` rather than a panic location and backtrace.

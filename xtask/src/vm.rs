@@ -14,7 +14,7 @@ pub mod out;
 pub mod summary;
 
 use std::env;
-use std::fs::{self, File};
+use std::fs;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -569,8 +569,7 @@ pub fn tail(log: &[u8], n: usize) -> String {
 }
 
 pub fn write_log(path: &Path, log: &[u8]) -> Result<()> {
-    File::create(path)
-        .and_then(|mut f| f.write_all(log))
+    crate::util::write_file(path, log)
         .with_context(|| format!("writing the console log to {}", path.display()))
 }
 

@@ -29,6 +29,7 @@ use super::marks::{CLOSE, NOPL_DISP32, OPEN};
 use crate::env_vars::WINDOWS_ENV;
 use crate::measure::online_cpus;
 use crate::measure::{Error, Mechanism, Result};
+use crate::safe_write;
 
 struct Windows {
     log: Mutex<Log>,
@@ -80,11 +81,13 @@ fn start(dir: &Path) -> std::io::Result<Windows> {
             let _ = writeln!(s, "{l}");
             s
         });
-    fs::write(dir.join("kallsyms"), text)?;
+    // Root's writes, where the variable says: as the sudo user, and not
+    // through another's link.
+    safe_write::write(&dir.join("kallsyms"), text).map_err(std::io::Error::other)?;
     let before = made_at_run_time(&kallsyms)
         .map(|l| name_of(l).to_owned())
         .collect();
-    let mut log = File::create(dir.join("windows.log"))?;
+    let mut log = safe_write::create(&dir.join("windows.log")).map_err(std::io::Error::other)?;
     for m in fs::read_to_string("/proc/self/maps")?.lines() {
         let f: Vec<&str> = m.split_whitespace().collect();
         if let [range, perms, offset, _, _, path, ..] = f[..] {

@@ -336,19 +336,18 @@ impl Apt {
             "cache/archives/partial",
             "log",
         ] {
-            fs::create_dir_all(self.dir.join(sub))
-                .with_context(|| format!("creating {}", self.dir.join(sub).display()))?;
+            crate::util::create_dir_all(self.dir.join(sub))?;
         }
         let status = self.dir.join("state/status");
         if !status.exists() {
-            fs::write(&status, "")?;
+            crate::util::write_file(&status, "")?;
         }
-        fs::write(self.conf_path(), self.conf())?;
+        crate::util::write_file(self.conf_path(), self.conf())?;
         let list = self.dir.join("etc/sources.list");
         let sources = Apt::sources();
         let changed = fs::read_to_string(&list).ok().as_deref() != Some(sources.as_str());
         if changed {
-            fs::write(&list, sources)?;
+            crate::util::write_file(&list, sources)?;
         }
         Ok(changed)
     }
@@ -398,7 +397,7 @@ impl Apt {
             }
             bail!("apt-get update failed: {first_err}");
         }
-        fs::write(self.dir.join("state/lists/.updated"), "")?;
+        crate::util::write_file(self.dir.join("state/lists/.updated"), "")?;
         Ok(true)
     }
 
@@ -461,7 +460,7 @@ impl Apt {
     /// Returns them and the bytes downloaded now.
     pub fn download(&self, packages: &[String]) -> Result<(Vec<PathBuf>, u64)> {
         let dir = self.debs_dir();
-        fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        crate::util::create_dir_all(&dir)?;
         let find = |p: &str| -> Option<PathBuf> {
             fs::read_dir(&dir)
                 .ok()?

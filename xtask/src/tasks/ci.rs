@@ -12,7 +12,7 @@ pub mod options;
 
 use std::collections::VecDeque;
 use std::env;
-use std::fs::{self, File};
+use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::Mutex;
@@ -324,7 +324,7 @@ fn vm_steps(c: &CiArgs, kernels: &[CiKernel]) -> Result<Vec<Done>> {
     if out.exists() {
         fs::remove_dir_all(out).with_context(|| format!("emptying {}", out.display()))?;
     }
-    fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    crate::util::create_dir_all(out)?;
     let mut done = Vec::new();
 
     // Built once, before the VMs start: each vmtest's own build is then a
@@ -424,8 +424,8 @@ fn against(out: &Path) -> Result<Done> {
     let t = Instant::now();
     let exe = env::current_exe().context("finding xtask's own executable")?;
     let dir = out.join("against");
-    fs::create_dir_all(&dir)?;
-    let log = Mutex::new(File::create(dir.join("vmtest.log"))?);
+    crate::util::create_dir_all(&dir)?;
+    let log = Mutex::new(crate::util::create_file(dir.join("vmtest.log"))?);
     let mut child = Command::new(exe)
         .args(["vmtest", AGAINST.0, "--exact", "--against", AGAINST.1])
         .args(["--accel", "tcg", "--across-configs", "--explain"])
@@ -532,8 +532,8 @@ fn run_kernel(exe: &Path, k: &CiKernel, out: &Path, stdout: &Mutex<()>) -> Kerne
     let dir = kernel_dir(out, kernel);
     let t = Instant::now();
     let exit = (|| -> Result<i32> {
-        fs::create_dir_all(&dir)?;
-        let log = Mutex::new(File::create(dir.join("vmtest.log"))?);
+        crate::util::create_dir_all(&dir)?;
+        let log = Mutex::new(crate::util::create_file(dir.join("vmtest.log"))?);
         let mut cmd = Command::new(exe);
         cmd.arg("vmtest")
             .args(["--arch", k.arch.name()])

@@ -9,7 +9,7 @@
 //! Exit 0 when no test failed, 1 when one did.
 
 use std::collections::BTreeMap;
-use std::fs::{self, File};
+use std::fs;
 use std::io::{Read, Write};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -174,7 +174,7 @@ impl Load {
                 let block = vec![0x5au8; 1 << 20];
                 std::thread::spawn(move || {
                     while !flag.load(Ordering::Relaxed) {
-                        if let Ok(mut f) = File::create(&file) {
+                        if let Ok(mut f) = crate::util::create_file(&file) {
                             for _ in 0..20 {
                                 let _ = f.write_all(&block);
                             }
@@ -265,7 +265,7 @@ fn hunt(a: &FlakesArgs) -> Result<bool> {
         .out
         .clone()
         .unwrap_or_else(|| repo_root().join("target/flakes"));
-    fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    crate::util::create_dir_all(&dir)?;
     // Build first, so that no run's time or load includes the build.
     let built = cargo()
         .current_dir(repo_root())
@@ -284,7 +284,7 @@ fn hunt(a: &FlakesArgs) -> Result<bool> {
             let (text, success) = run_tests()?;
             let wall = started.elapsed().as_secs_f64();
             let log = dir.join(format!("{}-{n}.log", condition.name()));
-            fs::write(&log, &text).with_context(|| format!("writing {}", log.display()))?;
+            crate::util::write_file(&log, &text)?;
             let o = parse(&text);
             let bad: Vec<&String> = o.failed.iter().chain(&o.broken).collect();
             println!(

@@ -19,7 +19,6 @@ pub mod split;
 pub mod steps;
 
 use std::collections::BTreeMap;
-use std::fs;
 use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
@@ -123,7 +122,7 @@ fn run(a: &HistoryArgs) -> Result<i32> {
 
 /// The report's four files in `out`; history.txt printed too.
 fn write(out: &Path, h: &History) -> Result<()> {
-    fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    crate::util::create_dir_all(out)?;
     let text = report::text(h);
     write_whole(&out.join("history.txt"), text.as_bytes())?;
     write_whole(&out.join("history.tsv"), report::tsv(h).as_bytes())?;

@@ -110,7 +110,7 @@ fn run(a: &KselftestArgs) -> Result<()> {
         copy(&drop_in.join(f), &coll.join(f), 0o644)?;
     }
     install_built(&coll, &repo, &collection, &progs)?;
-    fs::write(out.join("kselftest-list.txt"), collection.list())
+    crate::util::write_file(out.join("kselftest-list.txt"), collection.list())
         .context("writing kselftest-list.txt")?;
 
     let tarball = out
@@ -147,7 +147,7 @@ fn empty_out(out: &Path) -> Result<()> {
             fs::remove_dir_all(out).with_context(|| format!("emptying {}", out.display()))?;
         }
     }
-    fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))
+    crate::util::create_dir_all(out)
 }
 
 /// The collection's built files into `dir`: its programs
@@ -178,7 +178,7 @@ fn install_built(dir: &Path, repo: &Path, c: &Collection, progs: &Programs) -> R
 
 fn copy(from: &Path, to: &Path, mode: u32) -> Result<()> {
     if let Some(d) = to.parent() {
-        fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
+        crate::util::create_dir_all(d)?;
     }
     // Replace, never write through: an earlier copy may be running.
     let _ = fs::remove_file(to);
@@ -190,7 +190,7 @@ fn copy(from: &Path, to: &Path, mode: u32) -> Result<()> {
 
 /// A directory of files and directories, copied (README.md files left out).
 fn copy_tree(from: &Path, to: &Path) -> Result<()> {
-    fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
+    crate::util::create_dir_all(to)?;
     let mut entries: Vec<PathBuf> = fs::read_dir(from)
         .with_context(|| format!("reading {}", from.display()))?
         .map(|e| e.map(|e| e.path()))
@@ -212,7 +212,7 @@ fn copy_tree(from: &Path, to: &Path) -> Result<()> {
 /// name).
 fn gen_tar(dir: &Path, tarball: &Path) -> Result<()> {
     let parent = tarball.parent().context("the tarball's directory")?;
-    fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+    crate::util::create_dir_all(parent)?;
     let mut cmd = Command::new("tar");
     cmd.arg("caf")
         .arg(tarball)

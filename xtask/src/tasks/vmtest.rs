@@ -116,7 +116,7 @@ fn run(a: &Args) -> Result<i32> {
         Some(c) => {
             let f = rundir_path.join("kernel.config");
             // Its first line says where vmtest read it, for the record.
-            fs::write(&f, format!("# vmtest: {}\n{}", c.source, c.text))?;
+            crate::util::write_file(&f, format!("# vmtest: {}\n{}", c.source, c.text))?;
             Some(f)
         }
         None => None,
@@ -124,7 +124,7 @@ fn run(a: &Args) -> Result<i32> {
     let t = Instant::now();
     let script = prepare_job(a, &repo, &k, accel, kconfig.as_deref())?;
     let build = t.elapsed();
-    fs::write(rundir_path.join("job.sh"), script)?;
+    crate::util::write_file(rundir_path.join("job.sh"), script)?;
     let vm = Vm {
         arch: a.arch,
         accel,
@@ -198,13 +198,13 @@ fn explained(a: &Args, dir: &Path, rc: i32) -> i32 {
     }
     let written = explain::write(dir).and_then(|(split_rc, e)| {
         let svg = explain::svg::svg(&e).map_err(anyhow::Error::msg)?;
-        fs::write(dir.join(explain::SVG_FILE), svg)?;
+        crate::util::write_file(dir.join(explain::SVG_FILE), svg)?;
         // Build against build in this run (--bench-arg=--against ...).
         let c = explain::change::in_run(&e);
         if !c.is_empty() {
             let text = explain::change::table(&c);
             print!("\nB against A in this run:\n{text}");
-            fs::write(dir.join(explain::IN_RUN_FILE), text)?;
+            crate::util::write_file(dir.join(explain::IN_RUN_FILE), text)?;
         }
         Ok(split_rc)
     });

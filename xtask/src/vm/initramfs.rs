@@ -56,9 +56,7 @@ pub fn initramfs(k: &Kernel, bb_path: &Path) -> Result<PathBuf> {
         return Ok(out);
     }
     let image = initramfs_image(&bb, &mods);
-    let tmp = k.dir.join(format!(".{name}.tmp"));
-    fs::write(&tmp, image)?;
-    fs::rename(&tmp, &out)?;
+    crate::util::write_file(&out, image)?;
     // Keep one initramfs per kernel.
     for e in fs::read_dir(&k.dir)?.flatten() {
         let n = e.file_name().to_string_lossy().into_owned();

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use tempfile::TempDir;
 
-use crate::util::is_root;
+use crate::util::{is_root, safe_write};
 
 /// Prefix of the staging directories in DIR.
 pub const STAGING: &str = ".vmtest-run.";
@@ -46,13 +46,15 @@ pub struct Out {
 
 impl Out {
     pub fn open(dir: &Path) -> Result<Out> {
-        fs::create_dir_all(dir)
+        // As safe_write says: under sudo the user's, never through another's
+        // link. Its links so followed, DIR is canonical.
+        let dir = safe_write::create_dir_all(dir)
             .with_context(|| format!("--out {}: cannot create it", dir.display()))?;
         let dir = dir
             .canonicalize()
             .with_context(|| format!("--out {}", dir.display()))?;
         let lock_path = dir.join(LOCK);
-        let lock = File::create(&lock_path)
+        let lock = safe_write::create(&lock_path)
             .with_context(|| format!("--out {}: cannot write in it", dir.display()))?;
         match lock.try_lock() {
             Ok(()) => {}
@@ -265,6 +267,28 @@ mod tests {
         fs::create_dir(d.path().join("result.json")).unwrap();
         let e = format!("{:#}", o.collect(None).unwrap_err());
         assert!(e.contains("exists and is not a regular file"), "{e}");
+    }
+
+    /// `--out` through a link `nobody` planted in a sticky directory, as
+    /// /tmp is: refused, and nothing made where it points.
+    #[test]
+    fn an_out_through_a_planted_link_is_refused() {
+        if !is_root() {
+            println!("SKIP: a link of nobody's needs root");
+            return;
+        }
+        use std::os::unix::fs::PermissionsExt as _;
+        let sticky = tempfile::tempdir().unwrap();
+        fs::set_permissions(sticky.path(), fs::Permissions::from_mode(0o1777)).unwrap();
+        let target = tempfile::tempdir().unwrap();
+        let link = sticky.path().join("out");
+        std::os::unix::fs::symlink(target.path(), &link).unwrap();
+        std::os::unix::fs::lchown(&link, Some(65534), Some(65534)).unwrap();
+        for out in [link.clone(), link.join("6.1")] {
+            let e = format!("{:#}", Out::open(&out).err().expect("refused"));
+            assert!(e.contains("symbolic link of uid 65534"), "{e}");
+        }
+        assert_eq!(fs::read_dir(target.path()).unwrap().count(), 0);
     }
 
     #[test]

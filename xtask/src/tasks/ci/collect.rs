@@ -310,7 +310,7 @@ fn report(out: &Path, kernels: &[String], stem: &str) -> Result<String> {
         "bpf-overhead report failed ({})",
         o.status
     );
-    fs::write(out.join(format!("{stem}.txt")), &o.stdout)?;
+    crate::util::write_file(out.join(format!("{stem}.txt")), &o.stdout)?;
     Ok(String::from_utf8_lossy(&o.stdout).into_owned())
 }
 

@@ -102,7 +102,7 @@ fn venv() -> Result<PathBuf> {
             ])
             .args(PINS),
     )?;
-    fs::write(dir.join(".complete"), PINS.join("\n"))?;
+    crate::util::write_file(dir.join(".complete"), PINS.join("\n"))?;
     Ok(dir)
 }
 
@@ -157,7 +157,7 @@ pub fn run(repo: &Path) -> Result<()> {
     let action = repo.join("action.yml");
     if action.is_file() {
         let lifted_dir = repo.join("target/actionlint");
-        fs::create_dir_all(&lifted_dir)?;
+        crate::util::create_dir_all(&lifted_dir)?;
         let lifted = lifted_dir.join("action-steps.yml");
         check(
             Command::new(venv.join("bin/python"))

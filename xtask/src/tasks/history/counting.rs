@@ -84,7 +84,7 @@ fn count(
     if dir.exists() {
         fs::remove_dir_all(&dir).with_context(|| format!("removing {}", dir.display()))?;
     }
-    fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    crate::util::create_dir_all(&dir)?;
     let mut cmd = vmtest(a, &b.release, &dir);
     if !a.every_function {
         cmd.arg("--bench-arg=--skip")

@@ -180,8 +180,7 @@ fn run(a: &Args) -> Result<i32> {
         total_s: (start.elapsed().as_secs_f64() * 10.0).round() / 10.0,
     };
     let json = serde_json::to_string_pretty(&summary)?;
-    fs::write(dir.join("vmtest.json"), json + "\n")
-        .with_context(|| format!("writing {}", dir.join("vmtest.json").display()))?;
+    crate::util::write_file(dir.join("vmtest.json"), json + "\n")?;
     println!(
         "vmtest: kernel {} against {} sessions {} total {} exit {exit}",
         ka.release,
@@ -224,7 +223,7 @@ fn out_dir(a: &Args, repo: &Path, ra: &str, rb: &str) -> PathBuf {
 /// directories, its summary and the comparison): they must not pass for
 /// this one's. Anything else in DIR stays.
 fn clear_out(dir: &Path) -> Result<()> {
-    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    crate::util::create_dir_all(dir)?;
     for e in fs::read_dir(dir)?.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
         let session = name
@@ -279,7 +278,7 @@ fn duet(
     let (mut pipes, mut logs) = (Vec::new(), Vec::new());
     for (side, k, c) in sides {
         let out = dir.join(side);
-        fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+        crate::util::create_dir_all(&out)?;
         let mut cmd = Command::new(xtask);
         cmd.arg("vmtest").arg(k).arg("--out").arg(&out);
         cmd.args(["--append", &append, "--cmd", &script]);
@@ -312,7 +311,9 @@ fn duet(
             out.display()
         );
         let mut child = cmd.spawn().context("starting vmtest")?;
-        logs.push(Mutex::new(fs::File::create(out.join("vmtest.log"))?));
+        logs.push(Mutex::new(crate::util::create_file(
+            out.join("vmtest.log"),
+        )?));
         let (o, e) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
         pipes.push((format!("[{}] ", side.to_uppercase()), o, e));
         children.push((child, out));
@@ -362,7 +363,7 @@ fn start_together(children: &mut [(Child, PathBuf)]) -> Result<Option<Duration>>
     }
     for (_, out) in children.iter() {
         if let Some(stage) = staged(out, READY).and_then(|r| r.parent().map(Path::to_path_buf)) {
-            fs::write(stage.join(GO), b"")?;
+            crate::util::write_file(stage.join(GO), b"")?;
         }
     }
     let times: Vec<Instant> = up.into_iter().flatten().collect();
@@ -399,8 +400,8 @@ fn judge(exe: &str, dir: &Path, sessions: usize) -> Result<(i32, Option<serde_js
         .with_context(|| format!("running {}", shown(&cmd)))?;
     let text = String::from_utf8_lossy(&o.stderr);
     print!("{text}");
-    fs::write(dir.join("compare.txt"), text.as_bytes())?;
-    fs::write(dir.join("compare.json"), &o.stdout)?;
+    crate::util::write_file(dir.join("compare.txt"), text.as_bytes())?;
+    crate::util::write_file(dir.join("compare.json"), &o.stdout)?;
     let findings = serde_json::from_slice(&o.stdout).ok();
     Ok((exit_code(o.status), findings))
 }

@@ -159,7 +159,7 @@ fn run(a: &Args) -> Result<i32> {
         why,
         total_s: (start.elapsed().as_secs_f64() * 10.0).round() / 10.0,
     };
-    fs::write(
+    crate::util::write_file(
         dir.join("vmtest.json"),
         serde_json::to_string_pretty(&summary)? + "\n",
     )?;
@@ -253,8 +253,8 @@ fn judge(
     let rows = verdicts(ra, rb, threshold)?;
     let text = table(&rows, &release.0, &release.1, threshold);
     print!("{text}");
-    fs::write(dir.join("compare.txt"), &text)?;
-    fs::write(
+    crate::util::write_file(dir.join("compare.txt"), &text)?;
+    crate::util::write_file(
         dir.join("compare.json"),
         serde_json::to_string_pretty(&rows)? + "\n",
     )?;
@@ -279,8 +279,8 @@ fn explain_changes(dir: &Path, rows: &[Row]) -> Result<()> {
     let c = change::changes(&ea, &eb, &changed);
     let text = change::table(&c);
     print!("\n{text}");
-    fs::write(dir.join(explain::TABLE_FILE), &text)?;
-    fs::write(
+    crate::util::write_file(dir.join(explain::TABLE_FILE), &text)?;
+    crate::util::write_file(
         dir.join(explain::FILE),
         serde_json::to_string_pretty(&c)? + "\n",
     )?;
@@ -318,7 +318,7 @@ fn run_sides(a: &Args, b_kernel: &str, dir: &Path) -> Result<Vec<String>> {
         ("b", b_kernel, &a.against_modules, &a.against_config),
     ] {
         let out = dir.join(side);
-        fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+        crate::util::create_dir_all(&out)?;
         let mut cmd = Command::new(&xtask);
         cmd.args([
             "vmtest",

@@ -422,9 +422,9 @@ pub fn ktap(e: &Explained) -> String {
 pub fn write(dir: &Path) -> Result<(i32, Explained)> {
     let e = explain(dir)?;
     let text = table(&e);
-    fs::write(dir.join(FILE), serde_json::to_string_pretty(&e)? + "\n")?;
-    fs::write(dir.join(TABLE_FILE), &text)?;
-    fs::write(dir.join(KTAP_FILE), ktap(&e))?;
+    crate::util::write_file(dir.join(FILE), serde_json::to_string_pretty(&e)? + "\n")?;
+    crate::util::write_file(dir.join(TABLE_FILE), &text)?;
+    crate::util::write_file(dir.join(KTAP_FILE), ktap(&e))?;
     print!("{text}");
     let off = not_adding_up(&e);
     if !off.is_empty() {
