@@ -249,6 +249,15 @@ impl Document {
         for (j, &h) in m.hits.iter().flatten().enumerate() {
             check_count(&at(&format!("hits[{j}]")), h)?;
         }
+        for (j, &n) in m.counted_events.iter().flatten().enumerate() {
+            check_count(&at(&format!("counted_events[{j}]")), n)?;
+            if n > m.events_per_run.max(self.iterations) {
+                return Err(format!(
+                    "{} is {n}: more than the run's own events",
+                    at(&format!("counted_events[{j}]"))
+                ));
+            }
+        }
         if let Some(a) = &m.attach {
             check_count(&at("attach.functions"), a.functions)?;
             check_secs(&at("attach.seconds"), a.seconds, WEEK_SECS)?;
@@ -512,6 +521,33 @@ mod tests {
         );
         let err = invalid("raw_tp", |m| m.hits = Some(vec![100_000; 2]));
         assert!(err.contains("(raw_tp): hits"), "{err}");
+        // Where the lead-in alone counted, its events, in each run.
+        let lead_in = |m: &mut MechanismResult| {
+            m.hits = Some(vec![10_000; 3]);
+            m.counted_events = Some(vec![10_000; 3]);
+        };
+        let mut doc = document();
+        lead_in(
+            doc.mechanisms
+                .iter_mut()
+                .find(|m| m.name == "raw_tp")
+                .unwrap(),
+        );
+        assert_eq!(doc.validate(), Ok(()));
+        let err = invalid("raw_tp", |m| {
+            lead_in(m);
+            m.hits = Some(vec![10_000, 9_999, 10_000]);
+        });
+        assert!(
+            err.contains("counted_events [10000, 10000, 10000]"),
+            "{err}"
+        );
+        let err = invalid("raw_tp", |m| {
+            lead_in(m);
+            m.counted_events = Some(vec![1 << 40; 3]);
+            m.hits = m.counted_events.clone();
+        });
+        assert!(err.contains("more than the run's own events"), "{err}");
         // ...but an interrupted run keeps fewer rounds.
         let mut doc = document();
         doc.repeats = 5;
