@@ -21,8 +21,8 @@ pub enum Syscall {
     OpenClose,
     /// read(2) of 8 bytes from /dev/zero.
     ReadZero,
-    /// write(2) of a short name to /proc/thread-self/comm: the built-ins'
-    /// comm trigger, with a base of its own.
+    /// write(2) of a short name to /proc/self/comm: the built-ins' comm
+    /// trigger, with a base of its own.
     Comm,
 }
 
@@ -67,7 +67,7 @@ impl Syscall {
             Syscall::Getppid => "getppid(2)",
             Syscall::OpenClose => "openat(2) of /dev/null and close(2)",
             Syscall::ReadZero => "read(2) of 8 bytes from /dev/zero",
-            Syscall::Comm => "write(2) to /proc/thread-self/comm (task/task_rename)",
+            Syscall::Comm => "write(2) to /proc/self/comm (task/task_rename)",
         }
     }
 
