@@ -69,7 +69,7 @@ fn run(a: &HistoryArgs) -> Result<i32> {
                 ", the links on every function left out"
             }
         ),
-        programs: kept::digest_dir(&repo.join("bpf"))?,
+        programs: kept::digest_sources(&repo)?,
     };
     if a.list {
         return list_out(a, &all, &setting, &kept_dir);

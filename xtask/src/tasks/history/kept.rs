@@ -25,7 +25,9 @@ pub struct Key {
     pub cpu: String,
     /// The command's plan: rounds, events, what is left out.
     pub plan: String,
-    /// A digest of the BPF programs (bpf/): a change to them counts again.
+    /// A digest of the BPF programs (bpf/) and of the Rust that decides
+    /// what the guest runs per event ([`COUNTED_SOURCES`]): a change to
+    /// them counts again.
     pub programs: String,
 }
 
@@ -80,6 +82,33 @@ pub fn save(dir: &Path, kept: &Kept) -> Result<()> {
     let path = kept.key.path(dir);
     write_whole(&path, (serde_json::to_string(kept)? + "\n").as_bytes())
         .with_context(|| format!("keeping the count in {}", path.display()))
+}
+
+/// Beside bpf/, the sources whose change changes what a guest runs per
+/// event: the triggers (the comm name and where it is written, the call
+/// targets), the run (the lead-in and the programs' switch) and the
+/// constants shared with the programs.
+pub const COUNTED_SOURCES: [&str; 4] = [
+    "src/measure/mechanism/trigger.rs",
+    "src/measure/mechanism/target.rs",
+    "src/measure/running/run.rs",
+    "src/measure/settings/bpf_consts.rs",
+];
+
+/// The digest a kept count is keyed by: the BPF programs' sources under
+/// `repo`'s bpf/, then each of [`COUNTED_SOURCES`].
+pub fn digest_sources(repo: &Path) -> Result<String> {
+    let mut h = FNV_START;
+    fnv(&mut h, digest_dir(&repo.join("bpf"))?.as_bytes());
+    for f in COUNTED_SOURCES {
+        fnv(&mut h, f.as_bytes());
+        let path = repo.join(f);
+        fnv(
+            &mut h,
+            &fs::read(&path).with_context(|| format!("reading {}", path.display()))?,
+        );
+    }
+    Ok(format!("{h:016x}"))
 }
 
 /// A digest of the files of `dir` (the BPF programs' sources), by name.
@@ -151,5 +180,23 @@ mod tests {
         let d1 = digest_dir(dir.path()).unwrap();
         fs::write(dir.path().join("a.bpf.c"), "int y;").unwrap();
         assert_ne!(d1, digest_dir(dir.path()).unwrap());
+    }
+
+    #[test]
+    fn the_key_follows_the_rust_that_fires_the_programs_too() {
+        let repo = tempfile::tempdir().unwrap();
+        fs::create_dir_all(repo.path().join("bpf")).unwrap();
+        fs::write(repo.path().join("bpf/a.bpf.c"), "int x;").unwrap();
+        for f in COUNTED_SOURCES {
+            let path = repo.path().join(f);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(path, "// one").unwrap();
+        }
+        let d1 = digest_sources(repo.path()).unwrap();
+        fs::write(repo.path().join(COUNTED_SOURCES[0]), "// two").unwrap();
+        assert_ne!(d1, digest_sources(repo.path()).unwrap());
+        // Every one of them is in this repository.
+        let here = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        assert!(digest_sources(&here).is_ok());
     }
 }
