@@ -3,6 +3,8 @@
 use std::collections::HashMap;
 use std::io::{self, Write};
 
+use crate::kinds::Class;
+
 /// Counters per block of memory: each block stays where it is, since
 /// translated code holds pointers into it.
 const CHUNK: usize = 1 << 16;
@@ -10,8 +12,9 @@ const CHUNK: usize = 1 << 16;
 #[derive(Default)]
 pub struct Counters {
     chunks: Vec<Box<[u64]>>,
-    /// Each slot's guest address.
+    /// Each slot's guest address, and its instruction's class if any.
     addrs: Vec<u64>,
+    classes: Vec<Option<Class>>,
     slots: HashMap<u64, usize>,
     /// The counts when the open window opened.
     opened: Vec<u64>,
@@ -23,9 +26,18 @@ impl Counters {
     /// The counter of the instruction at `vaddr`, for translated code to
     /// add to.
     pub fn counter(&mut self, vaddr: u64) -> *mut u64 {
+        self.counter_of(vaddr, None)
+    }
+
+    /// The same, for an instruction of `class` (the last translation's).
+    pub fn counter_of(&mut self, vaddr: u64, class: Option<Class>) -> *mut u64 {
         let n = self.addrs.len();
         let slot = *self.slots.entry(vaddr).or_insert(n);
-        if slot == n {
+        if slot < n {
+            // Code is rewritten in place (a uprobe's int3, text poking).
+            self.classes[slot] = class;
+        } else {
+            self.classes.push(class);
             self.addrs.push(vaddr);
             if n.is_multiple_of(CHUNK) {
                 self.chunks.push(vec![0; CHUNK].into_boxed_slice());
@@ -47,8 +59,8 @@ impl Counters {
     }
 
     /// Closes the open window, if any, and writes it: `window N`, then
-    /// `ADDRESS COUNT` (hex, decimal) for each address that ran in it,
-    /// then `total COUNT`.
+    /// `ADDRESS COUNT [CLASS]` (hex, decimal, [`Class::name`]) for each
+    /// address that ran in it, then `total COUNT`.
     pub fn close(&mut self, out: &mut impl Write) -> io::Result<()> {
         let Some(n) = self.open.take() else {
             return Ok(());
@@ -59,7 +71,10 @@ impl Counters {
             let before = self.opened.get(slot).copied().unwrap_or(0);
             let ran = self.count(slot).wrapping_sub(before);
             if ran != 0 {
-                writeln!(out, "{addr:x} {ran}")?;
+                match self.classes[slot] {
+                    Some(c) => writeln!(out, "{addr:x} {ran} {}", c.name())?,
+                    None => writeln!(out, "{addr:x} {ran}")?,
+                }
                 total += ran;
             }
         }
@@ -90,6 +105,20 @@ mod tests {
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "window 0\n10 2\nffffffff81000000 3\ntotal 5\n"
+        );
+    }
+
+    #[test]
+    fn classified_instructions_say_their_class() {
+        let mut c = Counters::default();
+        c.open();
+        let p = c.counter_of(0x20, Some(Class::Int3));
+        unsafe { *p += 2 };
+        let mut out = Vec::new();
+        c.close(&mut out).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "window 0\n20 2 int3\ntotal 2\n"
         );
     }
 

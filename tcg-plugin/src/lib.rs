@@ -14,6 +14,7 @@
 mod marks;
 
 mod counters;
+pub mod kinds;
 #[cfg(not(test))]
 mod plugin;
 

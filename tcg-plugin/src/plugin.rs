@@ -7,6 +7,7 @@ use std::sync::Mutex;
 
 use qemu_plugin_sys::*;
 
+use crate::kinds::classify;
 use crate::marks::{mark_of, OPEN};
 use crate::Counters;
 
@@ -71,16 +72,16 @@ unsafe extern "C" fn on_translation(_id: qemu_plugin_id_t, tb: *mut qemu_plugin_
     for i in 0..qemu_plugin_tb_n_insns(tb) {
         let insn = qemu_plugin_tb_get_insn(tb, i);
         let vaddr = qemu_plugin_insn_vaddr(insn);
-        let counter = p.counters.counter(vaddr);
+        let bytes = std::slice::from_raw_parts(
+            qemu_plugin_insn_data(insn).cast::<u8>(),
+            qemu_plugin_insn_size(insn),
+        );
+        let counter = p.counters.counter_of(vaddr, classify(bytes));
         qemu_plugin_register_vcpu_insn_exec_inline(
             insn,
             qemu_plugin_op::QEMU_PLUGIN_INLINE_ADD_U64,
             counter.cast(),
             1,
-        );
-        let bytes = std::slice::from_raw_parts(
-            qemu_plugin_insn_data(insn).cast::<u8>(),
-            qemu_plugin_insn_size(insn),
         );
         if let Some(mark) = mark_of(bytes) {
             qemu_plugin_register_vcpu_insn_exec_cb(

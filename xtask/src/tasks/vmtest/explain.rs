@@ -13,10 +13,12 @@
 //! functions add up to is shown beside the count, with the residual.
 
 pub mod change;
+pub mod fewest;
+pub mod kinds;
 pub mod svg;
 pub mod symbols;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::fs;
 use std::path::Path;
@@ -64,6 +66,10 @@ pub struct Split {
     /// What the functions add up to, and the count less that.
     pub sum: f64,
     pub residual: f64,
+    /// The kinds of events per event over the base's ([`kinds`]); none
+    /// in splits made before they were counted.
+    #[serde(default)]
+    pub kinds: Vec<kinds::Kind>,
 }
 
 impl Split {
@@ -97,7 +103,7 @@ impl Explained {
 }
 
 /// Per window: each function's instructions per event.
-type PerWindow = HashMap<u64, HashMap<Name, f64>>;
+type PerWindow = fewest::Windows<Name>;
 
 /// One window the command recorded: `window N MECHANISM EVENTS`, then
 /// the code the kernel made at run time: all of it with its extent
@@ -158,9 +164,9 @@ fn parse_log(text: &str) -> Result<(Vec<Map>, BTreeMap<u64, Recorded>)> {
 }
 
 /// The plugin's file: per window, the instructions at each address.
-fn parse_counts(text: &str) -> Result<BTreeMap<u64, Vec<(u64, u64)>>> {
+fn parse_counts(text: &str) -> Result<BTreeMap<u64, Vec<kinds::Counted>>> {
     let mut windows = BTreeMap::new();
-    let mut open: Option<(u64, Vec<(u64, u64)>)> = None;
+    let mut open: Option<(u64, Vec<kinds::Counted>)> = None;
     for (i, l) in text.lines().enumerate() {
         let bad = || format!("{COUNTS_FILE} line {}: '{l}'", i + 1);
         let (a, b) = l.split_once(' ').with_context(bad)?;
@@ -176,10 +182,17 @@ fn parse_counts(text: &str) -> Result<BTreeMap<u64, Vec<(u64, u64)>>> {
                 );
                 windows.insert(n, counts);
             }
-            (a, Some((_, counts))) => counts.push((
-                u64::from_str_radix(a, 16).with_context(bad)?,
-                b.parse().with_context(bad)?,
-            )),
+            (a, Some((_, counts))) => {
+                let (n, class) = match b.split_once(' ') {
+                    Some((n, class)) => (n, Some(class.to_owned())),
+                    None => (b, None),
+                };
+                counts.push((
+                    u64::from_str_radix(a, 16).with_context(bad)?,
+                    n.parse().with_context(bad)?,
+                    class,
+                ))
+            }
             _ => bail!("{}: unexpected", bad()),
         }
     }
@@ -188,7 +201,7 @@ fn parse_counts(text: &str) -> Result<BTreeMap<u64, Vec<(u64, u64)>>> {
 
 /// Each window's instructions per event, by function.
 fn per_window(
-    counts: &BTreeMap<u64, Vec<(u64, u64)>>,
+    counts: &BTreeMap<u64, Vec<kinds::Counted>>,
     recorded: &BTreeMap<u64, Recorded>,
     symbols: &Symbols,
 ) -> Result<PerWindow> {
@@ -203,7 +216,7 @@ fn per_window(
         };
         let made = r.made.sorted();
         let mut f: HashMap<Name, f64> = HashMap::new();
-        for &(a, k) in c {
+        for &(a, k, _) in c {
             *f.entry(symbols.name(a, &made)).or_default() += k as f64;
         }
         for v in f.values_mut() {
@@ -214,21 +227,9 @@ fn per_window(
     Ok(out)
 }
 
-/// Per function, its fewest instructions per event in any of `windows`
-/// (zero where a window did not run it).
+/// Per function, its fewest instructions per event in any of `windows`.
 fn least(windows: &[u64], per: &PerWindow) -> BTreeMap<Name, f64> {
-    let runs: Vec<&HashMap<Name, f64>> = windows.iter().filter_map(|w| per.get(w)).collect();
-    let names: BTreeSet<&Name> = runs.iter().flat_map(|r| r.keys()).collect();
-    names
-        .into_iter()
-        .map(|name| {
-            let min = runs
-                .iter()
-                .map(|r| r.get(name).copied().unwrap_or(0.0))
-                .fold(f64::INFINITY, f64::min);
-            (name.clone(), min)
-        })
-        .collect()
+    fewest::least(windows, per)
 }
 
 /// Every function of either side, in name order, with its figure on
@@ -237,12 +238,7 @@ pub(super) fn side_by_side(
     a: &BTreeMap<Name, f64>,
     b: &BTreeMap<Name, f64>,
 ) -> Vec<(Name, f64, f64)> {
-    let names: BTreeSet<&Name> = a.keys().chain(b.keys()).collect();
-    let at = |m: &BTreeMap<Name, f64>, n: &Name| m.get(n).copied().unwrap_or(0.0);
-    names
-        .into_iter()
-        .map(|n| (n.clone(), at(a, n), at(b, n)))
-        .collect()
+    fewest::side_by_side(a, b)
 }
 
 fn ids(v: &Value) -> Option<Vec<u64>> {
@@ -254,7 +250,7 @@ pub const B_SIDE: &str = " (B)";
 
 /// Each counted mechanism of the result `doc`, split by function, and
 /// after each its B side of an in-run comparison, if any (`raw_tp (B)`).
-fn splits(doc: &Value, per: &PerWindow) -> Result<Vec<Split>> {
+fn splits(doc: &Value, per: &PerWindow, kinds: &kinds::KindWindows) -> Result<Vec<Split>> {
     ensure!(
         doc["unit"] == "instructions",
         "the result is not an exact run's (unit: {})",
@@ -263,16 +259,21 @@ fn splits(doc: &Value, per: &PerWindow) -> Result<Vec<Split>> {
     let mut out = Vec::new();
     for m in doc["mechanisms"].as_array().into_iter().flatten() {
         let name = m["name"].as_str().unwrap_or("?").to_owned();
-        out.extend(split(m, name.clone(), per));
+        out.extend(split(m, name.clone(), per, kinds));
         if m["against"].is_object() {
-            out.extend(split(&m["against"], name + B_SIDE, per));
+            out.extend(split(&m["against"], name + B_SIDE, per, kinds));
         }
     }
     Ok(out)
 }
 
 /// One mechanism's split, if it was counted in windows.
-fn split(m: &Value, mechanism: String, per: &PerWindow) -> Option<Split> {
+fn split(
+    m: &Value,
+    mechanism: String,
+    per: &PerWindow,
+    kinds: &kinds::KindWindows,
+) -> Option<Split> {
     let count = m["overhead_ns"]["median"].as_f64()?;
     let (runs, bases) = (ids(&m["windows"])?, ids(&m["base_windows"])?);
     let mut parts: Vec<Part> = side_by_side(&least(&runs, per), &least(&bases, per))
@@ -298,6 +299,7 @@ fn split(m: &Value, mechanism: String, per: &PerWindow) -> Option<Split> {
         functions: parts,
         sum,
         residual: count - sum,
+        kinds: kinds::over_base(&runs, &bases, kinds),
     })
 }
 
@@ -322,11 +324,13 @@ pub fn explain(dir: &Path) -> Result<Explained> {
         elves,
     };
     let per = per_window(&counts, &recorded, &symbols)?;
+    let events = recorded.iter().map(|(n, r)| (*n, r.events)).collect();
+    let kinds = kinds::per_window(&counts, &events, &symbols.kernel);
     Ok(Explained {
         unit: "instructions".into(),
         kernel: doc["kernel_release"].as_str().unwrap_or("?").to_owned(),
         emulator: doc["emulator"].as_str().unwrap_or("?").to_owned(),
-        mechanisms: splits(&doc, &per)?,
+        mechanisms: splits(&doc, &per, &kinds)?,
     })
 }
 
@@ -339,6 +343,7 @@ pub fn table(e: &Explained) -> String {
     let mut t = String::new();
     for s in &e.mechanisms {
         let _ = writeln!(t, "{}", s.summary("ins/ev"));
+        let _ = writeln!(t, "  kinds: {}", kinds::line(&s.kinds));
         for p in s.functions.iter().take(TOP) {
             let _ = writeln!(
                 t,
@@ -393,6 +398,12 @@ pub fn ktap(e: &Explained) -> String {
     let mut t = format!("KTAP version 1\n1..{}\n", e.mechanisms.len());
     for (i, s) in e.mechanisms.iter().enumerate() {
         let _ = writeln!(t, "# {}", s.summary("instructions per event"));
+        let _ = writeln!(
+            t,
+            "# {}: kinds per event: {}",
+            s.mechanism,
+            kinds::line(&s.kinds)
+        );
         for p in s.functions.iter().take(TOP) {
             let _ = writeln!(
                 t,
@@ -467,7 +478,7 @@ mod tests {
                  "windows": [1, 3], "base_windows": [0, 2]},
             ]
         });
-        let s = splits(&doc, &per).unwrap();
+        let s = splits(&doc, &per, &kinds::KindWindows::new()).unwrap();
         assert_eq!(s.len(), 1);
         assert_eq!(
             s[0].functions,
@@ -496,6 +507,7 @@ mod tests {
                 }],
                 sum: 121.0 - residual,
                 residual,
+                kinds: Vec::new(),
             }],
         }
     }
@@ -543,9 +555,16 @@ mod tests {
 
     #[test]
     fn counts_are_read_per_window_and_checked() {
-        let c = parse_counts("window 0\nffffffff81000000 3\n10 2\ntotal 5\nwindow 1\ntotal 0\n")
-            .unwrap();
-        assert_eq!(c[&0], [(0xffff_ffff_8100_0000, 3), (0x10, 2)]);
+        let c =
+            parse_counts("window 0\nffffffff81000000 3\n10 2 int3\ntotal 5\nwindow 1\ntotal 0\n")
+                .unwrap();
+        assert_eq!(
+            c[&0],
+            [
+                (0xffff_ffff_8100_0000, 3, None),
+                (0x10, 2, Some("int3".to_owned()))
+            ]
+        );
         assert!(c[&1].is_empty());
         let e = parse_counts("window 0\n10 2\ntotal 3\n").unwrap_err();
         assert!(format!("{e:#}").contains("do not add up"), "{e:#}");

@@ -157,6 +157,7 @@ mod tests {
                 count,
                 sum: parts.iter().map(|p| p.1).sum(),
                 residual: 0.0,
+                kinds: Vec::new(),
                 functions: parts
                     .iter()
                     .map(|(f, v)| Part {

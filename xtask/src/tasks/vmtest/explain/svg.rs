@@ -166,6 +166,7 @@ mod tests {
             ],
             sum: 75.0,
             residual: 46.0,
+            kinds: Vec::new(),
         };
         let p = pieces(&s);
         assert_eq!(p.iter().map(|x| x.1).sum::<f64>(), 121.0);

@@ -47,6 +47,11 @@ impl Sorted {
         Sorted(v)
     }
 
+    /// Where the symbol `name` starts, if listed.
+    pub fn start_of(&self, name: &str) -> Option<u64> {
+        self.0.iter().find(|(_, n)| n == name).map(|(a, _)| *a)
+    }
+
     /// The symbol at or below `a`, and how far below.
     fn below(&self, a: u64) -> Option<(&str, u64)> {
         let i = self.0.partition_point(|(s, _)| *s <= a);
