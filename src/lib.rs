@@ -24,6 +24,7 @@ pub mod kconfig;
 pub mod measure;
 pub mod paired;
 pub mod pipeline;
+pub mod price;
 pub mod render;
 pub mod safe_write;
 pub mod side_by_side;

@@ -10,6 +10,7 @@ use bpf_overhead::Error;
 
 /// The command: its arguments and each subcommand, a module apiece.
 mod command {
+    pub mod calibrate;
     pub mod cli;
     pub mod compare;
     pub mod measure;
@@ -90,6 +91,7 @@ fn main() -> ExitCode {
     let ran = match &cli.command {
         Some(Command::Report(args)) => command::report::report(args),
         Some(Command::Compare(args)) => command::compare::compare(args),
+        Some(Command::Calibrate(args)) => command::calibrate::calibrate(args),
         None => command::measure::main(&cli),
     };
     match ran {

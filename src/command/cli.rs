@@ -308,6 +308,40 @@ pub enum Command {
     /// regressed (or lost a mechanism A measured); 2 bad input; 3 no
     /// regression, but some comparison could not tell.
     Compare(CompareArgs),
+
+    /// This host's prices for exact counts, or an exact count priced.
+    ///
+    /// Fits, over the mechanisms in both files, this host's ns per event
+    /// over base (--host: a timed run made here, --save or --format json)
+    /// as a price per instruction plus a price per trap, system call,
+    /// return from either and barrier, from a guest's counts of the same
+    /// mechanisms (--exact: the explain.json of `cargo xtask vmtest KERNEL
+    /// --exact --explain`), and prices each mechanism by a fit made
+    /// without it. --save keeps the prices with this host's CPU, kernel and
+    /// mitigations. With --price CALIBRATION, prints the --exact counts
+    /// priced for this host instead, beside the counts. Needs no root.
+    /// Exit status: 0 done; 2 bad input (a result of another host, a
+    /// calibration of another host or whose fit is off by over 50%).
+    Calibrate(CalibrateArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CalibrateArgs {
+    /// The guest's counts: an explain.json of `vmtest --exact --explain`.
+    #[arg(long, value_name = "FILE", required = true)]
+    pub exact: PathBuf,
+
+    /// This host's timed result of the same mechanisms.
+    #[arg(long, value_name = "FILE", conflicts_with = "price")]
+    pub host: Option<PathBuf>,
+
+    /// Where to keep the calibration.
+    #[arg(long, value_name = "FILE", conflicts_with = "price")]
+    pub save: Option<PathBuf>,
+
+    /// Price the --exact counts with this saved calibration of this host.
+    #[arg(long, value_name = "CALIBRATION")]
+    pub price: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
