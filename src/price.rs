@@ -13,12 +13,12 @@
 
 use serde::{Deserialize, Serialize};
 
-/// What a fit weighs: instructions, then the kinds in this order. The
-/// kinds are those the instruction counts price wrong: traps and system
-/// calls and their returns, barriers. Indirect branches and returns are
-/// left to the instructions: every path has them, and a weight on them
-/// would fit noise.
-pub const FEATURES: [&str; 8] = [
+/// What a fit weighs: instructions, then the kinds in this order: traps
+/// and system calls and their returns, barriers, and the returns and
+/// indirect branches a mitigation may make dear (a return thunk on every
+/// `ret`). Non-negative weights let the fit leave out what costs nothing
+/// more on this host.
+pub const FEATURES: [&str; 10] = [
     "instructions",
     "int3",
     "debug",
@@ -27,7 +27,13 @@ pub const FEATURES: [&str; 8] = [
     "iret",
     "sysret",
     "serializing",
+    "indirect",
+    "ret",
 ];
+
+/// Fewer events of a kind per event than this are an interrupt's or a
+/// window edge's, not the path's: left out of a point.
+pub const LEAST_KIND: f64 = 0.05;
 
 /// One mechanism: its count, its kinds (per event over the base, in
 /// [`FEATURES`]' order after instructions) and, where measured, its ns.
@@ -50,7 +56,7 @@ impl Point {
     ) -> Point {
         let mut x = vec![0.0; FEATURES.len()];
         x[0] = instructions;
-        for (kind, v) in kinds {
+        for (kind, v) in kinds.into_iter().filter(|(_, v)| v.abs() >= LEAST_KIND) {
             if let Some(i) = FEATURES.iter().position(|f| *f == kind) {
                 x[i] += v;
             }

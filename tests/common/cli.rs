@@ -36,7 +36,7 @@ pub fn command(args: &[&str]) -> Command {
     cmd.env_remove("SUDO_UID").env_remove("SUDO_GID");
     // Exactly --repeat rounds, unless a test asks for a budget: these
     // tests check the command's behaviour, not how sure its figures are.
-    let subcommand = matches!(args.first(), Some(&"report" | &"compare"));
+    let subcommand = matches!(args.first(), Some(&"report" | &"compare" | &"calibrate"));
     if !subcommand && !args.iter().any(|a| a.starts_with("--budget")) {
         cmd.args(["--budget", "0"]);
     }

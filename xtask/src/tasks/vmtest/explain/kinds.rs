@@ -85,7 +85,7 @@ pub fn over_base(runs: &[u64], bases: &[u64], per: &KindWindows) -> Vec<Kind> {
             kind,
             per_event: a - b,
         })
-        .filter(|k| k.per_event.abs() >= 0.005)
+        .filter(|k| k.per_event.abs() >= 0.05)
         .collect();
     let rank = |k: &Kind| {
         ORDER
