@@ -175,6 +175,11 @@ struct VmtestCli {
     /// address in each timed run; docs/explain.md); with --against, the change too
     #[arg(long, requires = "exact")]
     explain: bool,
+    /// With --against --exact --explain: a mechanism whose kinds of events changed (a
+    /// trap, a system call) is judged by its price on this host (bpf-overhead calibrate
+    /// --save FILE), not by its instructions
+    #[arg(long, value_name = "FILE", requires = "explain")]
+    calibration: Option<std::path::PathBuf>,
     /// With --exact: the command's rounds; each count is the fewest of them (a tick lands
     /// in a run of 200 events one time in 8 to 30)
     #[arg(long, value_name = "N", default_value_t = EXACT_ROUNDS, value_parser = positive, requires = "exact")]
@@ -288,6 +293,7 @@ fn vmtest_args(v: Box<VmtestCli>, dashdash: bool, env_accel: Option<&str>) -> Re
         exact: v.exact,
         threshold: v.threshold,
         explain: v.explain,
+        calibration: v.calibration,
         rounds: v.rounds,
     })
 }

@@ -72,6 +72,8 @@ pub struct Args {
     pub threshold: f64,
     /// `--explain`: with `--exact`, each count split by function.
     pub explain: bool,
+    /// `--calibration`: with `--against --exact --explain`, a host's prices.
+    pub calibration: Option<PathBuf>,
     /// `--rounds`: with `--exact`, the command's rounds.
     pub rounds: u32,
 }

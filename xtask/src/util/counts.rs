@@ -29,6 +29,10 @@ pub enum Verdict {
     /// Not judged: a link on every function catches the kernel's other
     /// work, and its rounds spread beyond the threshold.
     Spread,
+    /// Not judged: its kinds of events changed (a trap or a system call
+    /// more or fewer), and no host's prices were given to weigh them.
+    #[serde(rename = "path changed")]
+    PathChanged,
 }
 
 impl Verdict {
@@ -41,6 +45,7 @@ impl Verdict {
             Verdict::Absent => "absent in B",
             Verdict::Lost => "LOST",
             Verdict::Spread => "spread: not judged",
+            Verdict::PathChanged => "path changed: not judged",
         }
     }
 }

@@ -6,7 +6,11 @@
 //! (docs/exact.md), so nothing needs to run at the same time as anything
 //! else: each kernel boots alone with `vmtest --exact`, and B's count is
 //! judged against A's by a threshold alone. No statistics, so no UNSURE:
-//! a mechanism is REGRESSED, improved or unchanged.
+//! a mechanism is REGRESSED, improved or unchanged; or, with `--explain`,
+//! where its kinds of events changed, judged by a host's prices
+//! ([`path`]).
+
+mod path;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -218,7 +222,19 @@ fn judge_sides(
                 say!("{}", after[1]);
                 2
             } else {
-                rows = judge(&ra, &rb, a.threshold / 100.0, &release, dir)?;
+                let prices = a
+                    .calibration
+                    .as_deref()
+                    .map(path::Prices::read)
+                    .transpose()?;
+                rows = judge(
+                    &ra,
+                    &rb,
+                    a.threshold / 100.0,
+                    &release,
+                    dir,
+                    prices.as_ref(),
+                )?;
                 if why.is_empty() {
                     exit_code(&rows)
                 } else {
@@ -249,9 +265,17 @@ fn judge(
     threshold: f64,
     release: &(String, String),
     dir: &Path,
+    prices: Option<&path::Prices>,
 ) -> Result<Vec<Row>> {
-    let rows = verdicts(ra, rb, threshold)?;
-    let text = table(&rows, &release.0, &release.1, threshold);
+    let mut rows = verdicts(ra, rb, threshold)?;
+    // With both sides explained: a changed path is judged by its price.
+    let mut text = String::new();
+    if let (Ok(ea), Ok(eb)) = (read_explained(dir, "a"), read_explained(dir, "b")) {
+        for note in path::rejudge(&mut rows, &ea, &eb, prices, threshold) {
+            text += &format!("{note}\n");
+        }
+    }
+    let text = table(&rows, &release.0, &release.1, threshold) + &text;
     print!("{text}");
     crate::util::write_file(dir.join("compare.txt"), &text)?;
     crate::util::write_file(
@@ -265,12 +289,7 @@ fn judge(
 /// both sides' explain.json: printed, and written into DIR (explain.txt,
 /// explain.json).
 fn explain_changes(dir: &Path, rows: &[Row]) -> Result<()> {
-    let read = |side: &str| -> Result<Explained> {
-        let f = dir.join(side).join(explain::FILE);
-        let text = fs::read_to_string(&f).with_context(|| format!("reading {}", f.display()))?;
-        serde_json::from_str(&text).with_context(|| format!("parsing {}", f.display()))
-    };
-    let (ea, eb) = (read("a")?, read("b")?);
+    let (ea, eb) = (read_explained(dir, "a")?, read_explained(dir, "b")?);
     let changed: Vec<(String, String)> = rows
         .iter()
         .filter(|r| matches!(r.verdict, Verdict::Regressed | Verdict::Improved))
@@ -285,6 +304,13 @@ fn explain_changes(dir: &Path, rows: &[Row]) -> Result<()> {
         serde_json::to_string_pretty(&c)? + "\n",
     )?;
     Ok(())
+}
+
+/// One side's explain.json in DIR (`a` or `b`).
+fn read_explained(dir: &Path, side: &str) -> Result<Explained> {
+    let f = dir.join(side).join(explain::FILE);
+    let text = fs::read_to_string(&f).with_context(|| format!("reading {}", f.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("parsing {}", f.display()))
 }
 
 /// DIR without what an earlier run left there: each side's directory and
