@@ -144,7 +144,7 @@ fn run(a: &Args) -> Result<i32> {
     })?;
     drop(rundir);
     let (rc, why) = judge(a, &b.last, b.status.as_deref(), job.runs_tests(&b.resume));
-    let (rc, why) = boots::judged(&b.resume.crashed, rc, why);
+    let (rc, why) = crate::vm::crash::judged(&b.resume.crashed, rc, why);
     let (rc, dir) = finish_out(out, rc);
     let rc = explained(a, &dir, rc);
 

@@ -169,6 +169,17 @@ pub fn append_ktap(path: &Path, c: &Crash) -> Result<()> {
         .with_context(|| format!("appending to {}", path.display()))
 }
 
+/// The exit status and why, crashes first: a run where a mechanism
+/// crashed the kernel fails (1, unless it failed otherwise too).
+pub fn judged(crashed: &[Crash], rc: i32, why: Vec<String>) -> (i32, Vec<String>) {
+    if crashed.is_empty() {
+        return (rc, why);
+    }
+    let mut all: Vec<String> = crashed.iter().map(Crash::summary).collect();
+    all.extend(why);
+    (if rc == 0 { 1 } else { rc }, all)
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Instant;
@@ -346,5 +357,26 @@ Internal error: Oops: 0000000096000046 [#1] SMP
              # Call Trace:\n# <TASK>\n# panic+0x34b/0x380\nnot ok 2 kprobe\n"
         );
         assert!(append_ktap(&dir.path().join("none"), &c).is_err());
+    }
+
+    #[test]
+    fn a_crash_fails_the_run_and_says_so_first() {
+        assert_eq!(judged(&[], 0, vec![]), (0, vec![]));
+        let c = Crash {
+            mechanism: "kprobe".into(),
+            step: "overhead".into(),
+            boot: 1,
+            oops: vec!["Kernel panic - not syncing: sysrq triggered crash".into()],
+        };
+        let (rc, why) = judged(std::slice::from_ref(&c), 0, vec!["note".into()]);
+        assert_eq!(rc, 1);
+        assert_eq!(
+            why,
+            [
+                "kprobe crashed the kernel: Kernel panic - not syncing: sysrq triggered crash",
+                "note"
+            ]
+        );
+        assert_eq!(judged(&[c], 101, vec![]).0, 101);
     }
 }
