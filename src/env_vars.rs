@@ -34,6 +34,11 @@ pub const WINDOWS_ENV: &str = "BPF_OVERHEAD_WINDOWS";
 /// The file the suite appends its KTAP results to.
 pub const KTAP_ENV: &str = "BPF_OVERHEAD_KTAP";
 
+/// A file each mechanism's name is appended to before it is set up, set
+/// by `cargo xtask vmtest`: when the guest kernel crashes, its last line
+/// names the mechanism that crashed it (src/measure/kernel/progress.rs).
+pub const PROGRESS_ENV: &str = "BPF_OVERHEAD_PROGRESS";
+
 /// A Python with `kcidb-io` (`cargo xtask ci` sets it to its venv's):
 /// tests/cli_kernel_ci.rs validates the command's KCIDB records with it,
 /// and fails without it when `CI` is set.
@@ -68,6 +73,7 @@ mod tests {
             EMULATOR_ENV,
             KCONFIG_ENV,
             KTAP_ENV,
+            PROGRESS_ENV,
             KCIDB_PYTHON_ENV,
             WINDOWS_ENV,
             CACHE_ENV,

@@ -91,7 +91,7 @@ mod ktap {
 
     use bpf_overhead::render::KtapResult;
 
-    use crate::common::ktap::append;
+    use crate::common::ktap::{append, begin, has_result};
 
     struct TempFile(PathBuf);
 
@@ -140,6 +140,27 @@ mod ktap {
              # tp: attach failed\n\
              not ok 4 tp\n"
         );
+    }
+
+    /// A boot after a crash: the file, started before the first mechanism,
+    /// has the results of what ran, the crash's `not ok` (vmtest's) too.
+    #[test]
+    #[serial_test::serial]
+    fn a_resumed_suite_sees_what_ran_before() {
+        let file = TempFile::new("resumed");
+        assert_eq!(begin(&file.0, 3, "suite").unwrap(), "");
+        append(&file.0, 3, "suite", "base", KtapResult::Pass, &[]).unwrap();
+        fs::write(
+            &file.0,
+            fs::read_to_string(&file.0).unwrap() + "# kprobe crashed the kernel\nnot ok 2 kprobe\n",
+        )
+        .unwrap();
+        let text = begin(&file.0, 3, "suite").unwrap();
+        assert!(text.starts_with("KTAP version 1\n1..3\n# suite\nok 1 base\n"));
+        assert!(has_result(&text, "base") && has_result(&text, "kprobe"));
+        assert!(!has_result(&text, "kprobe.multi") && !has_result(&text, "raw_tp"));
+        assert!(has_result("ok 4 tp # SKIP no tracefs\n", "tp"));
+        assert_eq!(begin(&file.0, 3, "suite").unwrap(), text, "started once");
     }
 
     #[test]

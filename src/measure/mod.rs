@@ -14,6 +14,7 @@ pub mod kernel {
     pub mod functions;
     pub mod host;
     pub mod libbpf_log;
+    pub mod progress;
     pub mod tracefs;
     pub(super) mod verifier_log;
 }

@@ -22,6 +22,7 @@ use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
 use std::path::Path;
 
+use bpf_overhead::env_vars::PROGRESS_ENV;
 use bpf_overhead::measure::kernel::host::kernel_release;
 use bpf_overhead::render::{self, KtapResult};
 use bpf_overhead::Mechanism;
@@ -37,15 +38,10 @@ pub fn record(name: &str, result: KtapResult, diagnostics: &[String]) -> Result<
         return Ok(());
     };
     let path = Path::new(&path);
-    let header = format!(
-        "bpf-overhead suite (tests/overhead.rs): kernel {} on {}, one test per mechanism",
-        kernel_release(),
-        std::env::consts::ARCH
-    );
     append(
         path,
         Mechanism::all().count(),
-        &header,
+        &header(),
         name,
         result,
         diagnostics,
@@ -59,6 +55,73 @@ pub fn record(name: &str, result: KtapResult, diagnostics: &[String]) -> Result<
     })
 }
 
+fn header() -> String {
+    format!(
+        "bpf-overhead suite (tests/overhead.rs): kernel {} on {}, one test per mechanism",
+        kernel_release(),
+        std::env::consts::ARCH
+    )
+}
+
+/// Under vmtest ([`PROGRESS_ENV`] and [`KTAP_ENV`] set), whether the KTAP
+/// file already has `name`'s result: an earlier boot ran it (vmtest writes
+/// a `not ok` for the one that crashed its kernel). Otherwise the file is
+/// started, so that the `not ok` vmtest may append follows its header.
+pub fn resumed(name: &str) -> Result<bool, Failure> {
+    let (Some(_), Some(path)) = (
+        std::env::var_os(PROGRESS_ENV).filter(|p| !p.is_empty()),
+        std::env::var_os(KTAP_ENV).filter(|p| !p.is_empty()),
+    ) else {
+        return Ok(false);
+    };
+    let path = Path::new(&path);
+    begin(path, Mechanism::all().count(), &header())
+        .map(|text| has_result(&text, name))
+        .map_err(|e| Failure(format!("{name}: {KTAP_ENV}={}: {e}", path.display())))
+}
+
+/// Whether the KTAP `text` has a result named `name`.
+pub fn has_result(text: &str, name: &str) -> bool {
+    text.lines().any(|l| {
+        let rest = l.strip_prefix("not ok ").or_else(|| l.strip_prefix("ok "));
+        rest.and_then(|r| r.split_once(' '))
+            .map(|(_, n)| n.split(" # ").next() == Some(name))
+            .unwrap_or(false)
+    })
+}
+
+/// Opens the KTAP document at `path`, writing its version line, plan and
+/// `header` when it is empty; returns what it held before.
+pub fn begin(path: &Path, plan: usize, header: &str) -> io::Result<String> {
+    let mut file = locked(path)?;
+    let mut text = String::new();
+    file.read_to_string(&mut text)?;
+    if text.is_empty() {
+        let start = format!(
+            "{}{}\n",
+            render::ktap_header(plan),
+            render::ktap_diagnostic(header)
+        );
+        file.write_all(start.as_bytes())?;
+    }
+    Ok(text)
+}
+
+/// `path` opened to append, created if need be, under an exclusive
+/// `flock` held until it closes.
+fn locked(path: &Path) -> io::Result<std::fs::File> {
+    let file = OpenOptions::new()
+        .read(true)
+        .append(true)
+        .create(true)
+        .open(path)?;
+    // SAFETY: flock on a descriptor we own; no memory is involved.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(file)
+}
+
 /// Appends one test's result to the KTAP document at `path`, which plans
 /// `plan` tests; an empty or missing file gets the version line, the plan
 /// and `header` first. Returns the test's number.
@@ -70,16 +133,7 @@ pub fn append(
     result: KtapResult,
     diagnostics: &[String],
 ) -> io::Result<usize> {
-    let mut file = OpenOptions::new()
-        .read(true)
-        .append(true)
-        .create(true)
-        .open(path)?;
-    // Held until `file` closes.
-    // SAFETY: flock on a descriptor we own; no memory is involved.
-    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
+    let mut file = locked(path)?;
     let mut text = String::new();
     file.read_to_string(&mut text)?;
     let done = text

@@ -8,6 +8,7 @@
 //! tasks and the command line import it.
 
 pub mod cpio;
+pub mod crash;
 pub mod initramfs;
 pub mod job;
 pub mod out;

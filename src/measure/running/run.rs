@@ -453,6 +453,7 @@ pub fn with_attached<R>(
     f: impl FnOnce(&mut Attached<'_, '_>) -> Result<R>,
 ) -> Result<R> {
     let mechanism = ready.mechanism();
+    crate::measure::kernel::progress::starting(mechanism.name());
     // A user's object's hits are its run count: stats on in all its runs.
     let bpf_stats = opts.bpf_stats || counts(mechanism) == Counts::Stats;
     let stats = bpf_stats && !mechanism.is_base();

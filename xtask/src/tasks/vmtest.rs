@@ -5,6 +5,7 @@
 //! kernels counted in turn), which share them. It imports the parts (vm,
 //! build, kernels, util), never another task.
 
+pub mod boots;
 pub mod duet;
 pub mod exact;
 pub mod explain;
@@ -25,7 +26,7 @@ use crate::util::env_vars::{ABSENT_ENV, KCONFIG_ENV, WINDOWS_ENV};
 use crate::util::signal::check_signal;
 use crate::util::{cache_dir, one_line, repo_root, say, secs, which};
 use crate::vm::initramfs::{busybox, initramfs};
-use crate::vm::job::{guest_env, job_script, Bench, Expect, Job};
+use crate::vm::job::{guest_env, job_script, Bench, Expect, Job, Resume};
 use crate::vm::out::{self, Out};
 use crate::vm::summary::{self, VmtestJson};
 use crate::vm::{self, Accel, Rules, Timeouts, Vm};
@@ -113,20 +114,10 @@ fn run(a: &Args) -> Result<i32> {
     let (rundir, rundir_path) = vm::job_dir()?;
     let out = open_out(a, &repo, &k.release)?;
 
-    // The kernel's config, for the command to record with its result.
-    let kconfig = match &k.config {
-        Some(c) => {
-            let f = rundir_path.join("kernel.config");
-            // Its first line says where vmtest read it, for the record.
-            crate::util::write_file(&f, format!("# vmtest: {}\n{}", c.source, c.text))?;
-            Some(f)
-        }
-        None => None,
-    };
+    let kconfig = write_kconfig(&k, &rundir_path)?;
     let t = Instant::now();
-    let script = prepare_job(a, &repo, &k, accel, kconfig.as_deref())?;
+    let job = prepare_job(a, &repo, &k, accel, kconfig.as_deref())?;
     let build = t.elapsed();
-    crate::util::write_file(rundir_path.join("job.sh"), script)?;
     let vm = Vm {
         arch: a.arch,
         accel,
@@ -145,13 +136,21 @@ fn run(a: &Args) -> Result<i32> {
             )
         }),
     };
-    let (o, status) = boot(a, &k, &vm)?;
+    let b = boots::run(boots::Booting {
+        script: |r: &Resume| job.script(r),
+        boot: || boot(a, &k, &vm),
+        rundir: &rundir_path,
+        staging: out.staging.path(),
+        log: a.log.as_deref(),
+        tests: matches!(a.job, Job::Tests(_)),
+    })?;
     drop(rundir);
-    let (rc, why) = judge(a, &o, status.as_deref());
+    let (rc, why) = judge(a, &b.last, b.status.as_deref(), job.runs_tests(&b.resume));
+    let (rc, why) = crate::vm::crash::judged(&b.resume.crashed, rc, why);
     let (rc, dir) = finish_out(out, rc);
     let rc = explained(a, &dir, rc);
 
-    let boot = o.up.map(|u| u - o.started);
+    let boot = b.first_up;
     let s = VmtestJson {
         kernel: a.kernel.clone(),
         release: k.release.clone(),
@@ -161,11 +160,13 @@ fn run(a: &Args) -> Result<i32> {
         downloaded_bytes: k.downloaded,
         build_s: summary::tenths(build),
         boot_s: boot.map(summary::tenths),
-        vm_s: summary::tenths(o.finished - o.started),
+        vm_s: summary::tenths(b.vm_time),
         total_s: summary::tenths(start.elapsed().saturating_sub(fetch)),
         exit: rc,
         why,
         kernel_config: k.config.as_ref().map(|c| c.record()),
+        boots: b.count,
+        crashed: b.resume.crashed.clone(),
         steps: fs::read_to_string(dir.join(summary::STEPS_FILE))
             .map(|t| summary::parse_steps(&t))
             .unwrap_or_default(),
@@ -175,9 +176,21 @@ fn run(a: &Args) -> Result<i32> {
         "vmtest: kernel {} boot {} total {} exit {rc}",
         k.release,
         boot.map_or("-".into(), secs),
-        secs(o.finished - o.started)
+        secs(b.vm_time)
     );
     Ok(rc)
+}
+
+/// The kernel's config in the job directory, for the command to record
+/// with its result.
+fn write_kconfig(k: &Kernel, rundir: &Path) -> Result<Option<PathBuf>> {
+    let Some(c) = &k.config else {
+        return Ok(None);
+    };
+    let f = rundir.join("kernel.config");
+    // Its first line says where vmtest read it, for the record.
+    crate::util::write_file(&f, format!("# vmtest: {}\n{}", c.source, c.text))?;
+    Ok(Some(f))
 }
 
 /// `--explain`'s TCG plugin, built.
@@ -266,7 +279,7 @@ fn append(a: &Args) -> String {
 }
 
 /// Boots the VM and waits for it; the boot and the guest's exit status.
-fn boot(a: &Args, k: &Kernel, vm: &Vm) -> Result<(vm::Boot, Option<String>)> {
+pub(crate) fn boot(a: &Args, k: &Kernel, vm: &Vm) -> Result<(vm::Boot, Option<String>)> {
     say!(
         "booting {} ({}) accel={} timeout={}s",
         k.release,
@@ -280,21 +293,51 @@ fn boot(a: &Args, k: &Kernel, vm: &Vm) -> Result<(vm::Boot, Option<String>)> {
         boot: Duration::from_secs(a.boot_timeout),
     };
     let o = vm::run(vm, a.verbose, &timeouts)?;
-    if let Some(log) = &a.log {
-        vm::write_log(Path::new(log), &o.log)?;
-    }
     let status = fs::read_to_string(vm.status_path()).ok();
     Ok((o, status))
 }
 
-/// The guest's job script; in default mode it builds the test binaries first.
+/// The guest's job, before its script: the test binaries (built), the
+/// command and the environment.
+pub struct Prepared {
+    job: Job,
+    repo: PathBuf,
+    exes: Vec<String>,
+    bench: Option<Bench>,
+    env: Vec<(String, Option<String>)>,
+}
+
+impl Prepared {
+    /// The script of a boot that leaves out what `r` says.
+    pub fn script(&self, r: &Resume) -> String {
+        let exes: Vec<String> = self.exes_run(r);
+        let bench = self
+            .bench
+            .as_ref()
+            .filter(|_| r.runs("bpf-overhead"))
+            .map(|b| r.bench(b));
+        job_script(&self.repo, &self.env, &self.job, &exes, bench.as_ref())
+    }
+
+    /// Whether a boot that leaves out what `r` says runs a test binary.
+    pub fn runs_tests(&self, r: &Resume) -> bool {
+        !self.exes_run(r).is_empty()
+    }
+
+    fn exes_run(&self, r: &Resume) -> Vec<String> {
+        let run = |e: &&String| r.runs(&crate::build::guest_build::test_name(e));
+        self.exes.iter().filter(run).cloned().collect()
+    }
+}
+
+/// The guest's job; in default mode it builds the test binaries first.
 fn prepare_job(
     a: &Args,
     repo: &Path,
     k: &Kernel,
     accel: Accel,
     kconfig: Option<&Path>,
-) -> Result<String> {
+) -> Result<Prepared> {
     let (exes, command) = match &a.job {
         Job::Tests(_) => build_tests(repo, a.arch, a.all_tests, &a.cargo_args)?,
         _ => (Vec::new(), None),
@@ -331,7 +374,13 @@ fn prepare_job(
     if a.explain {
         env.push((WINDOWS_ENV.into(), Some(vm::GUEST_OUT.into())));
     }
-    Ok(job_script(repo, &env, &a.job, &exes, bench.as_ref()))
+    Ok(Prepared {
+        job: a.job.clone(),
+        repo: repo.to_owned(),
+        exes,
+        bench,
+        env,
+    })
 }
 
 /// KERNEL and `--against`'s KERNEL_B, each with its own modules and
@@ -423,10 +472,12 @@ pub fn absent_files(arch: Arch, series: &str) -> Vec<PathBuf> {
     }
 }
 
-/// The exit status and why, said as it is decided.
-fn judge(a: &Args, o: &vm::Boot, status: Option<&str>) -> (i32, Vec<String>) {
+/// The exit status and why, said as it is decided; `ran_tests`: whether
+/// the boot ran a test binary (one after a crash may run the command only).
+fn judge(a: &Args, o: &vm::Boot, status: Option<&str>, ran_tests: bool) -> (i32, Vec<String>) {
     let rules = Rules {
         need_test_result: !a.exact
+            && ran_tests
             && matches!(&a.job, Job::Tests(t) if !t.iter().any(|t| t == "--list")),
         timeouts_secs: (a.timeout, a.alive_timeout, a.boot_timeout),
     };

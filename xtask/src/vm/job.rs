@@ -4,7 +4,8 @@
 use std::path::Path;
 
 use crate::util::env_vars::{
-    ABSENT_ENV, CACHE_ENV, EMULATED_ENV, EMULATOR_ENV, ENV_PREFIX, KTAP_ENV, STRICT_ENV,
+    ABSENT_ENV, CACHE_ENV, EMULATED_ENV, EMULATOR_ENV, ENV_PREFIX, KTAP_ENV, PROGRESS_ENV,
+    STRICT_ENV,
 };
 use crate::vm::Accel;
 
@@ -14,9 +15,10 @@ pub const EXACT: &str = "tcg-icount";
 use crate::build::guest_build::test_name;
 use crate::util::sh_quote;
 use crate::vm;
+use crate::vm::crash::{self, Crash};
 use crate::vm::summary;
 
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq, Clone)]
 pub enum Job {
     /// Build and run the test executables with these libtest arguments.
     Tests(Vec<String>),
@@ -100,6 +102,8 @@ pub fn guest_env(
         .map(|(k, v)| (k.clone(), Some(v.clone())))
         .collect();
     env.push(("VMTEST_OUT".into(), Some(vm::GUEST_OUT.into())));
+    // Which mechanism a crash of the guest kernel happened in (vm/crash.rs).
+    env.push((PROGRESS_ENV.into(), Some(progress_file())));
     // The suite's KTAP outlives the VM (a host path would be read-only there).
     if let Job::Tests(_) = job {
         env.push((
@@ -130,6 +134,44 @@ pub fn guest_env(
         env.push((k.clone(), Some(v.clone())));
     }
     env
+}
+
+/// The guest's progress file, in the output share.
+fn progress_file() -> String {
+    format!("{}/{}", vm::GUEST_OUT, crash::PROGRESS_FILE)
+}
+
+/// What a boot after a crash leaves out: the steps that finished, the
+/// steps other than the suite that crashed (they would crash again), and
+/// for the command, every mechanism that crashed (`--skip`). The suite
+/// itself leaves out the mechanisms its KTAP file has a result for.
+#[derive(Debug, Default)]
+pub struct Resume {
+    pub done: Vec<String>,
+    pub crashed: Vec<Crash>,
+}
+
+impl Resume {
+    /// Whether the test binary of step `name` is run.
+    pub fn runs(&self, name: &str) -> bool {
+        !self.done.iter().any(|d| d == name)
+            && !self
+                .crashed
+                .iter()
+                .any(|c| c.step == name && c.step != crash::SUITE)
+    }
+
+    /// `bench` with `--skip` for each mechanism that crashed.
+    pub fn bench(&self, bench: &Bench) -> Bench {
+        let mut args = bench.args.clone();
+        for c in &self.crashed {
+            args.push(format!("--skip={}", c.mechanism));
+        }
+        Bench {
+            exe: bench.exe.clone(),
+            args,
+        }
+    }
 }
 
 pub fn job_script(
@@ -193,9 +235,18 @@ fn tests_script(repo: &Path, targs: &[String], exes: &[String], bench: Option<&B
             summary::STEPS_FILE
         )
     };
+    // Before and after each step, for the host to tell which one crashed.
+    let mark = |prefix: &str, name: &str| {
+        format!(
+            "echo {} >>{}\n",
+            sh_quote(&format!("{prefix}{name}")),
+            progress_file()
+        )
+    };
     for e in exes {
         let line = format!("vmtest: running {} {}", shown(e), targs.join(" "));
         s += &format!("echo {}\n", sh_quote(line.trim_end()));
+        s += &mark(crash::STEP, &test_name(e));
         s += "t=$EPOCHREALTIME\n";
         s += &sh_quote(e);
         for t in targs {
@@ -204,6 +255,7 @@ fn tests_script(repo: &Path, targs: &[String], exes: &[String], bench: Option<&B
         }
         s += "\nr=$?; [ $rc -ne 0 ] || rc=$r\n";
         s += &step(&test_name(e));
+        s += &mark(crash::DONE, &test_name(e));
     }
     if let Some(b) = bench {
         let words: Vec<String> = std::iter::once(&b.exe)
@@ -212,6 +264,7 @@ fn tests_script(repo: &Path, targs: &[String], exes: &[String], bench: Option<&B
             .collect();
         let line = format!("vmtest: running {} {}", shown(&b.exe), b.args.join(" "));
         s += &format!("echo {}\n", sh_quote(&line));
+        s += &mark(crash::STEP, "bpf-overhead");
         // stderr piped: no progress bar on the serial console; its
         // output (and a gate's verdict) kept in command.log.
         // POSIX sh (no PIPESTATUS, no SECONDS): an arm64 guest runs this
@@ -223,6 +276,7 @@ fn tests_script(repo: &Path, targs: &[String], exes: &[String], bench: Option<&B
         );
         s += "r=$(cat /tmp/vmtest-command.rc); [ $rc -ne 0 ] || rc=$r\n";
         s += &step("bpf-overhead");
+        s += &mark(crash::DONE, "bpf-overhead");
         s += "echo \"vmtest: bpf-overhead exit $r in $(( ${EPOCHREALTIME%.*} - ${t%.*} ))s\"\n";
     }
     s += "exit $rc\n";
@@ -284,6 +338,7 @@ mod tests {
         let want = "export BPF_OVERHEAD_X='y z'\n\
                     export BPF_OVERHEAD_KTAP=/host/suite.ktap\n\
                     export VMTEST_OUT=/run/vmtest-out\n\
+                    export BPF_OVERHEAD_PROGRESS=/run/vmtest-out/progress\n\
                     export BPF_OVERHEAD_KTAP=/run/vmtest-out/suite.ktap\n\
                     export BPF_OVERHEAD_STRICT=1\n\
                     export RUST_BACKTRACE=0\n\
@@ -293,10 +348,12 @@ mod tests {
                     cd /r || exit 125\n\
                     rc=0\n\
                     echo 'vmtest: running target/t-1 --nocapture'\n\
+                    echo 'vmtest-step t' >>/run/vmtest-out/progress\n\
                     t=$EPOCHREALTIME\n\
                     /r/target/t-1 --nocapture\n\
                     r=$?; [ $rc -ne 0 ] || rc=$r\n\
                     printf '%s\\t%s\\t%s\\t%s\\n' t $r $t $EPOCHREALTIME >>/run/vmtest-out/steps.tsv\n\
+                    echo 'vmtest-done t' >>/run/vmtest-out/progress\n\
                     exit $rc\n";
         assert!(s.ends_with(want), "{s}");
         assert!(!s.contains("BPF_OVERHEAD_CACHE") && !s.contains("HOME=/root\n"));
@@ -330,8 +387,10 @@ mod tests {
             Some(&bench),
         );
         let want = "steps.tsv\n\
+             echo 'vmtest-done t' >>/run/vmtest-out/progress\n\
              echo 'vmtest: running target/debug/bpf-overhead --iterations 1000 --repeat 1 \
              --no-prog-stats --save /run/vmtest-out/result.json --baseline /b.json'\n\
+             echo 'vmtest-step bpf-overhead' >>/run/vmtest-out/progress\n\
              t=$EPOCHREALTIME\n\
              { /r/target/debug/bpf-overhead --iterations 1000 --repeat 1 \
              --no-prog-stats --save /run/vmtest-out/result.json --baseline /b.json \
@@ -339,6 +398,7 @@ mod tests {
              r=$(cat /tmp/vmtest-command.rc); [ $rc -ne 0 ] || rc=$r\n\
              printf '%s\\t%s\\t%s\\t%s\\n' bpf-overhead $r $t $EPOCHREALTIME \
              >>/run/vmtest-out/steps.tsv\n\
+             echo 'vmtest-done bpf-overhead' >>/run/vmtest-out/progress\n\
              echo \"vmtest: bpf-overhead exit $r in $(( ${EPOCHREALTIME%.*} - ${t%.*} ))s\"\n\
              exit $rc\n";
         assert!(s.ends_with(want), "{s}");

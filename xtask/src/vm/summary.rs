@@ -51,6 +51,17 @@ pub struct VmtestJson {
     /// older files).
     #[serde(default)]
     pub kernel_config: Option<crate::util::kconfig::KernelConfig>,
+    /// How many times the guest booted: once more after each crash.
+    #[serde(default = "one")]
+    pub boots: u32,
+    /// The mechanisms that crashed the guest kernel, in order, each with
+    /// its oops (empty in older files).
+    #[serde(default)]
+    pub crashed: Vec<crate::vm::crash::Crash>,
+}
+
+fn one() -> u32 {
+    1
 }
 
 fn x86_64() -> String {

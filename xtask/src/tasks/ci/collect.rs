@@ -458,4 +458,39 @@ mod tests {
         let md = table(&[r], true);
         assert!(md.starts_with("| kernel | release |") && md.contains("|---|"));
     }
+
+    /// A mechanism that crashed the kernel is the kernel's verdict, with
+    /// the oops's first line, though the rest of the suite passed.
+    #[test]
+    fn a_crash_is_the_verdict() {
+        let out = tempfile::tempdir().unwrap();
+        let dir = kernel_dir(out.path(), "6.12");
+        fs::create_dir_all(&dir).unwrap();
+        let crash = crate::vm::crash::Crash {
+            mechanism: "kprobe".into(),
+            step: "overhead".into(),
+            boot: 1,
+            oops: vec!["Kernel panic - not syncing: sysrq triggered crash".into()],
+        };
+        let (exit, why) = crate::vm::crash::judged(&[crash], 0, vec![]);
+        VmtestJson {
+            kernel: "6.12".into(),
+            exit,
+            why,
+            ..VmtestJson::default()
+        }
+        .save(&dir)
+        .unwrap();
+        fs::write(
+            dir.join("suite.ktap"),
+            "KTAP version 1\n1..2\nok 1 base\n# kprobe crashed the kernel\nnot ok 2 kprobe\n",
+        )
+        .unwrap();
+        let r = row(out.path(), "6.12", None);
+        assert_eq!(
+            r.verdict,
+            "FAIL: exit 1 kprobe crashed the kernel: Kernel panic - not syncing: sysrq triggered crash"
+        );
+        assert!(table(&[r], false).contains("1/0/1 (2)"));
+    }
 }
