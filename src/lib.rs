@@ -16,6 +16,7 @@
 
 pub mod document;
 pub mod env_vars;
+pub mod exit_status;
 pub mod expect;
 pub mod gate;
 #[cfg(test)]

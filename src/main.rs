@@ -21,21 +21,8 @@ mod command {
 
 use command::cli::{parse_args, Command};
 
-/// Every exit code of the command (see --help), but 0 and 128 + a signal.
-mod exit {
-    /// A mechanism failed, the run could not be made, or a regression.
-    pub const FAILED: u8 = 1;
-    /// Bad input.
-    pub const INPUT: u8 = 2;
-    /// The gate found no regression but could not decide every
-    /// comparison.
-    pub const INCONCLUSIVE: u8 = 3;
-    /// kselftest's "skipped" (tools/testing/selftests/kselftest.h).
-    pub const KSFT_SKIP: u8 = 4;
-    /// `--no-wait` and a CPU it needs is taken: sysexits' EX_TEMPFAIL
-    /// ("try again later").
-    pub const BUSY: u8 = 75;
-}
+/// Every exit status of the command, one meaning each (see --help).
+use bpf_overhead::exit_status as exit;
 
 /// One line on stderr, `bpf-overhead: <msg>`. A closed or full stderr
 /// does not stop the command (eprintln! would panic).
@@ -47,13 +34,14 @@ fn note(msg: &str) {
 enum Failure {
     /// Bad input: exit 2.
     Input(String),
-    /// The run could not be made or completed: exit 1.
-    Runtime(String),
+    /// The environment could not run it (not root, a capability missing,
+    /// an output that could not be written): [`exit::ENVIRONMENT`].
+    Environment(String),
 }
 
 impl From<Error> for Failure {
     fn from(err: Error) -> Self {
-        Failure::Runtime(err.to_string())
+        Failure::Environment(err.to_string())
     }
 }
 
@@ -68,7 +56,7 @@ fn print(text: &str) -> Result<(), Failure> {
     {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        Err(e) => Err(Failure::Runtime(format!(
+        Err(e) => Err(Failure::Environment(format!(
             "cannot write the output to stdout: {e}"
         ))),
     }
@@ -100,9 +88,9 @@ fn main() -> ExitCode {
             note(&format!("error: {msg}"));
             ExitCode::from(exit::INPUT)
         }
-        Err(Failure::Runtime(msg)) => {
+        Err(Failure::Environment(msg)) => {
             note(&format!("error: {msg}"));
-            ExitCode::from(exit::FAILED)
+            ExitCode::from(exit::ENVIRONMENT)
         }
     }
 }

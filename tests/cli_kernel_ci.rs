@@ -121,14 +121,16 @@ fn build_of<'a>(records: &'a Value, test: &Value) -> &'a Value {
         .unwrap_or_else(|| panic!("no build {}", test["build_id"]))
 }
 
-/// SQUAD's metrics: `suite/name` to a number or a non-empty array of
-/// numbers, the suite the collection's, the name a mechanism's figure; its
-/// metadata flat (strings and numbers: SQUAD shows them as they are).
+/// SQUAD's metrics: `suite/name` to `{"value", "unit"}`, the value a
+/// number or a non-empty array of numbers, the suite the collection's, the
+/// name a mechanism's figure; its tests each mechanism's pass, skip or
+/// fail; its metadata flat (strings and numbers: SQUAD shows them as they
+/// are).
 #[track_caller]
 fn assert_squad_shape(line: &str) -> Value {
     let submission: Value = serde_json::from_str(line).unwrap();
     let keys: Vec<&String> = submission.as_object().unwrap().keys().collect();
-    assert_eq!(keys, ["metadata", "metrics"], "{line}");
+    assert_eq!(keys, ["metadata", "metrics", "tests"], "{line}");
     let metrics = submission["metrics"].as_object().unwrap();
     assert!(!metrics.is_empty(), "{line}");
     for (key, value) in metrics {
@@ -143,12 +145,20 @@ fn assert_squad_shape(line: &str) -> Value {
                     .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'),
             "{key}"
         );
-        let numbers = match value {
+        assert!(value["unit"].is_string(), "{key}: {value}");
+        let numbers = match &value["value"] {
             Value::Number(_) => true,
             Value::Array(a) => !a.is_empty() && a.iter().all(Value::is_number),
             _ => false,
         };
         assert!(numbers, "{key}: {value}");
+    }
+    for (key, value) in submission["tests"].as_object().unwrap() {
+        assert!(key.starts_with("bpf_overhead/"), "{key}");
+        assert!(
+            ["pass", "skip", "fail"].contains(&value.as_str().unwrap()),
+            "{key}: {value}"
+        );
     }
     for (key, value) in submission["metadata"].as_object().unwrap() {
         assert!(value.is_string() || value.is_number(), "{key}: {value}");
@@ -205,11 +215,11 @@ fn a_host_run_gives_valid_records() {
     let submission = assert_squad_shape(&squad.stdout);
     let metrics = &submission["metrics"];
     assert_eq!(
-        metrics["bpf_overhead/raw_tp.overhead"],
+        metrics["bpf_overhead/raw_tp.overhead"]["value"],
         raw_tp["overhead_ns"]["samples"]
     );
     assert_eq!(
-        metrics["bpf_overhead/raw_tp.prog_ns"],
+        metrics["bpf_overhead/raw_tp.prog_ns"]["value"],
         raw_tp["prog_ns_per_event"]
     );
     assert_eq!(
@@ -255,7 +265,7 @@ fn an_exact_run_counts_instructions() {
     let squad = run_ok(&["report", "--format", "squad", &file]);
     let submission = assert_squad_shape(&squad.stdout);
     assert_eq!(
-        submission["metrics"]["bpf_overhead/raw_tp.overhead"],
+        submission["metrics"]["bpf_overhead/raw_tp.overhead"]["value"],
         mechanism(&doc, "raw_tp")["overhead_ns"]["median"],
         "one count, not an array"
     );

@@ -115,7 +115,7 @@ fn a_program_its_trigger_never_reaches_fails_naming_hook_and_trigger() {
     }
     let fork = format!("{}:on_fork", object("raw_syscall"));
     let out = run(&short(&["--object", &fork, "--trigger", "getpid"]));
-    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert_eq!(out.code, 69, "{}{}", out.stdout, out.stderr);
     let line = out
         .stdout
         .lines()
@@ -790,7 +790,7 @@ fn a_failure_names_its_program_once() {
     }
     let fork = format!("{}:on_fork", object("raw_syscall"));
     let out = run(&short(&["--object", &fork, "--trigger", "getpid"]));
-    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert_eq!(out.code, 69, "{}{}", out.stdout, out.stderr);
     assert!(
         out.stdout
             .contains("FAILED raw_syscall/on_fork: raw_tp/sched_process_fork: the trigger"),

@@ -11,7 +11,7 @@ use common::cli::*;
 use common::system::{is_root, root_or_skip};
 
 #[test]
-fn not_root_is_one_line_and_exit_1() {
+fn not_root_is_one_line_and_the_environment_status() {
     let mut cmd = command(&["-m", "raw_tp", "--iterations", "10"]);
     if is_root() {
         // As nobody. Where nobody may not run the binary (a restrictive
@@ -28,7 +28,7 @@ fn not_root_is_one_line_and_exit_1() {
         }
     }
     let out = output(cmd);
-    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert_eq!(out.code, 69, "{}", out.stderr);
     assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
     assert!(out.stderr.contains("must run as root"), "{}", out.stderr);
 }
@@ -46,7 +46,7 @@ fn missing_capabilities_are_named_up_front() {
         println!("SKIP: setpriv cannot run {BIN} as nobody here");
         return;
     };
-    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert_eq!(out.code, 69, "{}", out.stderr);
     assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
     for needed in [
         "tp needs ",
@@ -65,7 +65,7 @@ fn missing_capabilities_are_named_up_front() {
     // An XDP program, as a user's object: its type needs CAP_NET_ADMIN.
     let xdp = readable_copy("xdp_pass.bpf.o");
     let out = as_nobody_with("bpf,perfmon", &["--object", xdp.path(), "--repeat", "1"]).unwrap();
-    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert_eq!(out.code, 69, "{}", out.stderr);
     for needed in [
         "xdp_pass/parse_udp need",
         "CAP_NET_ADMIN or CAP_SYS_ADMIN to load XDP, tc and flow dissector programs",
@@ -79,7 +79,7 @@ fn missing_capabilities_are_named_up_front() {
     // A flow dissector likewise (the kernel's is_net_admin_prog_type).
     let skb = readable_copy("skb.bpf.o");
     let out = as_nobody_with("bpf,perfmon", &["--object", skb.path(), "--repeat", "1"]).unwrap();
-    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert_eq!(out.code, 69, "{}", out.stderr);
     assert!(out.stderr.contains("skb/dissect"), "{}", out.stderr);
     assert!(!out.stderr.contains("skb/keep_udp"), "{}", out.stderr);
 }

@@ -49,7 +49,7 @@ fn with_stdout_closed(mut cmd: Command) -> (Option<i32>, String) {
 
 #[test]
 #[serial]
-fn a_failed_stdout_is_one_line_and_exit_1() {
+fn a_failed_stdout_is_one_line_and_the_environment_status() {
     let dir = tempfile::tempdir().unwrap();
     let save = dir.path().join("r.json");
     let mut cmd = command(&raw_tp_run("1", &["--save", save.to_str().unwrap()]));
@@ -62,7 +62,7 @@ fn a_failed_stdout_is_one_line_and_exit_1() {
     .env("RUST_BACKTRACE", "1");
     let out = cmd.output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(out.status.code(), Some(69), "{stderr}");
     let errors: Vec<&str> = stderr.lines().filter(|l| l.contains("error")).collect();
     assert_eq!(
         errors,

@@ -28,7 +28,7 @@ fn help_describes_every_option() {
         "BPF_ENABLE_STATS",
         "before and after each of its mechanisms",
         "Exit status",
-        "3 no regression",
+        "3   could not decide",
         "report",
     ] {
         assert!(

@@ -221,3 +221,18 @@ fn layout_cells_are_short() {
         .collect();
     assert!(long.is_empty(), "cells over 300 characters: {long:?}");
 }
+
+/// The exit statuses are documented once, from their one list: each of
+/// `src/exit_status.rs`'s rows is a row of docs/gate.md's table, and a
+/// line of `bpf-overhead --help`.
+#[test]
+fn the_exit_statuses_are_the_one_list_everywhere() {
+    let gate = read("docs/gate.md");
+    let help = common::cli::run_ok(&["--help"]).stdout;
+    for (code, what) in bpf_overhead::exit_status::TABLE {
+        let row = format!("| {code} | {what} |");
+        assert!(gate.contains(&row), "docs/gate.md lacks the row {row}");
+        let line = format!("  {code:<4}{what}");
+        assert!(help.contains(&line), "--help lacks the line {line:?}");
+    }
+}

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use bpf_overhead::exit_status;
 use bpf_overhead::measure::mechanism::syscall::Syscall;
 use bpf_overhead::measure::objects::object::{self, Request};
 use bpf_overhead::measure::{Batch, Counting, ProgWork, Variant, MAX_BATCH, MAX_PROG_WORK};
@@ -44,6 +45,26 @@ pub enum ReportFormat {
     Squad,
 }
 
+/// `--help`'s end: the exit statuses, from their one list
+/// ([`exit_status::TABLE`]), and examples, a gate that can pass first.
+fn after_help() -> String {
+    exit_status::help_text()
+        + "The same statuses for report, compare, cargo xtask vmtest and history \
+           (docs/gate.md). 2 includes a --save that cannot be written safely (another user's \
+           link, the baseline itself); 4 also when every program of the --object files was \
+           skipped; with 75 one line on stderr says which run holds the CPU (without \
+           --no-wait the run waits for it).\n\n\
+           Examples:\n  \
+           sudo bpf-overhead\n  \
+           sudo bpf-overhead -m raw_tp,uprobe-nop --repeat 10\n  \
+           sudo bpf-overhead --against prog-work=20 -m raw_tp-loop,uprobe-nop   # a gate in one run\n  \
+           sudo bpf-overhead --object agent.bpf.o --against object=base/agent.bpf.o\n  \
+           sudo bpf-overhead --save baselines/    # an hour apart, three times or more: a set\n  \
+           sudo bpf-overhead --baseline baselines/\n  \
+           sudo bpf-overhead --format json --save run.json\n  \
+           bpf-overhead report 6.1.json 6.12.json --svg report.svg"
+}
+
 #[derive(Debug, Parser)]
 #[command(
     name = "bpf-overhead",
@@ -72,30 +93,7 @@ Needs root: CAP_BPF and CAP_PERFMON to load the programs; tp also reads root's t
 (CAP_DAC_READ_SEARCH), uprobes and the prog ns run need CAP_SYS_ADMIN. What is missing is \
 named before anything runs. SIGINT or SIGTERM stops after the run in progress and prints \
 what was measured, marked interrupted.",
-    after_help = "Exit status: 0 all measured (skips included) and no regression; 1 a \
-mechanism failed, the gate found a regression, the run could not start (not root, a \
-capability missing) or its output could not be written; 2 bad input (unknown mechanism, \
---iterations 0 or more than a day's worth, CPU out of range, an unreadable, special, corrupt \
-or incompatible baseline, a --save that cannot be written, goes through another user's link \
-or is the baseline); 3 no regression, \
-but the gate could not decide every comparison: the runs were too noisy to see a change of the \
-threshold (UNSURE lines; try a quieter machine, a longer --budget, or the kernel-loop trigger); \
-4, with --format ktap only, every \
-selected mechanism was skipped (kselftest's KSFT_SKIP), and in every format, every program of \
-the --object files was skipped (nothing of them measured); 75 with --no-wait, another measuring \
-run holds the CPU (one line on stderr says which; without --no-wait the run waits for it, \
-saying so on stderr); 130, 143 interrupted by SIGINT, \
-SIGTERM.\n\n\
-Examples:\n  \
-sudo bpf-overhead\n  \
-sudo bpf-overhead -m raw_tp,uprobe-nop --repeat 10\n  \
-sudo bpf-overhead --format json --save baseline.json\n  \
-sudo bpf-overhead --baseline baseline.json --threshold 10 -m raw_tp-loop,tp-loop\n  \
-sudo bpf-overhead --save baselines/    # three times: a baseline set\n  \
-sudo bpf-overhead --baseline baselines/\n  \
-sudo bpf-overhead --against prog-work=20 -m raw_tp-loop,uprobe-nop\n  \
-sudo bpf-overhead --object agent.bpf.o --against object=base/agent.bpf.o\n  \
-bpf-overhead report 6.1.json 6.12.json --svg report.svg",
+    after_help = after_help(),
     args_conflicts_with_subcommands = true
 )]
 pub struct Cli {
@@ -288,11 +286,12 @@ pub enum Command {
     /// its own run, median ± sample stddev over the rounds. The chart shows
     /// the same figures, one panel per trigger. Emulated runs are marked in
     /// both. --format kcidb or squad prints kernel CI's records of the
-    /// files instead of the table. Needs no root. Exit status: 0 rendered;
-    /// 2 bad input (no files, an unreadable file or not a result, counts
-    /// beside times, no two results with a mechanism in common for the
-    /// table, an --against result as records, --svg into a missing
-    /// directory or through another user's link).
+    /// files instead of the table. Needs no root. Exit status (the list in
+    /// bpf-overhead --help): 0 rendered; 2 bad input (no files, an
+    /// unreadable file or not a result, counts beside times, no two
+    /// results with a mechanism in common for the table, an --against
+    /// result as records, --svg into a missing directory or through
+    /// another user's link); 69 the output could not be written.
     Report(ReportArgs),
 
     /// Judges B against A from runs made at the same time, round by round.
@@ -304,9 +303,9 @@ pub enum Command {
     /// with round r of A, the pairs of all sessions pooled, and each
     /// mechanism judged from them (signed-rank test, Holm-corrected over
     /// the mechanisms) with the gate's verdicts. Needs no root. Exit
-    /// status: 0 no regression and every comparison decided; 1 B
-    /// regressed (or lost a mechanism A measured); 2 bad input; 3 no
-    /// regression, but some comparison could not tell.
+    /// status (the list in bpf-overhead --help): 0 no regression and every
+    /// comparison decided; 1 B regressed (or lost a mechanism A measured);
+    /// 2 bad input; 3 no regression, but some comparison could not tell.
     Compare(CompareArgs),
 
     /// This host's prices for exact counts, or an exact count priced.
@@ -473,5 +472,5 @@ pub fn parse_args() -> Result<Cli, ExitCode> {
     note(&format!("error: {msg}"));
     let usage = usage.unwrap_or_else(|| "Usage: bpf-overhead [OPTIONS]".into());
     let _ = writeln!(std::io::stderr(), "{usage} (see --help)");
-    Err(ExitCode::from(2))
+    Err(ExitCode::from(exit_status::INPUT))
 }

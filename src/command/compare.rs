@@ -70,14 +70,14 @@ fn kernels(docs: &[Document]) -> String {
     releases.join(", ")
 }
 
-/// 0 passed and decided, 1 a regression, [`exit::INCONCLUSIVE`] otherwise.
+/// 0 passed and decided, 1 a regression, [`exit::UNDECIDED`] otherwise.
 fn exit_code(findings: &Findings) -> u8 {
     if !findings.passed() {
-        exit::FAILED
+        exit::REGRESSED
     } else if !findings.conclusive_pass() {
-        exit::INCONCLUSIVE
+        exit::UNDECIDED
     } else {
-        0
+        exit::OK
     }
 }
 

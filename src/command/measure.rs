@@ -105,7 +105,7 @@ pub fn main(cli: &Cli) -> Result<ExitCode, Failure> {
     }
     match saved {
         Some(Ok(path)) => note(&format!("result saved to {}", path.display())),
-        Some(Err(e)) => return Err(Failure::Runtime(e)),
+        Some(Err(e)) => return Err(Failure::Environment(e)),
         None => {}
     }
     printed?;
@@ -349,8 +349,8 @@ fn output(cli: &Cli, doc: &Document, gate: Option<&Gate>) -> Result<(), Failure>
         Format::Json => out.push_str(&doc.to_json()),
         Format::Ktap => out.push_str(&render::ktap(doc, gate.map(|g| &g.findings))),
         Format::Selftest => out.push_str(&render::selftest(doc)),
-        Format::Kcidb => out.push_str(&render::kcidb::kcidb(&[doc])),
-        Format::Squad => out.push_str(&render::squad::squad(&[doc])),
+        Format::Kcidb => out.push_str(&render::kcidb::judged(&[(doc, gate.map(|g| &g.findings))])),
+        Format::Squad => out.push_str(&render::squad::judged(doc, gate.map(|g| &g.findings))),
     }
     let printed = print(&out);
     if cli.format != Format::Table {
@@ -381,8 +381,10 @@ fn note_not_ok(doc: &Document) {
     }
 }
 
-/// The exit code of a completed run (see --help), with the failed
-/// mechanisms named on stderr.
+/// The exit status of a completed run (see --help), with the failed
+/// mechanisms named on stderr: a regression first (it blocks a change
+/// whatever else happened), then a mechanism that could not run, an
+/// undecided gate, and nothing measured.
 fn exit_code(cli: &Cli, doc: &Document, findings: Option<&gate::Findings>) -> ExitCode {
     let failed: Vec<&str> = doc
         .mechanisms
@@ -395,21 +397,24 @@ fn exit_code(cli: &Cli, doc: &Document, findings: Option<&gate::Findings>) -> Ex
     }
     let regressed = findings.is_some_and(|r| !r.passed());
     let unsure = findings.is_some_and(|r| !r.conclusive_pass());
-    if !failed.is_empty() || regressed {
-        ExitCode::from(exit::FAILED)
+    let code = if regressed {
+        exit::REGRESSED
+    } else if !failed.is_empty() {
+        exit::ENVIRONMENT
     } else if unsure {
-        ExitCode::from(exit::INCONCLUSIVE)
+        exit::UNDECIDED
     } else if objects_unmeasured(cli, doc) {
         note(
             "--object: nothing of it was measured: every program was skipped (the result says why)",
         );
-        ExitCode::from(exit::KSFT_SKIP)
-    } else if cli.format == Format::Ktap && doc.all_skipped() {
-        // kselftest's runner shows exit 4 as a skipped test, not a pass.
-        ExitCode::from(exit::KSFT_SKIP)
+        exit::NOTHING_MEASURED
+    } else if doc.all_skipped() {
+        note("nothing measured: every selected mechanism was skipped (the result says why)");
+        exit::NOTHING_MEASURED
     } else {
-        ExitCode::SUCCESS
-    }
+        exit::OK
+    };
+    ExitCode::from(code)
 }
 
 /// With `--object`: whether none of the objects' programs was measured,

@@ -76,10 +76,12 @@ pub fn report(args: &ReportArgs) -> Result<ExitCode, Failure> {
 /// The chart of `matrix`, written to `out`.
 fn chart(matrix: &Matrix, out: &Path) -> Result<(), Failure> {
     let svg = render::matrix::svg(matrix)
-        .map_err(|e| Failure::Runtime(format!("report: cannot draw the chart: {e}")))?;
+        .map_err(|e| Failure::Environment(format!("report: cannot draw the chart: {e}")))?;
     Writer::from_env()
         .write(out, svg.as_bytes(), Replace::Yes)
-        .map_err(|e| Failure::Runtime(format!("report: cannot write {}: {e}", out.display())))?;
+        .map_err(|e| {
+            Failure::Environment(format!("report: cannot write {}: {e}", out.display()))
+        })?;
     note(&format!("chart written to {}", out.display()));
     Ok(())
 }

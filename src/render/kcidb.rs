@@ -2,12 +2,14 @@
 //! package) of one or more results: a checkout per kernel release, a build
 //! per release, architecture and config, and per mechanism a test with its
 //! pass, skip or fail and, under it, one test per figure with status DONE
-//! and its `number`. Printed for `kcidb-submit`; never sent.
+//! and its `number`. A mechanism the gate found REGRESSED (or MISSING) is
+//! FAIL, its change in the comment. Printed for `kcidb-submit`; never sent.
 
 use serde_json::{json, Map, Value};
 
 use super::metrics::{figures, named, Figure, SUITE};
 use crate::document::{Document, MechanismResult, Status};
+use crate::gate::Findings;
 
 /// The records' origin, the part of every id before its colon. A CI
 /// system submits under its own (docs/kernel-ci.md shows how to rename).
@@ -20,23 +22,35 @@ pub const VERSION: (u32, u32) = (5, 3);
 /// final newline. Two results of one kernel release share its checkout,
 /// of one build (release, architecture and config) its build.
 pub fn kcidb(docs: &[&Document]) -> String {
-    let mut text = serde_json::to_string_pretty(&records(docs)).expect("JSON values serialize");
+    let runs: Vec<_> = docs.iter().map(|d| (*d, None)).collect();
+    judged(&runs)
+}
+
+/// [`kcidb`] of runs each with the gate's findings, if it was judged.
+pub fn judged(runs: &[(&Document, Option<&Findings>)]) -> String {
+    let mut text = serde_json::to_string_pretty(&records_of(runs)).expect("JSON values serialize");
     text.push('\n');
     text
 }
 
 /// The records of `docs`, as a JSON value.
 pub fn records(docs: &[&Document]) -> Value {
+    let runs: Vec<_> = docs.iter().map(|d| (*d, None)).collect();
+    records_of(&runs)
+}
+
+/// The records of runs each with the gate's findings, if judged.
+fn records_of(runs: &[(&Document, Option<&Findings>)]) -> Value {
     let (mut checkouts, mut builds, mut tests) = (Vec::new(), Vec::new(), Vec::new());
     let add = |list: &mut Vec<Value>, record: Value| {
         if !list.iter().any(|r| r["id"] == record["id"]) {
             list.push(record);
         }
     };
-    for doc in docs {
+    for (doc, findings) in runs {
         add(&mut checkouts, checkout(doc));
         add(&mut builds, build(doc));
-        for record in doc_tests(doc) {
+        for record in doc_tests(doc, *findings) {
             add(&mut tests, record);
         }
     }
@@ -144,17 +158,29 @@ fn run_misc(doc: &Document, m: &MechanismResult) -> Map<String, Value> {
 }
 
 /// A run's tests: per mechanism one with its status, and one per figure.
-fn doc_tests(doc: &Document) -> Vec<Value> {
+fn doc_tests(doc: &Document, findings: Option<&Findings>) -> Vec<Value> {
     let build = build_id(doc);
     let environment = environment(doc);
     let id = |path: &str| format!("{build}:{}:{path}", doc.timestamp);
     let mut out = Vec::new();
     for (name, m) in named(doc) {
         let path = format!("{SUITE}.{name}");
-        let (status, comment) = match m.status {
-            Status::Ok => ("PASS", format!("{}: measured", m.name)),
-            Status::Skipped => ("SKIP", reason(m)),
-            Status::Failed => ("FAIL", reason(m)),
+        let regression = findings
+            .and_then(|f| f.comparisons.iter().find(|c| c.name == m.name))
+            .filter(|c| c.verdict.is_regression());
+        let (status, comment) = match (regression, m.status) {
+            (Some(c), _) => (
+                "FAIL",
+                format!(
+                    "{}: {}: {}",
+                    m.name,
+                    c.verdict.label(),
+                    super::one_line(&c.detail)
+                ),
+            ),
+            (None, Status::Ok) => ("PASS", format!("{}: measured", m.name)),
+            (None, Status::Skipped) => ("SKIP", reason(m)),
+            (None, Status::Failed) => ("FAIL", reason(m)),
         };
         out.push(json!({
             "id": id(&path),
@@ -292,6 +318,36 @@ mod tests {
             .filter(|t| t["path"] == "bpf_overhead.raw_tp.overhead")
             .count();
         assert_eq!(overheads, 3);
+    }
+
+    /// A mechanism the gate found REGRESSED is FAIL, the change in its
+    /// comment, though it was measured; the others keep PASS.
+    #[test]
+    fn a_regression_fails_with_its_change() {
+        let doc = document();
+        let findings = Findings {
+            threshold: crate::gate::Threshold::ByTrigger,
+            warnings: Vec::new(),
+            comparisons: vec![crate::gate::Comparison {
+                name: "raw_tp".into(),
+                verdict: crate::gate::Verdict::Regressed,
+                change: Some(0.25),
+                diff_ns: Some(25.0),
+                p_value: Some(0.01),
+                detectable: Some(0.05),
+                detail: "80.0 -> 100.0 ns (+25.0%)".into(),
+                by_drift: false,
+            }],
+        };
+        let r = records_of(&[(&doc, Some(&findings))]);
+        let raw_tp = test(&r, "bpf_overhead.raw_tp");
+        assert_eq!(
+            (&raw_tp["status"], &raw_tp["comment"]),
+            (
+                &json!("FAIL"),
+                &json!("raw_tp: REGRESSED: 80.0 -> 100.0 ns (+25.0%)")
+            )
+        );
     }
 
     #[test]

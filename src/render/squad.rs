@@ -1,33 +1,70 @@
 //! SQUAD submissions (LKFT's dashboard) of one or more results: per
 //! result one line of JSON, `{"metrics": ..., "metadata": ...}`, the two
-//! form fields of SQUAD's `/api/submit/<team>/<project>/<build>/<env>`.
-//! `metrics` maps `suite/name` to a number or an array of numbers (SQUAD
-//! shows an array's mean and range): `bpf_overhead/raw_tp.overhead` is
-//! the overhead's per-round values, or the one count of an exact run.
+//! form fields of SQUAD's `/api/submit/<team>/<project>/<build>/<env>`,
+//! and `tests`, each mechanism's pass, skip or fail (fail too when the
+//! gate found it REGRESSED). `metrics` maps `suite/name` to `{"value",
+//! "unit"}`, the value a number or an array of numbers (SQUAD shows an
+//! array's mean and range): `bpf_overhead/raw_tp.overhead` is the
+//! overhead's per-round values, or the one count of an exact run.
 //! Printed; never sent.
 
 use serde_json::{json, Map, Value};
 
 use super::metrics::{figures, named, EXACT_RATE_UNIT, RATE_UNIT, SUITE};
-use crate::document::Document;
+use crate::document::{Document, Status};
+use crate::gate::Findings;
 
 /// One line per document, each a submission's `metrics` and `metadata`.
 pub fn squad(docs: &[&Document]) -> String {
     let mut out = String::new();
     for doc in docs {
-        out.push_str(&submission(doc).to_string());
+        out.push_str(&submission(doc, None).to_string());
         out.push('\n');
     }
     out
 }
 
-/// One result's submission: its figures as `metrics`, and as `metadata`
-/// what they were measured on and in which units.
-pub fn submission(doc: &Document) -> Value {
-    json!({ "metrics": metrics(doc), "metadata": metadata(doc) })
+/// One result's submission line, with the gate's findings if it was judged.
+pub fn judged(doc: &Document, findings: Option<&Findings>) -> String {
+    submission(doc, findings).to_string() + "\n"
 }
 
-/// `{"bpf_overhead/<mechanism>.<figure>": number | [numbers]}`: an array
+/// One result's submission: its figures as `metrics`, each mechanism's
+/// verdict as `tests`, and as `metadata` what they were measured on.
+pub fn submission(doc: &Document, findings: Option<&Findings>) -> Value {
+    json!({
+        "metrics": metrics(doc),
+        "tests": tests(doc, findings),
+        "metadata": metadata(doc),
+    })
+}
+
+/// `{"bpf_overhead/<mechanism>": "pass" | "skip" | "fail"}`: fail for a
+/// mechanism that failed or that the gate found REGRESSED or MISSING.
+fn tests(doc: &Document, findings: Option<&Findings>) -> Map<String, Value> {
+    let regressed = |name: &str| {
+        findings.is_some_and(|f| {
+            f.comparisons
+                .iter()
+                .any(|c| c.name == name && c.verdict.is_regression())
+        })
+    };
+    named(doc)
+        .into_iter()
+        .map(|(name, m)| {
+            let result = match m.status {
+                _ if regressed(&m.name) => "fail",
+                Status::Ok => "pass",
+                Status::Skipped => "skip",
+                Status::Failed => "fail",
+            };
+            (format!("{SUITE}/{name}"), json!(result))
+        })
+        .collect()
+}
+
+/// `{"bpf_overhead/<mechanism>.<figure>": {"value": number | [numbers],
+/// "unit"}}`: an array
 /// where a figure is the median of several values, in the order measured.
 pub fn metrics(doc: &Document) -> Map<String, Value> {
     let mut metrics = Map::new();
@@ -35,8 +72,8 @@ pub fn metrics(doc: &Document) -> Map<String, Value> {
         for figure in figures(doc, m) {
             let values = figure.values();
             let value = match values.as_slice() {
-                [one] => json!(one),
-                many => json!(many),
+                [one] => json!({ "value": one, "unit": figure.unit }),
+                many => json!({ "value": many, "unit": figure.unit }),
             };
             metrics.insert(format!("{SUITE}/{name}.{}", figure.metric), value);
         }
@@ -91,12 +128,40 @@ mod tests {
         let m = metrics(&doc);
         assert_eq!(
             m["bpf_overhead/raw_tp.overhead"],
-            json!([100.0, 101.0, 99.0])
+            json!({ "value": [100.0, 101.0, 99.0], "unit": "ns" })
         );
-        assert_eq!(m["bpf_overhead/raw_tp.prog_ns"], json!(20.5));
-        assert_eq!(m["bpf_overhead/base.rate"], json!([1000.0, 1100.0, 1050.0]));
+        assert_eq!(m["bpf_overhead/raw_tp.prog_ns"]["value"], json!(20.5));
+        assert_eq!(
+            m["bpf_overhead/base.rate"],
+            json!({ "value": [1000.0, 1100.0, 1050.0], "unit": "K events/s" })
+        );
         assert!(!m.contains_key("bpf_overhead/kprobe.overhead"), "{m:?}");
         assert!(!m.contains_key("bpf_overhead/base.overhead"), "{m:?}");
+    }
+
+    /// A measured mechanism the gate found REGRESSED is a failed test.
+    #[test]
+    fn a_regression_is_a_failed_test() {
+        let doc = document();
+        let findings = Findings {
+            threshold: crate::gate::Threshold::ByTrigger,
+            warnings: Vec::new(),
+            comparisons: vec![crate::gate::Comparison {
+                name: "raw_tp".into(),
+                verdict: crate::gate::Verdict::Regressed,
+                change: Some(0.25),
+                diff_ns: Some(25.0),
+                p_value: Some(0.01),
+                detectable: Some(0.05),
+                detail: "80.0 -> 100.0 ns (+25.0%)".into(),
+                by_drift: false,
+            }],
+        };
+        let t = tests(&doc, Some(&findings));
+        assert_eq!(
+            (&t["bpf_overhead/raw_tp"], &t["bpf_overhead/tp"]),
+            (&json!("fail"), &json!("pass"))
+        );
     }
 
     #[test]

@@ -42,12 +42,9 @@ mod layers;
 
 use std::process::ExitCode;
 
-use cli::args::{self, Parsed};
+use cli::args::{self, Parsed, TASKS};
 use tasks::vmtest::{self, duet, exact};
 use tasks::{ci, flakes, history, kselftest};
-
-/// The tasks, each its room's name under tasks/.
-const TASKS: &[&str] = &["vmtest", "ci", "kselftest", "flakes", "history"];
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();

@@ -28,6 +28,10 @@ pub mod kconfig;
 // The exact verdict rule, the one the command's in-run gate uses.
 #[path = "../../src/gate/exact_rule.rs"]
 pub mod exact_rule;
+// The exit statuses, one meaning each: the main crate's one list.
+#[allow(dead_code)]
+#[path = "../../src/exit_status.rs"]
+pub mod exit_status;
 // Exact counts read from result documents and judged by that rule.
 pub mod counts;
 // Where root creates files, and how: the main crate's one rule, shared
@@ -174,6 +178,31 @@ pub fn is_root() -> bool {
 
 pub fn secs(d: Duration) -> String {
     format!("{:.1}s", d.as_secs_f64())
+}
+
+/// Bad input (a kernel or series that names nothing, options that do not
+/// go together), found by a task as it runs: exit 2, where any other
+/// error is the environment's ([`exit_status::ENVIRONMENT`]).
+#[derive(Debug)]
+pub struct BadInput(pub String);
+
+impl std::fmt::Display for BadInput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for BadInput {}
+
+/// A task's error's exit status: 2 when it is bad input, else the
+/// environment's.
+pub fn error_status(e: &anyhow::Error) -> i32 {
+    let input = e.chain().any(|c| c.is::<BadInput>());
+    i32::from(if input {
+        exit_status::INPUT
+    } else {
+        exit_status::ENVIRONMENT
+    })
 }
 
 /// An error and its causes on one line.

@@ -7,6 +7,7 @@
 //! ([`summary`]). It imports kernels, build and util, and no task: the
 //! tasks and the command line import it.
 
+pub mod accel;
 pub mod cpio;
 pub mod crash;
 pub mod initramfs;
@@ -15,7 +16,6 @@ pub mod out;
 pub mod summary;
 
 use std::env;
-use std::fs;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -29,6 +29,8 @@ use crate::kernels::arch::Arch;
 use crate::util::say;
 use crate::util::signal::{catch_signals, signalled};
 
+pub use accel::{choose_accel, Accel};
+
 /// What the guest init prints when it is about to run the command.
 pub const MARKER: &str = "vmtest: guest up";
 
@@ -36,7 +38,8 @@ pub const MARKER: &str = "vmtest: guest up";
 pub const GUEST_OUT: &str = "/run/vmtest-out";
 
 /// A VM task's exit status from its `run`: its own code, 128 + the signal
-/// that stopped it, or 2 with the error in one line.
+/// that stopped it, or with the error in one line: 2 for bad input, else
+/// the environment's status.
 pub fn task_main(run: impl FnOnce() -> Result<i32>) -> i32 {
     catch_signals();
     match run() {
@@ -48,7 +51,7 @@ pub fn task_main(run: impl FnOnce() -> Result<i32>) -> i32 {
             }
             // One line, whatever the error chain holds.
             say!("{}", crate::util::one_line(&e));
-            2
+            crate::util::error_status(&e)
         }
     }
 }
@@ -67,61 +70,6 @@ pub fn job_dir() -> Result<(tempfile::TempDir, PathBuf)> {
         .tempdir_in(&base)?;
     let path = dir.path().canonicalize()?;
     Ok((dir, path))
-}
-
-#[derive(Debug, PartialEq, Eq, Clone, Copy)]
-pub enum Accel {
-    Kvm,
-    Tcg,
-}
-
-impl Accel {
-    pub fn name(self) -> &'static str {
-        match self {
-            Accel::Kvm => "kvm",
-            Accel::Tcg => "tcg",
-        }
-    }
-}
-
-/// The accelerator: `forced`, else KVM where it is hardware virtualization;
-/// a foreign architecture runs under TCG only.
-pub fn choose_accel(forced: Option<Accel>, arch: Arch) -> Result<Accel> {
-    if !arch.is_host() {
-        ensure!(
-            forced != Some(Accel::Kvm),
-            "--accel kvm: an {} guest on this {} host runs under TCG only",
-            arch.name(),
-            std::env::consts::ARCH
-        );
-        say!("accel=tcg (an {} guest on this host)", arch.name());
-        return Ok(Accel::Tcg);
-    }
-    if let Some(a) = forced {
-        say!("accel={} (forced)", a.name());
-        return Ok(a);
-    }
-    let kvm = Path::new("/dev/kvm");
-    // SAFETY: access(2) on a NUL-terminated path.
-    let writable = kvm.exists() && unsafe { libc::access(c"/dev/kvm".as_ptr(), libc::W_OK) } == 0;
-    let virt = fs::read_to_string("/proc/cpuinfo")
-        .unwrap_or_default()
-        .lines()
-        .filter(|l| l.starts_with("flags"))
-        .any(|l| l.split_whitespace().any(|f| f == "vmx" || f == "svm"));
-    if writable && virt {
-        say!("accel=kvm (/dev/kvm and vmx/svm present)");
-        Ok(Accel::Kvm)
-    } else {
-        if kvm.exists() {
-            say!(
-                "accel=tcg (no vmx/svm in /proc/cpuinfo: /dev/kvm is not hardware virtualization)"
-            );
-        } else {
-            say!("accel=tcg (no /dev/kvm)");
-        }
-        Ok(Accel::Tcg)
-    }
 }
 
 pub struct Vm<'a> {
@@ -495,6 +443,8 @@ pub struct Rules {
 
 /// The exit status and the `vmtest:` lines that explain it.
 pub fn verdict(o: &Boot, status: Option<&str>, rules: &Rules) -> (i32, Vec<String>) {
+    // A VM that did not boot or finish: the environment's failure.
+    const FAILED: i32 = crate::util::exit_status::ENVIRONMENT as i32;
     let text = String::from_utf8_lossy(&o.log);
     let panic = text
         .lines()
@@ -513,27 +463,27 @@ pub fn verdict(o: &Boot, status: Option<&str>, rules: &Rules) -> (i32, Vec<Strin
         }
         End::TimedOut => {
             why.push(format!("timed out after {total}s"));
-            124
+            i32::from(crate::util::exit_status::TIMED_OUT)
         }
         End::NoLife => {
             why.push(format!(
                 "no sign of life: the guest printed nothing within {alive}s (the kernel did not start)"
             ));
-            1
+            FAILED
         }
         _ if panic.is_some() => {
             why.push(format!("guest panicked: {}", panic.unwrap_or_default()));
-            1
+            FAILED
         }
         End::NoBoot => {
             why.push(format!(
                 "the guest did not reach the command within {boot}s"
             ));
-            1
+            FAILED
         }
         End::Exited(code) if code != 0 => {
             why.push(format!("qemu failed with status {code}"));
-            1
+            FAILED
         }
         End::Exited(_) => match status {
             None => {
@@ -541,14 +491,14 @@ pub fn verdict(o: &Boot, status: Option<&str>, rules: &Rules) -> (i32, Vec<Strin
                 if o.up.is_none() {
                     why.push("the guest never reached the command (see the console output)".into());
                 }
-                1
+                FAILED
             }
             Some(0)
                 if rules.need_test_result
                     && !text.lines().any(|l| l.starts_with("test result: ")) =>
             {
                 why.push("no cargo 'test result:' line in the guest output".into());
-                1
+                FAILED
             }
             Some(rc) => rc,
         },
@@ -604,23 +554,23 @@ mod tests {
         let (rc, why) = v(End::Exited(0), "vmtest: guest up\n", true, Some("0"));
         assert_eq!(
             (rc, why[0].as_str()),
-            (1, "no cargo 'test result:' line in the guest output")
+            (69, "no cargo 'test result:' line in the guest output")
         );
         let (rc, why) = v(End::Exited(0), "", false, None);
-        assert_eq!(rc, 1);
+        assert_eq!(rc, 69);
         assert_eq!(why[0], "guest gave no exit status");
         assert!(why[1].contains("never reached the command"));
         let panic = "[    1.5] Kernel panic - not syncing: Fatal exception\n";
         assert_eq!(
             v(End::Exited(0), panic, true, None),
             (
-                1,
+                69,
                 vec!["guest panicked: Kernel panic - not syncing: Fatal exception".into()]
             )
         );
         assert_eq!(v(End::TimedOut, panic, true, None).0, 124);
         let (rc, why) = v(End::NoLife, "", false, None);
-        assert_eq!(rc, 1);
+        assert_eq!(rc, 69);
         assert!(why[0].starts_with("no sign of life: the guest printed nothing within 30s"));
         assert!(v(End::NoBoot, "[0.1] Linux version\n", false, None).1[0].contains("within 300s"));
         assert_eq!(

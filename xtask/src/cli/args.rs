@@ -54,6 +54,9 @@ enum Task {
     History(Box<HistoryArgs>),
 }
 
+/// The tasks, each its room's name under tasks/.
+pub const TASKS: &[&str] = &["vmtest", "ci", "kselftest", "flakes", "history"];
+
 #[derive(clap::Args, Debug)]
 struct VmtestCli {
     /// A Debian series, newest, a release or a path (see below)
@@ -88,7 +91,8 @@ struct VmtestCli {
     #[arg(long, value_name = "FILE")]
     config: Option<String>,
     /// Force the accelerator (also env VMTEST_ACCEL). Default: kvm only if /dev/kvm is
-    /// usable and the CPU has vmx or svm, else tcg (-accel tcg,thread=single)
+    /// usable and the CPU has vmx or svm, else tcg (-accel tcg,thread=single); --exact
+    /// always takes tcg
     #[arg(long, value_name = "kvm|tcg")]
     accel: Option<String>,
     /// Kill the VM after SECS seconds (exit 124)
@@ -203,8 +207,9 @@ pub enum Parsed {
 pub fn parse(argv: &[String], env_accel: Option<&str>) -> Result<Parsed> {
     if let Some(t) = argv.first().filter(|t| !t.starts_with('-')) {
         ensure!(
-            ["vmtest", "ci", "kselftest", "flakes", "history"].contains(&t.as_str()),
-            "unknown task '{t}'; tasks: vmtest, ci, kselftest, flakes, history (cargo xtask --help)"
+            TASKS.contains(&t.as_str()),
+            "unknown task '{t}'; tasks: {} (cargo xtask --help)",
+            TASKS.join(", ")
         );
     }
     let cli = match Cli::try_parse_from(std::iter::once("xtask").chain(argv.iter().map(|s| &**s))) {
@@ -318,7 +323,10 @@ fn one_line(e: &clap::Error) -> String {
         }
         ErrorKind::UnknownArgument => format!("unexpected argument '{arg}' (see --help)"),
         ErrorKind::MissingSubcommand | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-            "no task given; tasks: vmtest, ci, kselftest (cargo xtask --help)".into()
+            format!(
+                "no task given; tasks: {} (cargo xtask --help)",
+                TASKS.join(", ")
+            )
         }
         ErrorKind::MissingRequiredArgument => format!("{opt} is needed too (see --help)"),
         ErrorKind::ArgumentConflict => {
@@ -544,7 +552,10 @@ mod tests {
     #[test]
     fn tasks_and_ci_options() {
         let msg = |s: &[&str]| format!("{:#}", parse_task(s).unwrap_err());
-        assert!(msg(&[]).starts_with("no task given"));
+        assert_eq!(
+            msg(&[]),
+            "no task given; tasks: vmtest, ci, kselftest, flakes, history (cargo xtask --help)"
+        );
         assert!(msg(&["bogus"]).starts_with("unknown task 'bogus'"));
         assert!(matches!(parse_task(&["--help"]), Ok(Parsed::Help(_))));
         let Ok(Parsed::Help(h)) = parse_task(&["vmtest", "--help"]) else {

@@ -206,13 +206,13 @@ pub fn known_series(rels: &[Release]) -> String {
 /// What KERNEL names among `rels`, or why it names nothing bootable.
 pub fn choose(kernel: &str, rels: &[Release]) -> Result<Release> {
     let no_modules = |r: &Release| {
-        anyhow::anyhow!(
+        anyhow::Error::new(crate::util::BadInput(format!(
             "Debian ships no linux-modules-{} package for kernel {}: the VM needs its virtio, \
              9p and overlay modules (series with modules: {})",
             r.name,
             r.name,
             known_series(rels)
-        )
+        )))
     };
     let found = if kernel == "newest" {
         rels.iter().rev().find(|r| r.has_modules)
@@ -247,13 +247,13 @@ pub fn choose(kernel: &str, rels: &[Release]) -> Result<Release> {
     };
     match found {
         Some(r) => Ok(r.clone()),
-        None => bail!(
+        None => bail!(crate::util::BadInput(format!(
             "unknown kernel '{kernel}'; {ACCEPTED} (series apt knows: {})",
             match known_series(rels) {
                 s if s.is_empty() => "none".to_owned(),
                 s => s,
             }
-        ),
+        ))),
     }
 }
 

@@ -28,7 +28,7 @@ use serde_json::Value;
 
 use crate::kernels::arch::Arch;
 use crate::kernels::debian::{self, Apt};
-use crate::util::{cache_dir, lock, repo_root, say, secs, which, write_whole};
+use crate::util::{cache_dir, lock, repo_root, say, secs, which, write_whole, BadInput};
 use crate::vm;
 
 use builds::Build;
@@ -76,12 +76,14 @@ fn run(a: &HistoryArgs) -> Result<i32> {
     }
     let todo: Vec<&Build> = match &a.only {
         Some(only) => {
-            let b = all
-                .iter()
-                .find(|b| &b.release == only)
-                .with_context(|| format!("{only} is not a build of {} (see --list)", a.series))?;
+            let b = all.iter().find(|b| &b.release == only).ok_or_else(|| {
+                BadInput(format!(
+                    "{only} is not a build of {} (see --list)",
+                    a.series
+                ))
+            })?;
             if let Some(why) = &b.refused {
-                bail!("{only}: {why}");
+                bail!(BadInput(format!("{only}: {why}")));
             }
             if kept::load(&kept_dir, &setting.key(b)).is_some() {
                 say!("{only}: kept from an earlier run: nothing to count");
@@ -114,10 +116,11 @@ fn run(a: &HistoryArgs) -> Result<i32> {
     let h = history(a, &all, &setting, &runs)?;
     write(&out, &h)?;
     let bad = summary(&h, start, &out);
-    // A fetch that failed (a damaged download, no network) is bad input or
-    // a bad environment: 2, as everywhere; a VM that failed: 1.
+    // A fetch that failed (a damaged download, no network) or a VM that
+    // failed is the environment's; a build the runner refused, bad input.
     let worst = failed.values().map(|f| f.1).max().unwrap_or(0);
-    Ok(worst.max(i32::from(bad > 0)))
+    let vm = i32::from(crate::util::exit_status::ENVIRONMENT);
+    Ok(if bad > 0 { worst.max(vm) } else { worst })
 }
 
 /// The report's four files in `out`; history.txt printed too.

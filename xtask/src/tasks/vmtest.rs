@@ -24,7 +24,7 @@ use crate::kernels::debian;
 use crate::kernels::kernel::{kernel, Kernel};
 use crate::util::env_vars::{ABSENT_ENV, KCONFIG_ENV, WINDOWS_ENV};
 use crate::util::signal::check_signal;
-use crate::util::{cache_dir, one_line, repo_root, say, secs, which};
+use crate::util::{cache_dir, one_line, repo_root, say, secs, which, BadInput};
 use crate::vm::initramfs::{busybox, initramfs};
 use crate::vm::job::{guest_env, job_script, Bench, Expect, Job, Resume};
 use crate::vm::out::{self, Out};
@@ -105,11 +105,7 @@ fn run(a: &Args) -> Result<i32> {
     let fetch = start.elapsed();
     check_signal()?;
     let initrd = initramfs(&k, &bb)?;
-    let accel = vm::choose_accel(a.accel, a.arch)?;
-    ensure!(
-        !a.exact || accel == Accel::Tcg,
-        "--exact counts instructions under TCG only, and this run would use KVM: add --accel tcg"
-    );
+    let accel = vm::choose_accel(a.accel, a.arch, a.exact)?;
     let plugin = plugin(a, &repo)?;
     let (rundir, rundir_path) = vm::job_dir()?;
     let out = open_out(a, &repo, &k.release)?;
@@ -228,7 +224,7 @@ fn explained(a: &Args, dir: &Path, rc: i32) -> i32 {
         Err(e) => {
             say!("--explain: {}", one_line(&e));
             if rc == 0 {
-                2
+                i32::from(crate::util::exit_status::ENVIRONMENT)
             } else {
                 rc
             }
@@ -347,7 +343,9 @@ fn prepare_job(
     let exes = if a.exact { Vec::new() } else { exes };
     let bench = match (&a.job, command) {
         (Job::Tests(_), _) if a.exact && !a.bench => {
-            bail!("--exact runs only the command: drop --no-bench")
+            bail!(BadInput(
+                "--exact runs only the command: drop --no-bench".into()
+            ))
         }
         (Job::Tests(t), _) if !a.bench || t.iter().any(|t| t == "--list") => None,
         (Job::Tests(_), None) => bail!("cargo test built no bpf-overhead command"),

@@ -202,10 +202,14 @@ pub fn verdicts(a: &Value, b: &Value, threshold: f64) -> Result<Vec<Row>> {
 
 /// 1 when B regressed or lost a mechanism, else 0.
 pub fn exit_code(rows: &[Row]) -> i32 {
-    i32::from(
-        rows.iter()
-            .any(|r| matches!(r.verdict, Verdict::Regressed | Verdict::Lost)),
-    )
+    let regressed = rows
+        .iter()
+        .any(|r| matches!(r.verdict, Verdict::Regressed | Verdict::Lost));
+    i32::from(if regressed {
+        super::exit_status::REGRESSED
+    } else {
+        super::exit_status::OK
+    })
 }
 
 /// The verdicts as a table.

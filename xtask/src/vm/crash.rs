@@ -170,14 +170,16 @@ pub fn append_ktap(path: &Path, c: &Crash) -> Result<()> {
 }
 
 /// The exit status and why, crashes first: a run where a mechanism
-/// crashed the kernel fails (1, unless it failed otherwise too).
+/// crashed the kernel fails (the environment's status, unless it failed
+/// otherwise too): a VM that failed, not a regression.
 pub fn judged(crashed: &[Crash], rc: i32, why: Vec<String>) -> (i32, Vec<String>) {
     if crashed.is_empty() {
         return (rc, why);
     }
     let mut all: Vec<String> = crashed.iter().map(Crash::summary).collect();
     all.extend(why);
-    (if rc == 0 { 1 } else { rc }, all)
+    let failed = i32::from(crate::util::exit_status::ENVIRONMENT);
+    (if rc == 0 { failed } else { rc }, all)
 }
 
 #[cfg(test)]
@@ -369,7 +371,7 @@ Internal error: Oops: 0000000096000046 [#1] SMP
             oops: vec!["Kernel panic - not syncing: sysrq triggered crash".into()],
         };
         let (rc, why) = judged(std::slice::from_ref(&c), 0, vec!["note".into()]);
-        assert_eq!(rc, 1);
+        assert_eq!(rc, 69);
         assert_eq!(
             why,
             [

@@ -489,7 +489,7 @@ mod tests {
         let r = row(out.path(), "6.12", None);
         assert_eq!(
             r.verdict,
-            "FAIL: exit 1 kprobe crashed the kernel: Kernel panic - not syncing: sysrq triggered crash"
+            "FAIL: exit 69 kprobe crashed the kernel: Kernel panic - not syncing: sysrq triggered crash"
         );
         assert!(table(&[r], false).contains("1/0/1 (2)"));
     }

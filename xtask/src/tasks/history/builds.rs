@@ -9,6 +9,7 @@ use anyhow::{bail, ensure, Result};
 use serde::Serialize;
 
 use crate::kernels::debian::{series_of, version_cmp, Listed, Release};
+use crate::util::BadInput;
 
 /// One Debian build of a kernel.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -38,7 +39,9 @@ pub fn parse_series(spec: &str) -> Result<(String, String)> {
                 && parts
                     .iter()
                     .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())),
-            "'{s}' is not a kernel series: give one such as 6.12, or a range such as 6.16..7.3"
+            BadInput(format!(
+                "'{s}' is not a kernel series: give one such as 6.12, or a range such as 6.16..7.3"
+            ))
         );
         Ok(s.to_owned())
     };
@@ -48,7 +51,9 @@ pub fn parse_series(spec: &str) -> Result<(String, String)> {
     };
     ensure!(
         version_cmp(&lo, &hi) != Ordering::Greater,
-        "the range {spec} runs backwards: give the older series first ({hi}..{lo})"
+        BadInput(format!(
+            "the range {spec} runs backwards: give the older series first ({hi}..{lo})"
+        ))
     );
     Ok((lo, hi))
 }
@@ -194,9 +199,13 @@ pub fn span(a: &str, b: &str) -> Option<(String, u64)> {
 pub fn check_any(builds: &[Build], spec: &str, narrowed: bool, known: &str) -> Result<()> {
     if builds.is_empty() {
         if narrowed {
-            bail!("no build of {spec} between --since and --until: widen them (see --list)");
+            bail!(BadInput(format!(
+                "no build of {spec} between --since and --until: widen them (see --list)"
+            )));
         }
-        bail!("Debian has no build of {spec} in the suites the runner reads (series apt knows: {known})");
+        bail!(BadInput(format!(
+            "Debian has no build of {spec} in the suites the runner reads (series apt knows: {known})"
+        )));
     }
     Ok(())
 }

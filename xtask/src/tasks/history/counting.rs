@@ -44,13 +44,14 @@ pub(super) fn count_all(
                     Ok(k) if k.result.is_some() => {}
                     Ok(k) => {
                         let why = k.why.first().cloned().unwrap_or_else(|| "no result".into());
-                        failed.lock().unwrap().insert(b.release.clone(), (why, 1));
+                        let vm = i32::from(crate::util::exit_status::ENVIRONMENT);
+                        failed.lock().unwrap().insert(b.release.clone(), (why, vm));
                     }
                     Err(e) => {
-                        failed
-                            .lock()
-                            .unwrap()
-                            .insert(b.release.clone(), (crate::util::one_line(&e), 2));
+                        failed.lock().unwrap().insert(
+                            b.release.clone(),
+                            (crate::util::one_line(&e), crate::util::error_status(&e)),
+                        );
                     }
                 }
             });

@@ -136,7 +136,10 @@ fn run(a: &Args) -> Result<i32> {
         true => explain_changes(&dir, &rows).map_or_else(
             |e| {
                 say!("--explain: {}", crate::util::one_line(&e));
-                exit.max(2)
+                match exit {
+                    0 => i32::from(crate::util::exit_status::ENVIRONMENT),
+                    rc => rc,
+                }
             },
             |()| exit,
         ),
@@ -238,7 +241,7 @@ fn judge_sides(
                 if why.is_empty() {
                     exit_code(&rows)
                 } else {
-                    1
+                    i32::from(crate::util::exit_status::ENVIRONMENT)
                 }
             }
         }
@@ -246,7 +249,7 @@ fn judge_sides(
             for e in [ra.err(), rb.err()].into_iter().flatten() {
                 why.push(crate::util::one_line(&e));
             }
-            1
+            i32::from(crate::util::exit_status::ENVIRONMENT)
         }
     };
     Ok(Judged {
