@@ -32,6 +32,7 @@ use crate::util::{cache_dir, lock, repo_root, say, secs, which, write_whole, Bad
 use crate::vm;
 
 use builds::Build;
+use kept::{Kept, Stables};
 pub use options::HistoryArgs;
 use options::{Runs, Setting};
 use report::{Counted, History, Line};
@@ -97,7 +98,12 @@ fn run(a: &HistoryArgs) -> Result<i32> {
             .filter(|b| b.refused.is_none() && kept::load(&kept_dir, &setting.key(b)).is_none())
             .collect(),
     };
-    let failed = counting::count_all(a, &todo, &setting, &kept_dir, &out)?;
+    let dirs = counting::Dirs {
+        kept: &kept_dir,
+        out: &out,
+        cache: &cache,
+    };
+    let failed = counting::count_all(a, &all, &todo, &setting, &dirs)?;
     if a.only.is_some() {
         return Ok(failed.values().map(|f| f.1).max().unwrap_or(0));
     }
@@ -244,8 +250,16 @@ fn history(a: &HistoryArgs, all: &[Build], setting: &Setting, runs: &Runs) -> Re
     let mut lines: Vec<Line> = Vec::new();
     // Each build's result, read once: for its counts now, its steps below.
     let mut docs: BTreeMap<&str, Value> = BTreeMap::new();
+    // Each build's stable list, for the steps that end at it.
+    let mut stables: BTreeMap<&str, Stables> = BTreeMap::new();
     for b in all {
-        let k = kept::load(kept_dir, &setting.key(b));
+        let mut k = kept::load(kept_dir, &setting.key(b));
+        if let Some(k) = k.as_mut() {
+            keep_stable(kept_dir, k, (b, &builds::before(all, b)), runs.cache);
+            if let Some(s) = k.stable.take() {
+                stables.insert(&b.release, s);
+            }
+        }
         let counts = k
             .as_ref()
             .and_then(|k| k.result.as_ref())
@@ -299,9 +313,19 @@ fn history(a: &HistoryArgs, all: &[Build], setting: &Setting, runs: &Runs) -> Re
         if !a.no_explain {
             split::explain(a, &mut found, all, setting, runs)?;
         }
+        let chain: Vec<(&str, Option<&Stables>)> = l
+            .builds
+            .iter()
+            .map(|c| {
+                (
+                    c.build.upstream.as_str(),
+                    stables.get(c.build.release.as_str()),
+                )
+            })
+            .collect();
         l.steps = found
             .into_iter()
-            .map(|s| split::locate(s, &l.builds, runs.cache))
+            .map(|s| split::locate(s, &l.builds, &chain, runs.cache))
             .collect();
     }
     Ok(History {
@@ -313,6 +337,27 @@ fn history(a: &HistoryArgs, all: &[Build], setting: &Setting, runs: &Runs) -> Re
         plan: setting.plan.clone(),
         lines,
     })
+}
+
+/// Keeps with `k` its build's stable list (after `after`, the build
+/// before it) when it has none that reaches back so far and the package
+/// is at hand: a count kept before lists were, or under a narrower
+/// history. Read once, then kept; a list that cannot be kept is still used.
+fn keep_stable(kept_dir: &Path, k: &mut Kept, (b, after): (&Build, &str), cache: &Path) {
+    if k.stable.as_ref().is_some_and(|s| s.reach(after)) {
+        return;
+    }
+    let root = counting::package_root(cache, &b.release);
+    if let Some(s) = Stables::read(&root, after, &b.upstream) {
+        k.stable = Some(s);
+        if let Err(e) = kept::save(kept_dir, k) {
+            say!(
+                "{}: its stable list not kept: {}",
+                b.release,
+                crate::util::one_line(&e)
+            );
+        }
+    }
 }
 
 /// A result's counts: each mechanism counted (bases aside).

@@ -151,6 +151,18 @@ pub fn builds(rels: &[Release], listed: &[Listed], range: (&str, &str)) -> Vec<B
     out
 }
 
+/// The upstream release of the build before `b` on its line (refused
+/// ones aside): a step that ends at `b` starts there, so `b`'s kept
+/// stable list starts after it. `b`'s own release when it is the first.
+pub fn before(all: &[Build], b: &Build) -> String {
+    let at = all.iter().position(|x| x == b).unwrap_or(all.len());
+    all[..at]
+        .iter()
+        .rev()
+        .find(|x| x.line == b.line && x.refused.is_none())
+        .map_or_else(|| b.upstream.clone(), |x| x.upstream.clone())
+}
+
 /// `--since`/`--until`: an upstream release (6.12.74) or a build's name.
 fn bound(builds: &[Build], s: &str) -> String {
     builds
@@ -228,6 +240,32 @@ mod tests {
             version: version.into(),
             suite: suite.into(),
         }
+    }
+
+    #[test]
+    fn the_build_before_on_its_line() {
+        let b = |rel: &str, up: &str, line: &str, refused: bool| Build {
+            release: rel.into(),
+            version: format!("{up}-1"),
+            upstream: up.into(),
+            line: line.into(),
+            suites: vec![],
+            packages: vec![],
+            refused: refused.then(|| "no modules".into()),
+        };
+        let all = [
+            b("6.12.43+deb12", "6.12.43", "deb12", false),
+            b("6.12.46+deb12", "6.12.46", "deb12", true),
+            b("6.12.44+deb13", "6.12.44", "deb13", false),
+            b("6.12.48+deb12", "6.12.48", "deb12", false),
+        ];
+        assert_eq!(before(&all, &all[0]), "6.12.43", "the first: its own");
+        assert_eq!(
+            before(&all, &all[3]),
+            "6.12.43",
+            "refused and other lines aside"
+        );
+        assert_eq!(before(&all, &all[2]), "6.12.44");
     }
 
     #[test]

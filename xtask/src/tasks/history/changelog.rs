@@ -9,12 +9,12 @@ use std::fs;
 use std::io::Read as _;
 use std::path::Path;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::kernels::debian::version_cmp;
 
 /// One stable release's commits, as a Debian entry lists them.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Stable {
     /// The Debian version whose entry lists it.
     pub debian: String,

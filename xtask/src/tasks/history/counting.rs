@@ -13,20 +13,29 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
-use super::builds::Build;
-use super::kept::{self, Kept};
+use super::builds::{self, Build};
+use super::kept::{self, Kept, Stables};
 use super::options::{HistoryArgs, Setting, EVERY_FUNCTION};
 use crate::util::signal::check_signal;
 use crate::util::{say, secs};
 
-/// Counts `todo`, `a.jobs` at once, keeping each count; the builds whose
-/// fetch or VM failed, with why and the exit it makes (2: the fetch, 1: the VM).
+/// Where a counting keeps and writes: the kept counts, the runs, and
+/// the cache the packages are unpacked in.
+pub(super) struct Dirs<'a> {
+    pub kept: &'a Path,
+    pub out: &'a Path,
+    pub cache: &'a Path,
+}
+
+/// Counts `todo` (builds of `all`), `a.jobs` at once, keeping each count;
+/// the builds whose fetch or VM failed, with why and the exit it makes
+/// (2: the fetch, 1: the VM).
 pub(super) fn count_all(
     a: &HistoryArgs,
+    all: &[Build],
     todo: &[&Build],
     setting: &Setting,
-    kept_dir: &Path,
-    out: &Path,
+    dirs: &Dirs,
 ) -> Result<BTreeMap<String, (String, i32)>> {
     let failed = Mutex::new(BTreeMap::new());
     let next = AtomicUsize::new(0);
@@ -40,7 +49,7 @@ pub(super) fn count_all(
                     break;
                 }
                 say!("counting {} ({} of {})", b.release, i + 1, todo.len());
-                match count(a, b, setting, kept_dir, out) {
+                match count(a, (b, &builds::before(all, b)), setting, dirs) {
                     Ok(k) if k.result.is_some() => {}
                     Ok(k) => {
                         let why = k.why.first().cloned().unwrap_or_else(|| "no result".into());
@@ -73,15 +82,16 @@ pub(super) fn count_all(
 }
 
 /// Runs `vmtest BUILD --exact` and keeps what it counted (or why its VM
-/// failed). A fetch that failed keeps nothing: the next run tries again.
+/// failed), with the stable releases its changelog lists after `after`
+/// (the build before it). A fetch that failed keeps nothing: the next run
+/// tries again.
 fn count(
     a: &HistoryArgs,
-    b: &Build,
+    (b, after): (&Build, &str),
     setting: &Setting,
-    kept_dir: &Path,
-    out: &Path,
+    dirs: &Dirs,
 ) -> Result<Kept> {
-    let dir = out.join("builds").join(&b.release);
+    let dir = dirs.out.join("builds").join(&b.release);
     if dir.exists() {
         fs::remove_dir_all(&dir).with_context(|| format!("removing {}", dir.display()))?;
     }
@@ -120,8 +130,9 @@ fn count(
         downloaded_bytes: summary["downloaded_bytes"].as_u64(),
         vm_s: f("vm_s"),
         result,
+        stable: Stables::read(&package_root(dirs.cache, &b.release), after, &b.upstream),
     };
-    kept::save(kept_dir, &kept)?;
+    kept::save(dirs.kept, &kept)?;
     say!(
         "{}: exit {} in {} (fetch {:.1}s, VM {:.1}s)",
         b.release,
@@ -131,6 +142,11 @@ fn count(
         kept.vm_s.unwrap_or(0.0)
     );
     Ok(kept)
+}
+
+/// Where the cache keeps a build's unpacked package.
+pub(super) fn package_root(cache: &Path, release: &str) -> PathBuf {
+    cache.join("kernels").join(release).join("root")
 }
 
 /// `xtask vmtest KERNEL --exact` into `dir`, as history runs it.

@@ -3,7 +3,11 @@
 //! the guest CPU model, the command's plan and the BPF programs it
 //! loads), so that a rerun counts only what is new. One file a build and
 //! key; a fan-out's jobs each write theirs, and a merge reads them all.
+//! Each keeps too the stable releases its package's changelog lists
+//! since the build before it, so that its steps keep their commits once
+//! the kernel cache is cleaned.
 
+use std::cmp::Ordering;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -11,6 +15,8 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::changelog::{self, Stable};
+use crate::kernels::debian::version_cmp;
 use crate::util::{fnv, write_whole, FNV_START};
 
 /// What a count depends on besides the kernel's build.
@@ -69,6 +75,57 @@ pub struct Kept {
     pub vm_s: Option<f64>,
     /// The command's result document (instructions per event), if it wrote one.
     pub result: Option<Value>,
+    /// The stable releases its changelog lists since the build before it
+    /// (None: not read, an older kept file or a package with no changelog).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stable: Option<Stables>,
+}
+
+/// The stable releases a build's Debian changelog lists after the
+/// upstream release of the build before it on its line, up to its own:
+/// what the steps that end at it name.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Stables {
+    /// The upstream release they start after (not included): the build
+    /// before's, or the build's own when it is its line's first.
+    pub after: String,
+    /// Oldest first.
+    pub releases: Vec<Stable>,
+}
+
+impl Stables {
+    /// Those of the changelog in the unpacked package at `root` after
+    /// upstream `after` up to `upto`; None when it has no changelog.
+    pub fn read(root: &Path, after: &str, upto: &str) -> Option<Stables> {
+        changelog::read(root).map(|all| Stables {
+            after: after.to_owned(),
+            releases: changelog::between(&all, after, upto),
+        })
+    }
+
+    /// Whether they reach back to `after`.
+    pub fn reach(&self, after: &str) -> bool {
+        version_cmp(&self.after, after) != Ordering::Greater
+    }
+}
+
+/// The stable releases after upstream `after` up to the build at `to` of
+/// a line (each build as its upstream release and its kept list), oldest
+/// first: `to`'s list, then, while that does not reach back to `after`,
+/// the list of the build it starts after, and so on. None when a list on
+/// the way was not kept.
+pub fn between(line: &[(&str, Option<&Stables>)], to: usize, after: &str) -> Option<Vec<Stable>> {
+    let mut got: Vec<Stable> = Vec::new();
+    let mut i = to;
+    loop {
+        let s = line.get(i)?.1?;
+        got.extend(s.releases.iter().cloned());
+        if s.reach(after) {
+            break;
+        }
+        i = line[..i].iter().rposition(|(up, _)| *up == s.after)?;
+    }
+    Some(changelog::between(&got, after, line[to].0))
 }
 
 pub fn load(dir: &Path, key: &Key) -> Option<Kept> {
@@ -154,6 +211,7 @@ mod tests {
             downloaded_bytes: Some(1),
             vm_s: Some(60.0),
             result: Some(serde_json::json!({"unit": "instructions"})),
+            stable: None,
         };
         save(dir.path(), &k).unwrap();
         assert_eq!(load(dir.path(), &key()).unwrap().vm_s, Some(60.0));
@@ -168,6 +226,30 @@ mod tests {
             change(&mut other);
             assert!(load(dir.path(), &other).is_none(), "{other:?}");
         }
+        // A kept file from before stable lists were kept still loads.
+        let mut old: Value = serde_json::to_value(&k).unwrap();
+        assert!(old.get("stable").is_none());
+        old.as_object_mut().unwrap().remove("stable");
+        fs::write(key().path(dir.path()), old.to_string()).unwrap();
+        assert_eq!(load(dir.path(), &key()).unwrap().stable, None);
+        // One with its list keeps it.
+        let list = Stables {
+            after: "6.12.42".into(),
+            releases: vec![Stable {
+                debian: "6.12.43-1".into(),
+                release: "6.12.43".into(),
+                subjects: vec!["bpf: a fix".into()],
+            }],
+        };
+        save(
+            dir.path(),
+            &Kept {
+                stable: Some(list.clone()),
+                ..k.clone()
+            },
+        )
+        .unwrap();
+        assert_eq!(load(dir.path(), &key()).unwrap().stable, Some(list));
         // A damaged file is no count.
         fs::write(key().path(dir.path()), "{").unwrap();
         assert!(load(dir.path(), &key()).is_none());

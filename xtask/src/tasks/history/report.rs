@@ -47,8 +47,12 @@ pub struct Located {
     /// not adjacent ones, and how many.
     pub range: Option<String>,
     pub releases: Option<u64>,
-    /// From the later build's Debian changelog, where it has one.
+    /// From the stable lists kept with the counts, else the later
+    /// build's Debian changelog in the cache.
     pub stable: Vec<StableNote>,
+    /// Why there are none, when neither could be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unread: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -210,6 +214,9 @@ fn step_group(o: &mut String, group: &[Located]) {
         }
     }
     if said.is_empty() {
+        if let Some(u) = &first.unread {
+            let _ = writeln!(o, "      {u}");
+        }
         return;
     }
     // Those naming a function that moved first, whatever their release.
@@ -489,6 +496,7 @@ mod tests {
                             of: 300,
                         },
                     ],
+                    unread: None,
                 }],
             }],
         }
@@ -531,5 +539,22 @@ mod tests {
             json["lines"][0]["builds"][0]["release"],
             "6.12.74+deb12-amd64"
         );
+        assert!(json["lines"][0]["steps"][0].get("unread").is_none());
+    }
+
+    #[test]
+    fn a_step_whose_commits_could_not_be_read_says_so_in_one_line() {
+        let mut h = history();
+        let s = &mut h.lines[0].steps[0];
+        s.stable.clear();
+        s.unread = Some("stable commits not read: no stable list kept back to 6.12.74".into());
+        let t = text(&h);
+        let said: Vec<&str> = t.lines().filter(|l| l.contains("not read")).collect();
+        assert_eq!(
+            said,
+            ["      stable commits not read: no stable list kept back to 6.12.74"],
+            "{t}"
+        );
+        assert!(!t.contains("may explain it"), "{t}");
     }
 }

@@ -10,7 +10,8 @@ use serde_json::Value;
 
 use super::builds::{self, Build};
 use super::changelog;
-use super::counting::{relay, vmtest};
+use super::counting::{package_root, relay, vmtest};
+use super::kept::{self, Stables};
 use super::options::{HistoryArgs, Runs, Setting};
 use super::report::{Counted, Located, StableNote};
 use super::steps::{self, Moved, Step};
@@ -136,9 +137,16 @@ fn kept_splits(dir: &Path, prefix: &str) -> (Vec<String>, Vec<Value>) {
     (covered, changes)
 }
 
-/// A step with the stable releases it lies in, from the later build's
-/// changelog where the cache kept one.
-pub(super) fn locate(step: Step, line: &[Counted], cache: &Path) -> Located {
+/// A step with the stable releases it lies in: from the lists kept with
+/// the line's counts (`chain`: each build's upstream release and its
+/// list, in line order), else from the later build's changelog where the
+/// cache still has its package. When neither, one line says so.
+pub(super) fn locate(
+    step: Step,
+    line: &[Counted],
+    chain: &[(&str, Option<&Stables>)],
+    cache: &Path,
+) -> Located {
     let up = |r: &str| {
         line.iter()
             .find(|c| c.build.release == r)
@@ -151,29 +159,179 @@ pub(super) fn locate(step: Step, line: &[Counted], cache: &Path) -> Located {
         None => (None, None),
     };
     let functions: Vec<String> = step.functions.iter().map(|m| m.function.clone()).collect();
-    let stable = changelog::read(&cache.join("kernels").join(&step.to).join("root"))
-        .map(|all| {
-            changelog::between(&all, &ua, &ub)
-                .iter()
-                .map(|s| StableNote {
-                    release: s.release.clone(),
-                    subjects: changelog::relevant(
-                        s,
-                        &functions,
-                        changelog::family(&step.mechanism),
-                    )
-                    .into_iter()
-                    .map(String::from)
-                    .collect(),
-                    of: s.subjects.len(),
-                })
-                .collect()
+    let found = line
+        .iter()
+        .position(|c| c.build.release == step.to)
+        .and_then(|i| kept::between(chain, i, &ua))
+        .or_else(|| {
+            changelog::read(&package_root(cache, &step.to))
+                .map(|all| changelog::between(&all, &ua, &ub))
+        });
+    let unread = (found.is_none() && ua != ub).then(|| {
+        format!(
+            "stable commits not read: no stable list kept back to {ua}, and {}'s package is \
+             no longer cached",
+            step.to
+        )
+    });
+    let stable = found
+        .unwrap_or_default()
+        .iter()
+        .map(|s| StableNote {
+            release: s.release.clone(),
+            subjects: changelog::relevant(s, &functions, changelog::family(&step.mechanism))
+                .into_iter()
+                .map(String::from)
+                .collect(),
+            of: s.subjects.len(),
         })
-        .unwrap_or_default();
+        .collect();
     Located {
         step,
         range,
         releases,
         stable,
+        unread,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tasks::history::changelog::Stable;
+
+    fn counted(release: &str, upstream: &str) -> Counted {
+        Counted {
+            build: Build {
+                release: format!("{release}+deb12-amd64"),
+                version: format!("{upstream}-1"),
+                upstream: upstream.into(),
+                line: "deb12".into(),
+                suites: vec!["bookworm".into()],
+                packages: vec![],
+                refused: None,
+            },
+            status: "counted".into(),
+            why: None,
+            counts: vec![],
+            fetch_s: None,
+            vm_s: None,
+            downloaded_bytes: None,
+            counted_now: false,
+        }
+    }
+
+    fn stable(release: &str, subjects: &[&str]) -> Stable {
+        Stable {
+            debian: format!("{release}-1"),
+            release: release.into(),
+            subjects: subjects.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    fn step(from: &str, to: &str) -> Step {
+        Step {
+            mechanism: "kprobe.multi-loop".into(),
+            from: format!("{from}+deb12-amd64"),
+            to: format!("{to}+deb12-amd64"),
+            a: Some(400.0),
+            b: Some(440.0),
+            change: Some(0.1),
+            verdict: "REGRESSED".into(),
+            functions: vec![],
+            explained: None,
+        }
+    }
+
+    fn named(l: &Located) -> Vec<(&str, Vec<&str>)> {
+        l.stable
+            .iter()
+            .map(|n| {
+                let s = n.subjects.iter().map(String::as_str).collect();
+                (n.release.as_str(), s)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_kept_stable_list_gives_the_step_its_commits_with_no_package() {
+        // No package in this cache: the lists kept with the counts are all.
+        let cache = tempfile::tempdir().unwrap();
+        let line = [
+            counted("6.12.43", "6.12.43"),
+            counted("6.12.46", "6.12.46"),
+            counted("6.12.48", "6.12.48"),
+        ];
+        let l46 = Stables {
+            after: "6.12.43".into(),
+            releases: vec![
+                stable("6.12.44", &["net: unrelated"]),
+                stable("6.12.45", &["fprobe: make the entry cheaper", "mm: other"]),
+                stable("6.12.46", &[]),
+            ],
+        };
+        let l48 = Stables {
+            after: "6.12.46".into(),
+            releases: vec![
+                stable("6.12.47", &["kprobes: fix a leak"]),
+                stable("6.12.48", &["fs: unrelated"]),
+            ],
+        };
+        let chain = [
+            ("6.12.43", None),
+            ("6.12.46", Some(&l46)),
+            ("6.12.48", Some(&l48)),
+        ];
+        let l = locate(step("6.12.46", "6.12.48"), &line, &chain, cache.path());
+        assert_eq!(
+            named(&l),
+            [
+                ("6.12.47", vec!["kprobes: fix a leak"]),
+                ("6.12.48", vec![])
+            ]
+        );
+        assert_eq!(l.stable[1].of, 1);
+        assert!(l.unread.is_none());
+        // A step over a build that failed (not counted): the later list,
+        // then the list of the build it starts after.
+        let l = locate(step("6.12.43", "6.12.48"), &line, &chain, cache.path());
+        let rels: Vec<&str> = l.stable.iter().map(|n| n.release.as_str()).collect();
+        assert_eq!(
+            rels,
+            ["6.12.44", "6.12.45", "6.12.46", "6.12.47", "6.12.48"]
+        );
+        assert_eq!(l.stable[1].subjects, ["fprobe: make the entry cheaper"]);
+        assert!(l.unread.is_none());
+    }
+
+    #[test]
+    fn no_list_and_no_package_is_said_for_the_step() {
+        let cache = tempfile::tempdir().unwrap();
+        let line = [counted("6.12.46", "6.12.46"), counted("6.12.48", "6.12.48")];
+        // A kept file from before lists were kept.
+        let chain = [("6.12.46", None), ("6.12.48", None)];
+        let l = locate(step("6.12.46", "6.12.48"), &line, &chain, cache.path());
+        assert!(l.stable.is_empty());
+        let u = l.unread.unwrap();
+        assert!(
+            u.contains("6.12.46") && u.contains("6.12.48+deb12-amd64"),
+            "{u}"
+        );
+        assert!(!u.contains('\n'));
+        // A list that does not reach back far enough, nor a list to go on with.
+        let short = Stables {
+            after: "6.12.47".into(),
+            releases: vec![stable("6.12.48", &["kprobes: x"])],
+        };
+        let chain = [("6.12.46", None), ("6.12.48", Some(&short))];
+        let l = locate(step("6.12.46", "6.12.48"), &line, &chain, cache.path());
+        assert!(l.unread.is_some() && l.stable.is_empty());
+        // Two builds of one upstream release: nothing to read, nothing said.
+        let line = [
+            counted("6.12.48a", "6.12.48"),
+            counted("6.12.48", "6.12.48"),
+        ];
+        let l = locate(step("6.12.48a", "6.12.48"), &line, &chain, cache.path());
+        assert!(l.unread.is_none() && l.stable.is_empty());
     }
 }
