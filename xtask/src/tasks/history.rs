@@ -377,3 +377,69 @@ fn counts_of(doc: &Value) -> Vec<(String, f64)> {
         })
         .unwrap_or_default()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write as _;
+
+    #[test]
+    fn a_count_kept_without_its_list_is_given_one_while_the_package_is_cached() {
+        let (cache, kept_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let b = Build {
+            release: "6.12.46+deb12-amd64".into(),
+            version: "6.12.46-1".into(),
+            upstream: "6.12.46".into(),
+            line: "deb12".into(),
+            suites: vec![],
+            packages: vec![],
+            refused: None,
+        };
+        let doc =
+            counting::package_root(cache.path(), &b.release).join("usr/share/doc/linux-image");
+        std::fs::create_dir_all(&doc).unwrap();
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(
+            b"linux (6.12.46-1) unstable; urgency=medium\n\n  * New upstream stable update:\n    \
+              https://www.kernel.org/pub/linux/kernel/v6.x/ChangeLog-6.12.46\n    \
+              - kprobes: a fix\n  * New upstream stable update:\n    \
+              https://www.kernel.org/pub/linux/kernel/v6.x/ChangeLog-6.12.45\n    \
+              - bpf: another\n",
+        )
+        .unwrap();
+        std::fs::write(doc.join("changelog.Debian.gz"), gz.finish().unwrap()).unwrap();
+        let key = kept::Key {
+            release: b.release.clone(),
+            version: b.version.clone(),
+            qemu: "q".into(),
+            cpu: "max".into(),
+            plan: "p".into(),
+            programs: "0".into(),
+        };
+        let mut k = Kept {
+            key: key.clone(),
+            exit: 0,
+            why: vec![],
+            fetch_s: None,
+            downloaded_bytes: None,
+            vm_s: None,
+            result: None,
+            stable: None,
+        };
+        keep_stable(kept_dir.path(), &mut k, (&b, "6.12.45"), cache.path());
+        let rels = |k: &Kept| -> Vec<String> {
+            let s = k.stable.as_ref().unwrap();
+            s.releases.iter().map(|r| r.release.clone()).collect()
+        };
+        assert_eq!(rels(&k), ["6.12.46"]);
+        // Kept: the next report needs no package.
+        std::fs::remove_dir_all(cache.path().join("kernels")).unwrap();
+        let mut again = kept::load(kept_dir.path(), &key).unwrap();
+        keep_stable(kept_dir.path(), &mut again, (&b, "6.12.45"), cache.path());
+        assert_eq!(rels(&again), ["6.12.46"]);
+        assert_eq!(
+            again.stable.as_ref().unwrap().releases[0].subjects,
+            ["kprobes: a fix"]
+        );
+    }
+}
