@@ -25,6 +25,8 @@ use std::path::Path;
 use std::sync::{Mutex, OnceLock};
 
 use super::ksymbols::Ksymbols;
+// The marks are x86-64 nops: elsewhere no window is marked.
+#[cfg(target_arch = "x86_64")]
 use super::marks::{CLOSE, NOPL_DISP32, OPEN};
 use crate::env_vars::WINDOWS_ENV;
 use crate::measure::online_cpus;
