@@ -92,7 +92,7 @@ run is never one of the timed ones.\n\n\
 Needs root: CAP_BPF and CAP_PERFMON to load the programs; tp also reads root's tracefs \
 (CAP_DAC_READ_SEARCH), uprobes and the prog ns run need CAP_SYS_ADMIN. What is missing is \
 named before anything runs. SIGINT or SIGTERM stops after the run in progress and prints \
-what was measured, marked interrupted.",
+what was measured, marked INTERRUPTED.",
     after_help = after_help(),
     args_conflicts_with_subcommands = true
 )]
