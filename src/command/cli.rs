@@ -39,6 +39,12 @@ pub enum Format {
 pub enum ReportFormat {
     /// The table.
     Table,
+    /// The table's figures as JSON: one record per mechanism and run.
+    Json,
+    /// The same records as CSV, one line each.
+    Csv,
+    /// The table as Markdown.
+    Markdown,
     /// KernelCI's KCIDB records of every file (schema v5.3).
     Kcidb,
     /// A SQUAD submission per file, one line each.
@@ -381,8 +387,8 @@ pub struct ReportArgs {
     #[arg(long, value_name = "OUT")]
     pub svg: Option<PathBuf>,
 
-    /// Output format: the table, or kernel CI's records of the files
-    /// (printed, never sent: docs/kernel-ci.md).
+    /// Output format: the table (also as json, csv or markdown), or kernel
+    /// CI's records of the files (printed, never sent: docs/kernel-ci.md).
     #[arg(long, value_enum, default_value_t = ReportFormat::Table)]
     pub format: ReportFormat,
 }
