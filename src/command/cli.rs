@@ -291,8 +291,9 @@ pub enum Command {
     /// across; each cell is the mechanism's ns per event over the base of
     /// its own run, median ± sample stddev over the rounds. The chart shows
     /// the same figures, one panel per trigger. Emulated runs are marked in
-    /// both. --format kcidb or squad prints kernel CI's records of the
-    /// files instead of the table. Needs no root. Exit status (the list in
+    /// both. --format markdown prints the table as Markdown; json and csv
+    /// its figures, one record per mechanism and run (docs/benchmark.md);
+    /// kcidb or squad kernel CI's records of the files. Needs no root. Exit status (the list in
     /// bpf-overhead --help): 0 rendered; 2 bad input (no files, an
     /// unreadable file or not a result, counts beside times, no two
     /// results with a mechanism in common for the table, an --against
