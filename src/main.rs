@@ -13,6 +13,8 @@ mod command {
     pub mod calibrate;
     pub mod cli;
     pub mod compare;
+    #[cfg(test)]
+    mod documented;
     pub mod measure;
     pub mod object_args;
     pub mod report;

@@ -14,6 +14,7 @@ pub mod matrix;
 pub mod metrics;
 pub mod pairs;
 pub mod squad;
+pub mod tabular;
 
 use findings::conclusion;
 pub use findings::{gate_report, warning};

@@ -186,3 +186,41 @@ fn report_renders_a_table_and_a_chart() {
         format!("bpf-overhead: chart written to {}", chart.path())
     );
 }
+
+/// `--format json|csv|markdown`: the table's figures for programs and
+/// pages, from the same files.
+#[test]
+fn report_formats_for_programs_and_pages() {
+    let (a, b) = (
+        TempFile::new("report-fmt-6.18.json"),
+        TempFile::new("report-fmt-6.1.json"),
+    );
+    fs::write(&a.0, fixture().to_string()).unwrap();
+    let mut doc = fixture();
+    doc["kernel_release"] = "6.1.0".into();
+    fs::write(&b.0, doc.to_string()).unwrap();
+    let report = |format: &str| run_ok(&["report", "--format", format, a.path(), b.path()]).stdout;
+
+    let json: serde_json::Value = serde_json::from_str(&report("json")).unwrap();
+    let records = json["records"].as_array().unwrap();
+    let raw_tp: Vec<&serde_json::Value> = records
+        .iter()
+        .filter(|r| r["mechanism"] == "raw_tp")
+        .collect();
+    assert_eq!(raw_tp.len(), 2, "{json}");
+    assert_eq!(raw_tp[1]["run"], "6.1.0");
+    assert_eq!(raw_tp[1]["status"], "measured");
+    assert_eq!(json["unit"], "ns");
+
+    let csv = report("csv");
+    let mut lines = csv.lines();
+    assert!(lines
+        .next()
+        .unwrap()
+        .starts_with("run,file,kernel_release,"));
+    assert_eq!(lines.count(), records.len(), "{csv}");
+
+    let md = report("markdown");
+    assert!(md.contains("| mechanism | 6.18.0 | 6.1.0 |"), "{md}");
+    assert!(md.lines().any(|l| l.starts_with("| raw_tp |")), "{md}");
+}

@@ -39,6 +39,12 @@ pub enum Format {
 pub enum ReportFormat {
     /// The table.
     Table,
+    /// The table's figures as JSON: one record per mechanism and run.
+    Json,
+    /// The same records as CSV, one line each.
+    Csv,
+    /// The table as Markdown.
+    Markdown,
     /// KernelCI's KCIDB records of every file (schema v5.3).
     Kcidb,
     /// A SQUAD submission per file, one line each.
@@ -92,7 +98,7 @@ run is never one of the timed ones.\n\n\
 Needs root: CAP_BPF and CAP_PERFMON to load the programs; tp also reads root's tracefs \
 (CAP_DAC_READ_SEARCH), uprobes and the prog ns run need CAP_SYS_ADMIN. What is missing is \
 named before anything runs. SIGINT or SIGTERM stops after the run in progress and prints \
-what was measured, marked interrupted.",
+what was measured, marked INTERRUPTED.",
     after_help = after_help(),
     args_conflicts_with_subcommands = true
 )]
@@ -285,8 +291,9 @@ pub enum Command {
     /// across; each cell is the mechanism's ns per event over the base of
     /// its own run, median ± sample stddev over the rounds. The chart shows
     /// the same figures, one panel per trigger. Emulated runs are marked in
-    /// both. --format kcidb or squad prints kernel CI's records of the
-    /// files instead of the table. Needs no root. Exit status (the list in
+    /// both. --format markdown prints the table as Markdown; json and csv
+    /// its figures, one record per mechanism and run (docs/benchmark.md);
+    /// kcidb or squad kernel CI's records of the files. Needs no root. Exit status (the list in
     /// bpf-overhead --help): 0 rendered; 2 bad input (no files, an
     /// unreadable file or not a result, counts beside times, no two
     /// results with a mechanism in common for the table, an --against
@@ -381,8 +388,8 @@ pub struct ReportArgs {
     #[arg(long, value_name = "OUT")]
     pub svg: Option<PathBuf>,
 
-    /// Output format: the table, or kernel CI's records of the files
-    /// (printed, never sent: docs/kernel-ci.md).
+    /// Output format: the table (also as json, csv or markdown), or kernel
+    /// CI's records of the files (printed, never sent: docs/kernel-ci.md).
     #[arg(long, value_enum, default_value_t = ReportFormat::Table)]
     pub format: ReportFormat,
 }

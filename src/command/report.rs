@@ -1,5 +1,5 @@
 //! `bpf-overhead report FILE... [--svg OUT] [--format F]`: result files side
-//! by side, or as kernel CI's records.
+//! by side (a table, JSON, CSV or Markdown), or as kernel CI's records.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -45,7 +45,7 @@ pub fn report(args: &ReportArgs) -> Result<ExitCode, Failure> {
                 .map_err(|e| Failure::Input(format!("report: {}", e.about(path))))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    if args.format != ReportFormat::Table {
+    if matches!(args.format, ReportFormat::Kcidb | ReportFormat::Squad) {
         return records(args, &docs, svg_out.as_deref());
     }
     // An --against run is two columns, A and B, side by side.
@@ -66,7 +66,12 @@ pub fn report(args: &ReportArgs) -> Result<ExitCode, Failure> {
     for line in side_by_side::config_lines(&docs) {
         note(&format!("report: {line}"));
     }
-    print(&render::matrix::table(&matrix))?;
+    print(&match args.format {
+        ReportFormat::Json => render::tabular::json(&matrix),
+        ReportFormat::Csv => render::tabular::csv(&matrix),
+        ReportFormat::Markdown => render::tabular::markdown(&matrix),
+        _ => render::matrix::table(&matrix),
+    })?;
     if let Some(out) = &svg_out {
         chart(&matrix, out)?;
     }
@@ -113,7 +118,7 @@ fn records(
     print(&match args.format {
         ReportFormat::Kcidb => render::kcidb::kcidb(&docs),
         ReportFormat::Squad => render::squad::squad(&docs),
-        ReportFormat::Table => unreachable!("the table is report's own"),
+        _ => unreachable!("the matrix's formats are report's own"),
     })?;
     if let (Some(matrix), Some(out)) = (&matrix, svg_out) {
         chart(matrix, out)?;

@@ -21,7 +21,7 @@ const WHAT_EXACT: &str = "instructions per event over the base, counted under an
      clock (the fewest of the rounds less the base's); ▲ ▼ a change of more than 1% from the run \
      to the left";
 
-fn what(m: &Matrix) -> &'static str {
+pub(crate) fn what(m: &Matrix) -> &'static str {
     if m.exact {
         WHAT_EXACT
     } else {
@@ -68,7 +68,7 @@ fn run_size(run: &ResultFile) -> String {
 
 /// What a run is: file, kernel, architecture, CPU, when, how much; and, when emulated,
 /// that its figures are not performance figures.
-fn describe(run: &ResultFile) -> String {
+pub(crate) fn describe(run: &ResultFile) -> String {
     let mut s = format!(
         "{}: kernel {} on {}, {}, {}, {} round{} of {}",
         run.file,
@@ -91,36 +91,7 @@ fn describe(run: &ResultFile) -> String {
 /// parentheses, `skipped`, `FAILED`, or `-` when not in that run. Then
 /// what each run is, and why mechanisms were skipped or failed.
 pub fn table(m: &Matrix) -> String {
-    let mut header = vec!["mechanism".to_string()];
-    header.extend(m.runs.iter().map(heading));
-    let rows: Vec<Vec<String>> = m
-        .rows
-        .iter()
-        .map(|row| {
-            let mut cells = vec![row.name.clone()];
-            let before = std::iter::once(&Cell::Missing).chain(&row.cells);
-            cells.extend(row.cells.iter().zip(before).map(|(c, before)| match c {
-                Cell::Overhead { median, .. } if m.exact => {
-                    match crate::side_by_side::count_change(before, c) {
-                        Some(ch) if ch > 0.0 => format!("{median:+.1} ▲{:+.1}%", ch * 100.0),
-                        Some(ch) => format!("{median:+.1} ▼{:+.1}%", ch * 100.0),
-                        None => format!("{median:+.1}"),
-                    }
-                }
-                Cell::Overhead {
-                    median,
-                    stddev,
-                    rounds,
-                } => overhead(*median, *stddev, *rounds),
-                Cell::Base { ns_per_event } if m.exact => format!("({ns_per_event:.1} ins)"),
-                Cell::Base { ns_per_event } => format!("({ns_per_event:.1} ns)"),
-                Cell::Skipped(_) => "skipped".into(),
-                Cell::Failed(_) => "FAILED".into(),
-                Cell::Missing => "-".into(),
-            }));
-            cells
-        })
-        .collect();
+    let (header, rows) = cells(m);
     let widths: Vec<usize> = (0..header.len())
         .map(|c| {
             std::iter::once(&header)
@@ -179,9 +150,45 @@ pub fn table(m: &Matrix) -> String {
     out
 }
 
+/// The table's heading (`mechanism`, then each run's label) and its rows,
+/// each cell as the table shows it: for every renderer of the table.
+pub(crate) fn cells(m: &Matrix) -> (Vec<String>, Vec<Vec<String>>) {
+    let mut header = vec!["mechanism".to_string()];
+    header.extend(m.runs.iter().map(heading));
+    let rows = m
+        .rows
+        .iter()
+        .map(|row| {
+            let mut cells = vec![row.name.clone()];
+            let before = std::iter::once(&Cell::Missing).chain(&row.cells);
+            cells.extend(row.cells.iter().zip(before).map(|(c, before)| match c {
+                Cell::Overhead { median, .. } if m.exact => {
+                    match crate::side_by_side::count_change(before, c) {
+                        Some(ch) if ch > 0.0 => format!("{median:+.1} ▲{:+.1}%", ch * 100.0),
+                        Some(ch) => format!("{median:+.1} ▼{:+.1}%", ch * 100.0),
+                        None => format!("{median:+.1}"),
+                    }
+                }
+                Cell::Overhead {
+                    median,
+                    stddev,
+                    rounds,
+                } => overhead(*median, *stddev, *rounds),
+                Cell::Base { ns_per_event } if m.exact => format!("({ns_per_event:.1} ins)"),
+                Cell::Base { ns_per_event } => format!("({ns_per_event:.1} ns)"),
+                Cell::Skipped(_) => "skipped".into(),
+                Cell::Failed(_) => "FAILED".into(),
+                Cell::Missing => "-".into(),
+            }));
+            cells
+        })
+        .collect();
+    (header, rows)
+}
+
 /// `skipped kprobe on 6.18.0, 6.12.0: <reason>`: one line per mechanism
 /// and reason, naming the runs.
-fn notes(m: &Matrix) -> Vec<String> {
+pub(crate) fn notes(m: &Matrix) -> Vec<String> {
     let mut notes = Vec::new();
     for row in &m.rows {
         let mut reasons: BTreeMap<(&str, String), Vec<&str>> = BTreeMap::new();

@@ -61,7 +61,10 @@ pub const TASKS: &[&str] = &["vmtest", "ci", "kselftest", "flakes", "history"];
 struct VmtestCli {
     /// A Debian series, newest, a release or a path (see below)
     #[arg(value_name = "KERNEL")]
-    kernel: Vec<String>,
+    kernel: Option<String>,
+    /// A second KERNEL, only to refuse it with a line that says why
+    #[arg(value_name = "KERNEL", hide = true)]
+    more_kernels: Vec<String>,
     /// libtest arguments for each test executable (default: --nocapture)
     #[arg(last = true, value_name = "TEST-ARGS")]
     test_args: Option<Vec<String>>,
@@ -237,13 +240,13 @@ pub fn parse(argv: &[String], env_accel: Option<&str>) -> Result<Parsed> {
 }
 
 fn vmtest_args(v: Box<VmtestCli>, dashdash: bool, env_accel: Option<&str>) -> Result<Args> {
-    let kernel = match v.kernel.as_slice() {
-        [] => bail!(
+    let kernel = match (v.kernel, v.more_kernels.first()) {
+        (None, _) => bail!(
             "no KERNEL given: a Debian series (6.1, 6.12), newest, a release (6.1.0-57-amd64) \
              or a path to a bzImage/vmlinux"
         ),
-        [k] => k.clone(),
-        [a, b, ..] => {
+        (Some(k), None) => k,
+        (Some(a), Some(b)) => {
             bail!("more than one KERNEL given ({a}, {b}); test arguments go after --")
         }
     };
@@ -569,6 +572,8 @@ mod tests {
         ] {
             assert!(h.contains(want), "{want}");
         }
+        // One KERNEL only: --help must not offer a second.
+        assert!(!h.contains("[KERNEL]..."), "{h}");
         let Ok(Parsed::Ci(c)) = parse_task(&["ci"]) else {
             panic!("ci")
         };

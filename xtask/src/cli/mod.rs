@@ -3,4 +3,6 @@
 //! the VM's types and util's value parsers, and nothing imports it back.
 
 pub mod args;
+#[cfg(test)]
+mod documented;
 pub mod help;

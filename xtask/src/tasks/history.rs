@@ -57,20 +57,14 @@ fn run(a: &HistoryArgs) -> Result<i32> {
         };
         repo.join("target/history").join(name)
     });
+    let selection = a.selection().map_err(BadInput)?;
     let all = list(a, &cache, (&range.0, &range.1))?;
     let setting = Setting {
         qemu: qemu_version(a.arch)?,
         cpu: vm::tcg_cpu(a.arch).into(),
-        plan: format!(
-            "{} rounds of 200 events{}",
-            a.rounds,
-            if a.every_function {
-                ""
-            } else {
-                ", the links on every function left out"
-            }
-        ),
+        plan: a.plan(&selection),
         programs: kept::digest_sources(&repo)?,
+        selection,
     };
     if a.list {
         return list_out(a, &all, &setting, &kept_dir);

@@ -97,6 +97,10 @@ fn count(
     }
     crate::util::create_dir_all(&dir)?;
     let mut cmd = vmtest(a, &b.release, &dir);
+    if !setting.selection.is_empty() {
+        cmd.arg("--bench-arg=-m")
+            .arg(format!("--bench-arg={}", setting.selection.join(",")));
+    }
     if !a.every_function {
         cmd.arg("--bench-arg=--skip")
             .arg(format!("--bench-arg={}", EVERY_FUNCTION.join(",")));

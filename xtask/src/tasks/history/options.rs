@@ -58,6 +58,15 @@ pub struct HistoryArgs {
     /// kretprobe.multi-all-loop): twice the time, and no step of theirs is judged
     #[arg(long = "every-function")]
     pub every_function: bool,
+    /// Count only these mechanisms (and their bases), comma-separated or
+    /// repeated: the command's -m [default: all]
+    #[arg(
+        short = 'm',
+        long = "mechanism",
+        value_name = "NAME",
+        value_delimiter = ','
+    )]
+    pub mechanisms: Vec<String>,
     /// The command's rounds per build; each count is the fewest of them
     #[arg(long, value_name = "N", default_value_t = ROUNDS, value_parser = positive)]
     pub rounds: u32,
@@ -72,12 +81,54 @@ pub struct HistoryArgs {
     pub out: Option<PathBuf>,
 }
 
+impl HistoryArgs {
+    /// `-m`'s names, sorted and each once (so that `-m a,b` and `-m b,a`
+    /// keep the same counts); empty for all. A link on every function
+    /// needs --every-function, else --skip would drop it.
+    pub fn selection(&self) -> Result<Vec<String>, String> {
+        let mut names: Vec<String> = self
+            .mechanisms
+            .iter()
+            .map(|m| m.trim().to_string())
+            .collect();
+        if names.iter().any(String::is_empty) {
+            return Err("-m: an empty mechanism name (see bpf-overhead --list)".into());
+        }
+        if let Some(m) = names
+            .iter()
+            .find(|m| !self.every_function && EVERY_FUNCTION.contains(&m.as_str()))
+        {
+            return Err(format!(
+                "-m {m}: a link on every function, counted only with --every-function"
+            ));
+        }
+        names.sort();
+        names.dedup();
+        Ok(names)
+    }
+
+    /// The command's plan, as kept counts are keyed: rounds, events, what
+    /// is left out and, with -m, what is counted.
+    pub fn plan(&self, selection: &[String]) -> String {
+        let mut plan = format!("{} rounds of 200 events", self.rounds);
+        if !self.every_function {
+            plan.push_str(", the links on every function left out");
+        }
+        if !selection.is_empty() {
+            plan.push_str(&format!(", only {}", selection.join(",")));
+        }
+        plan
+    }
+}
+
 /// What every count of this history depends on besides the build.
 pub struct Setting {
     pub qemu: String,
     pub cpu: String,
     pub plan: String,
     pub programs: String,
+    /// `-m`'s mechanisms ([`HistoryArgs::selection`]), empty for all.
+    pub selection: Vec<String>,
 }
 
 impl Setting {
@@ -102,4 +153,46 @@ pub struct Runs<'a> {
     pub failed: &'a BTreeMap<String, (String, i32)>,
     /// Builds counted now.
     pub now: &'a [&'a str],
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        a: HistoryArgs,
+    }
+
+    fn args(argv: &[&str]) -> HistoryArgs {
+        Cli::try_parse_from(std::iter::once("history").chain(argv.iter().copied()))
+            .unwrap()
+            .a
+    }
+
+    /// -m changes the plan, and so the key counts are kept under; its
+    /// order does not.
+    #[test]
+    fn m_selects_and_keys_the_counts() {
+        let all = args(&["6.12"]);
+        assert_eq!(all.selection().unwrap(), Vec::<String>::new());
+        let one = args(&["6.12", "-m", "uprobe-nop"]);
+        assert_eq!(one.selection().unwrap(), ["uprobe-nop"]);
+        let plan = |a: &HistoryArgs| a.plan(&a.selection().unwrap());
+        assert_eq!(
+            plan(&one),
+            "5 rounds of 200 events, the links on every function left out, only uprobe-nop"
+        );
+        assert_ne!(plan(&all), plan(&one));
+        let ab = args(&["6.12", "-m", "raw_tp,fentry"]);
+        let ba = args(&["6.12", "-m", "fentry", "--mechanism", "raw_tp,fentry"]);
+        assert_eq!(plan(&ab), plan(&ba));
+        let e = args(&["6.12", "-m", "kprobe.multi-all-loop"]).selection();
+        assert!(e.unwrap_err().contains("--every-function"));
+        let ok = args(&["6.12", "--every-function", "-m", "kprobe.multi-all-loop"]);
+        assert_eq!(ok.selection().unwrap(), ["kprobe.multi-all-loop"]);
+        assert!(args(&["6.12", "-m", "a,,b"]).selection().is_err());
+    }
 }
