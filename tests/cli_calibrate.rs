@@ -31,11 +31,9 @@ fn host_file(name: &str) -> TempFile {
     file
 }
 
-/// A calibration of this host, saved.
-fn calibrated(name: &str) -> (TempFile, Output) {
-    let host = host_file(&format!("{name}-host.json"));
-    let cal = TempFile::new(name);
-    let out = run(&[
+/// `calibrate` fitting `host`, saved to `cal`.
+fn fit(host: &TempFile, cal: &TempFile) -> Output {
+    run(&[
         "calibrate",
         "--exact",
         &exact(),
@@ -43,7 +41,14 @@ fn calibrated(name: &str) -> (TempFile, Output) {
         host.0.to_str().unwrap(),
         "--save",
         cal.0.to_str().unwrap(),
-    ]);
+    ])
+}
+
+/// A calibration of this host, saved.
+fn calibrated(name: &str) -> (TempFile, Output) {
+    let host = host_file(&format!("{name}-host.json"));
+    let cal = TempFile::new(name);
+    let out = fit(&host, &cal);
     (cal, out)
 }
 
@@ -134,16 +139,7 @@ fn a_result_of_another_host_is_refused_and_nothing_is_written() {
     fs::write(&host.0, doc.to_string()).unwrap();
     let cal = TempFile::new("cal-foreign.json");
     fs::write(&cal.0, "kept").unwrap();
-    let out = run(&[
-        "calibrate",
-        "--exact",
-        &exact(),
-        "--host",
-        host.0.to_str().unwrap(),
-        "--save",
-        cal.0.to_str().unwrap(),
-    ]);
-    assert_refused(&out, "not this host", "a foreign result");
+    assert_refused(&fit(&host, &cal), "not this host", "a foreign result");
     assert_eq!(fs::read_to_string(&cal.0).unwrap(), "kept");
     // A count is no time, and a time is no count.
     bad_input(

@@ -304,14 +304,7 @@ impl Attached<'_, '_> {
         let lead = Instant::now();
         let fired = self.armed.fire(n)?;
         let elapsed = lead.elapsed();
-        let mut all = vec![Fired {
-            cpu: self.cpu,
-            events: fired,
-            elapsed,
-        }];
-        for p in &self.producers {
-            all.push(p.result().map_err(|e| e.of(self.mechanism))?);
-        }
+        let all = self.with_producers(fired, elapsed)?;
         let ns_per_event = elapsed.as_nanos() as f64 / fired.max(1) as f64;
         let lead = if counted {
             Some(self.count(&all, true)?)
@@ -347,6 +340,12 @@ impl Attached<'_, '_> {
             (fired, elapsed, elapsed.saturating_sub(ran), win)
         });
         let (fired, window) = (fired?, win?);
+        Ok((self.with_producers(fired, elapsed)?, lost, window))
+    }
+
+    /// What this thread fired, then what each producer did for its
+    /// order.
+    fn with_producers(&self, fired: u64, elapsed: Duration) -> Result<Vec<Fired>> {
         let mut all = vec![Fired {
             cpu: self.cpu,
             events: fired,
@@ -355,7 +354,7 @@ impl Attached<'_, '_> {
         for p in &self.producers {
             all.push(p.result().map_err(|e| e.of(self.mechanism))?);
         }
-        Ok((all, lost, window))
+        Ok(all)
     }
 
     /// Each producer's hits (when `counting`) and, for a session

@@ -13,20 +13,9 @@ use std::path::Path;
 use anyhow::{ensure, Context, Result};
 use serde_json::Value;
 
+use crate::tasks::vmtest::explain::kinds::PATH;
 use crate::tasks::vmtest::explain::{Explained, Split};
 use crate::util::counts::{Row, Verdict};
-
-/// The kinds that make a path; returns and indirect branches change with
-/// any code and are priced with it.
-const PATH_KINDS: [&str; 7] = [
-    "int3",
-    "debug",
-    "page_fault",
-    "syscall",
-    "iret",
-    "sysret",
-    "serializing",
-];
 
 /// A change of a kind by less than this per event is no change of path.
 const LEAST_CHANGE: f64 = 0.5;
@@ -92,8 +81,7 @@ fn path_change(a: &Split, b: &Split) -> Vec<(&'static str, f64)> {
             .find(|x| x.kind == k)
             .map_or(0.0, |x| x.per_event)
     };
-    PATH_KINDS
-        .iter()
+    PATH.iter()
         .map(|k| (*k, of(b, k) - of(a, k)))
         .filter(|(_, d)| d.abs() >= LEAST_CHANGE)
         .collect()

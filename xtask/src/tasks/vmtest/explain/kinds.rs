@@ -27,7 +27,8 @@ pub const ENTRIES: [(&str, &str); 2] = [
 ];
 
 /// The kinds in the order they are shown: traps and system calls, their
-/// returns, then what every path has more or less of.
+/// returns and barriers (the [`PATH`]), then what every path has more or
+/// less of.
 pub const ORDER: [&str; 9] = [
     "int3",
     "debug",
@@ -39,6 +40,10 @@ pub const ORDER: [&str; 9] = [
     "indirect",
     "ret",
 ];
+
+/// The kinds that make a path: a change of one of them is a change of
+/// path; returns and indirect branches change with any code.
+pub const PATH: &[&str] = ORDER.split_at(7).0;
 
 /// One kind's events per event over the base's.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
