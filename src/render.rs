@@ -16,6 +16,26 @@ pub mod pairs;
 pub mod squad;
 pub mod tabular;
 
+/// The gate's findings of one regression, raw_tp's +25%: what kernel CI's
+/// records must fail (kcidb.rs' and squad.rs' tests).
+#[cfg(test)]
+fn raw_tp_regressed() -> crate::gate::Findings {
+    crate::gate::Findings {
+        threshold: crate::gate::Threshold::ByTrigger,
+        warnings: Vec::new(),
+        comparisons: vec![crate::gate::Comparison {
+            name: "raw_tp".into(),
+            verdict: crate::gate::Verdict::Regressed,
+            change: Some(0.25),
+            diff_ns: Some(25.0),
+            p_value: Some(0.01),
+            detectable: Some(0.05),
+            detail: "80.0 -> 100.0 ns (+25.0%)".into(),
+            by_drift: false,
+        }],
+    }
+}
+
 use findings::conclusion;
 pub use findings::{gate_report, warning};
 pub use ktap::{ktap, ktap_diagnostic, ktap_header, ktap_result, KtapResult};

@@ -325,20 +325,7 @@ mod tests {
     #[test]
     fn a_regression_fails_with_its_change() {
         let doc = document();
-        let findings = Findings {
-            threshold: crate::gate::Threshold::ByTrigger,
-            warnings: Vec::new(),
-            comparisons: vec![crate::gate::Comparison {
-                name: "raw_tp".into(),
-                verdict: crate::gate::Verdict::Regressed,
-                change: Some(0.25),
-                diff_ns: Some(25.0),
-                p_value: Some(0.01),
-                detectable: Some(0.05),
-                detail: "80.0 -> 100.0 ns (+25.0%)".into(),
-                by_drift: false,
-            }],
-        };
+        let findings = super::super::raw_tp_regressed();
         let r = records_of(&[(&doc, Some(&findings))]);
         let raw_tp = test(&r, "bpf_overhead.raw_tp");
         assert_eq!(
