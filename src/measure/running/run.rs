@@ -243,10 +243,8 @@ impl Attached<'_, '_> {
         // a system-wide hook counts other processes' events too.
         let hits = match counted_by {
             None => None,
-            Some(Counts::Program) => {
-                let hits: Vec<u64> = producers.iter().filter_map(|p| p.hits).collect();
-                (!hits.is_empty()).then(|| hits.iter().sum())
-            }
+            // None where nothing was counted (`every-check`, `none`).
+            Some(Counts::Program) => producers.iter().map(|p| p.hits).sum(),
             Some(Counts::Stats) => {
                 object::check_reached(m, prog_run.map(|(_, n)| n), events)?;
                 Some(events)
@@ -295,8 +293,7 @@ impl Attached<'_, '_> {
             l.set_extra(counted, self.work);
         }
         let n = lead_in(events.get());
-        let start = Barrier::new(1 + self.producers.len());
-        let start = Arc::new(start);
+        let start = Arc::new(Barrier::new(1 + self.producers.len()));
         for p in &self.producers {
             p.order(n, start.clone())?;
         }
