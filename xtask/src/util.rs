@@ -19,10 +19,13 @@ pub mod values;
 
 // Shared with the command (xtask does not depend on the main crate: that
 // would build its BPF): the environment variables, kernel configs, the
-// exact verdict rule, the exit statuses, and where root creates files,
-// and how. Every file xtask writes goes through safe_write; the probe
-// before a write is the command's alone.
-pub use bpf_overhead_common::{env_vars, exact_rule, exit_status, kconfig, safe_write};
+// exact verdict rule, the exit statuses, the result document and its
+// verdicts, and where root creates files, and how. Every file xtask
+// writes goes through safe_write; the probe before a write is the
+// command's alone.
+pub use bpf_overhead_common::{
+    document, env_vars, exact_rule, exit_status, kconfig, safe_write, verdict,
+};
 // Exact counts read from result documents and judged by that rule.
 pub mod counts;
 
