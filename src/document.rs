@@ -55,6 +55,7 @@ pub(crate) mod fixtures {
             tool_version: "0.1.0".into(),
             timestamp: "2026-05-01T12:00:00Z".into(),
             kernel_release: "6.18.0".into(),
+            kernel_build_id: None,
             cpu_model: "Test CPU".into(),
             arch: "x86_64".into(),
             cpu: 0,

@@ -39,6 +39,11 @@ pub struct Document {
     pub timestamp: String,
     /// `uname -r`.
     pub kernel_release: String,
+    /// The running kernel's GNU build id in hex (`/sys/kernel/notes`):
+    /// two builds of one release differ in it. Null where the kernel has
+    /// none, and in older results.
+    #[serde(default)]
+    pub kernel_build_id: Option<String>,
     /// The CPU's model name from /proc/cpuinfo.
     pub cpu_model: String,
     /// The machine's architecture as Rust names it (`x86_64`, `aarch64`):

@@ -32,6 +32,7 @@ pub fn document(plan: &Plan, runs: &Gathered, host: Host) -> Document {
         tool_version: env!("CARGO_PKG_VERSION").into(),
         timestamp: host.timestamp,
         kernel_release: host.kernel_release,
+        kernel_build_id: host.kernel_build_id,
         cpu_model: host.cpu_model,
         arch: host.arch,
         cpu,

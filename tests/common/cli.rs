@@ -270,6 +270,7 @@ pub fn fixture() -> Value {
     doc["objects"] = serde_json::json!([]);
     doc["packet"] = serde_json::Value::Null;
     doc["kernel_config"] = serde_json::Value::Null;
+    doc["kernel_build_id"] = serde_json::Value::Null;
     doc["unit"] = "ns".into();
     doc["emulator"] = serde_json::Value::Null;
     for m in doc["mechanisms"].as_array_mut().unwrap() {
