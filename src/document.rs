@@ -48,6 +48,7 @@ pub(crate) mod fixtures {
             attach: None,
             windows: None,
             base_windows: None,
+            site: None,
         };
         Document {
             schema: SCHEMA.into(),

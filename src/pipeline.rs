@@ -108,6 +108,7 @@ mod fixtures {
             lost: Duration::ZERO,
             attach: None,
             window: None,
+            site: None,
         }
     }
 

@@ -280,6 +280,12 @@ pub struct MechanismResult {
     pub windows: Option<Vec<u64>>,
     #[serde(default)]
     pub base_windows: Option<Vec<u64>>,
+    /// A probe on a function of this executable: what it left at the
+    /// probed instruction after its runs, read back while attached
+    /// (`int3`: it traps; `call`: the kernel rewrote it, optimized).
+    /// Null otherwise, and in older results.
+    #[serde(default)]
+    pub site: Option<crate::measure::Site>,
 }
 
 /// One producer of a multi-producer run.

@@ -220,6 +220,7 @@ fn mechanism_result(plan: &Plan, o: &MechanismRuns) -> MechanismResult {
             .flatten(),
         windows,
         base_windows,
+        site: ok.then(|| o.samples.last()?.site).flatten(),
     }
 }
 

@@ -279,6 +279,7 @@ pub fn fixture() -> Value {
         m["windows"] = serde_json::Value::Null;
         m["counted_events"] = serde_json::Value::Null;
         m["base_windows"] = serde_json::Value::Null;
+        m["site"] = serde_json::Value::Null;
     }
     doc["context"] = serde_json::json!({
         "cpu": 0, "secs": 1.5, "steal_pct": 0.0, "other_pct": 1.0,

@@ -275,7 +275,7 @@ fn attach_program(
         Attach::Usdt => {
             let exe = exe::exe_path().map_err(libbpf_rs::Error::from)?;
             let name = match mechanism.trigger() {
-                Trigger::Call(target) => target.usdt_name(),
+                Trigger::Call(target) => target.usdt_note(),
                 Trigger::TaskRename
                 | Trigger::Loop(_)
                 | Trigger::Syscall(_)
