@@ -72,6 +72,7 @@ pub(crate) mod fixtures {
             batch: 100,
             prog_work: 0,
             counting: "plain".into(),
+            stacktrace: false,
             producers: 1,
             interrupted: None,
             retaken_runs: 0,

@@ -96,6 +96,10 @@ pub struct Document {
     /// `atomic`.
     #[serde(default = "atomic")]
     pub counting: String,
+    /// Whether every program also took the kernel stack on each hit
+    /// (`--stacktrace`). Absent from older results: false.
+    #[serde(default)]
+    pub stacktrace: bool,
     /// Producers firing at once, each on its own CPU (`--producers`).
     #[serde(default = "one")]
     pub producers: usize,

@@ -53,6 +53,7 @@ pub fn document(plan: &Plan, runs: &Gathered, host: Host) -> Document {
         batch: plan.options.batch.get(),
         prog_work: plan.options.prog_work.get(),
         counting: plan.options.counting.to_string(),
+        stacktrace: plan.options.stacktrace,
         producers: plan.options.producers.get(),
         interrupted: plan.stopped_by().map(signal_name),
         retaken_runs: runs.retaken_runs,

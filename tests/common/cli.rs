@@ -262,6 +262,7 @@ pub fn fixture() -> Value {
     // Apart: one more field in the literal exceeds json!'s recursion limit.
     doc["retaken_runs"] = 0.into();
     doc["counting"] = "every".into();
+    doc["stacktrace"] = false.into();
     doc["budget_secs"] = 0.0.into();
     doc["run_secs"] = serde_json::Value::Null;
     doc["cpu_wait_s"] = 0.0.into();
