@@ -167,7 +167,7 @@ fn counting_none_as_b_counts_nothing_and_the_result_says_so() {
 fn bad_variants_and_a_baseline_beside_against_are_bad_input() {
     bad_input(
         &["--against", "fast"],
-        "expected prog-work=N, bpf-stats, counting=MODE or object=FILE",
+        "expected prog-work=N, bpf-stats, counting=MODE, stacktrace or object=FILE",
     );
     bad_input(
         &["--against", "prog-work=99999"],
