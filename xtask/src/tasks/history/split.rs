@@ -15,6 +15,9 @@ use super::kept::{self, Stables};
 use super::options::{HistoryArgs, Runs, Setting};
 use super::report::{Counted, Located, StableNote};
 use super::steps::{self, Moved, Step};
+use crate::tasks::vmtest::exact::path::{self, Prices};
+use crate::tasks::vmtest::explain::{self as explain_run, Explained};
+use crate::util::counts::{Row, Verdict};
 use crate::util::signal::check_signal;
 use crate::util::{fnv, say, write_whole, FNV_START};
 /// Splits each pair of builds' steps by function: `vmtest A --against B
@@ -28,18 +31,26 @@ pub(super) fn explain(
     runs: &Runs,
 ) -> Result<()> {
     let (kept_dir, out) = (runs.kept, runs.out);
+    let prices = a.calibration.as_deref().map(Prices::read).transpose()?;
+    let prices = prices.as_ref();
     for (from, to, mechs) in steps::pairs(found) {
         let build = |r: &str| all.iter().find(|b| b.release == r);
         let (Some(ba), Some(bb)) = (build(&from), build(&to)) else {
             continue;
         };
         let mut h = FNV_START;
-        for part in [setting.key(ba).digest(), setting.key(bb).digest()] {
+        // "sides": a split keeps both builds' kinds of events since they
+        // were counted; one kept before then is split again.
+        for part in [
+            &setting.key(ba).digest(),
+            &setting.key(bb).digest(),
+            "sides",
+        ] {
             fnv(&mut h, part.as_bytes());
         }
         let dir = kept_dir.join("explain");
         let prefix = format!("{from}--{to}--{h:016x}--");
-        let (mut covered, mut changes) = kept_splits(&dir, &prefix);
+        let (mut covered, mut changes, mut sides) = kept_splits(&dir, &prefix);
         let missing: Vec<String> = mechs
             .iter()
             .filter(|m| !covered.contains(m))
@@ -60,14 +71,31 @@ pub(super) fn explain(
             if let Some(Value::Array(got)) = got {
                 let mut hm = FNV_START;
                 fnv(&mut hm, missing.join(",").as_bytes());
-                let kept = serde_json::json!({"mechanisms": missing, "changes": got});
+                let side = |s: &str| -> Option<Explained> {
+                    let f = run.join(s).join(explain_run::FILE);
+                    let mut e: Explained =
+                        serde_json::from_str(&fs::read_to_string(f).ok()?).ok()?;
+                    e.mechanisms.retain(|m| missing.contains(&m.mechanism));
+                    Some(e)
+                };
+                let got_sides = side("a").zip(side("b"));
+                let kept = serde_json::json!({
+                    "mechanisms": missing, "changes": got, "sides": got_sides
+                });
                 write_whole(
                     &dir.join(format!("{prefix}{hm:016x}.json")),
                     (kept.to_string() + "\n").as_bytes(),
                 )?;
                 covered.extend(missing);
                 changes.extend(got);
+                sides.extend(got_sides);
             }
+        }
+        for s in found
+            .iter_mut()
+            .filter(|s| s.from == from && s.to == to && mechs.contains(&s.mechanism))
+        {
+            judge_path(s, &sides, prices, a.threshold / 100.0);
         }
         let changes = (!covered.is_empty()).then_some(Value::Array(changes));
         for s in found.iter_mut().filter(|s| s.from == from && s.to == to) {
@@ -115,10 +143,10 @@ pub(super) fn explain(
 
 /// The splits kept for one pair of builds (files named `prefix*`): the
 /// mechanisms each run split, and their changes.
-fn kept_splits(dir: &Path, prefix: &str) -> (Vec<String>, Vec<Value>) {
-    let (mut covered, mut changes) = (Vec::new(), Vec::new());
+fn kept_splits(dir: &Path, prefix: &str) -> (Vec<String>, Vec<Value>, Vec<Sides>) {
+    let (mut covered, mut changes, mut sides) = (Vec::new(), Vec::new(), Vec::new());
     let Ok(entries) = fs::read_dir(dir) else {
-        return (covered, changes);
+        return (covered, changes, sides);
     };
     for e in entries.flatten() {
         if !e.file_name().to_string_lossy().starts_with(prefix) {
@@ -133,8 +161,39 @@ fn kept_splits(dir: &Path, prefix: &str) -> (Vec<String>, Vec<Value>) {
         let names = v["mechanisms"].as_array().into_iter().flatten();
         covered.extend(names.filter_map(|m| m.as_str().map(String::from)));
         changes.extend(v["changes"].as_array().into_iter().flatten().cloned());
+        sides.extend(serde_json::from_value::<Sides>(v["sides"].clone()).ok());
     }
-    (covered, changes)
+    (covered, changes, sides)
+}
+
+/// Both builds' splits of one `--explain` run: their kinds of events.
+type Sides = (Explained, Explained);
+
+/// A step whose kinds of events changed (one int3 fewer, one system call
+/// more) is judged as `vmtest --against --exact` judges it: by the host's
+/// prices where given (`--calibration`), else not on instructions alone.
+fn judge_path(s: &mut Step, sides: &[Sides], prices: Option<&Prices>, threshold: f64) {
+    let Some((ea, eb)) = sides
+        .iter()
+        .find(|(ea, eb)| ea.split(&s.mechanism).is_some() && eb.split(&s.mechanism).is_some())
+    else {
+        return;
+    };
+    let verdict = [Verdict::Regressed, Verdict::Improved, Verdict::Unchanged]
+        .into_iter()
+        .find(|v| v.word() == s.verdict);
+    let Some(verdict) = verdict else { return };
+    let mut rows = [Row {
+        mechanism: s.mechanism.clone(),
+        a: s.a,
+        b: s.b,
+        change: s.change,
+        verdict,
+    }];
+    if let Some(note) = path::rejudge(&mut rows, ea, eb, prices, threshold).pop() {
+        s.verdict = rows[0].verdict.word().to_owned();
+        s.path = Some(note);
+    }
 }
 
 /// A step with the stable releases it lies in: from the lists kept with
@@ -240,7 +299,78 @@ mod tests {
             verdict: "REGRESSED".into(),
             functions: vec![],
             explained: None,
+            path: None,
         }
+    }
+
+    /// A kept split's sides, as `--explain` writes each build's
+    /// explain.json: uprobe-nop5 trapping, then on a system call.
+    fn nop5_sides() -> Sides {
+        let side = |count: f64, kinds: &str| -> Explained {
+            serde_json::from_value(serde_json::json!({
+                "unit": "instructions", "kernel": "k", "emulator": "q",
+                "mechanisms": [{
+                    "mechanism": "uprobe-nop5", "base": "base-nop5", "count": count,
+                    "functions": [], "sum": count, "residual": 0.0,
+                    "kinds": serde_json::from_str::<Value>(kinds).unwrap()
+                }]
+            }))
+            .unwrap()
+        };
+        (
+            side(
+                1151.9,
+                r#"[{"kind":"int3","per_event":1.0},{"kind":"iret","per_event":1.0}]"#,
+            ),
+            side(
+                1262.9,
+                r#"[{"kind":"syscall","per_event":1.0},{"kind":"sysret","per_event":1.0}]"#,
+            ),
+        )
+    }
+
+    fn nop5_step() -> Step {
+        Step {
+            mechanism: "uprobe-nop5".into(),
+            a: Some(1151.9),
+            b: Some(1262.9),
+            ..step("6.17.13", "6.18.5")
+        }
+    }
+
+    #[test]
+    fn a_step_whose_path_changed_is_priced_not_called_regressed() {
+        let cal = tempfile::NamedTempFile::new().unwrap();
+        fs::write(
+            cal.path(),
+            r#"{"schema":"bpf-overhead-calibration","host":{"cpu_model":"AMD EPYC"},
+                "weights":{"instructions":0.3,"int3":600.0,"iret":120.0,"syscall":170.0,"sysret":40.0}}"#,
+        )
+        .unwrap();
+        let prices = Prices::read(cal.path()).unwrap();
+        let mut s = nop5_step();
+        judge_path(&mut s, &[nop5_sides()], Some(&prices), 0.01);
+        assert_eq!(s.verdict, Verdict::Improved.word(), "{s:?}");
+        let p = s.path.unwrap();
+        assert!(p.contains("path changed: −1 int3, +1 syscall"), "{p}");
+        assert!(p.contains("est. -477 ns on AMD EPYC"), "{p}");
+    }
+
+    #[test]
+    fn without_a_calibration_a_changed_path_is_not_judged() {
+        let mut s = nop5_step();
+        judge_path(&mut s, &[nop5_sides()], None, 0.01);
+        assert_eq!(s.verdict, Verdict::PathChanged.word());
+        assert!(s.path.unwrap().contains("not judged on instructions alone"));
+    }
+
+    #[test]
+    fn a_step_on_the_same_path_keeps_its_verdict() {
+        let (a, _) = nop5_sides();
+        let same = (a, nop5_sides().0);
+        let mut s = nop5_step();
+        judge_path(&mut s, &[same], None, 0.01);
+        assert_eq!((s.verdict.as_str(), s.path), ("REGRESSED", None));
     }
 
     fn named(l: &Located) -> Vec<(&str, Vec<&str>)> {
