@@ -48,49 +48,8 @@ pub(super) fn explain(
         ] {
             fnv(&mut h, part.as_bytes());
         }
-        let dir = kept_dir.join("explain");
-        let prefix = format!("{from}--{to}--{h:016x}--");
-        let (mut covered, mut changes, mut sides) = kept_splits(&dir, &prefix);
-        let missing: Vec<String> = mechs
-            .iter()
-            .filter(|m| !covered.contains(m))
-            .cloned()
-            .collect();
-        if !missing.is_empty() {
-            let run = out.join("explain").join(format!("{from}--{to}"));
-            let mut cmd = vmtest(a, &from, &run);
-            cmd.args(["--against", &to, "--explain", "--across-configs"])
-                .arg("--bench-arg=-m")
-                .arg(format!("--bench-arg={}", missing.join(",")));
-            say!("explaining {from} -> {to}: {}", missing.join(", "));
-            relay(cmd, "")?;
-            check_signal()?;
-            let got = fs::read_to_string(run.join("explain.json"))
-                .ok()
-                .and_then(|t| serde_json::from_str::<Value>(&t).ok());
-            if let Some(Value::Array(got)) = got {
-                let mut hm = FNV_START;
-                fnv(&mut hm, missing.join(",").as_bytes());
-                let side = |s: &str| -> Option<Explained> {
-                    let f = run.join(s).join(explain_run::FILE);
-                    let mut e: Explained =
-                        serde_json::from_str(&fs::read_to_string(f).ok()?).ok()?;
-                    e.mechanisms.retain(|m| missing.contains(&m.mechanism));
-                    Some(e)
-                };
-                let got_sides = side("a").zip(side("b"));
-                let kept = serde_json::json!({
-                    "mechanisms": missing, "changes": got, "sides": got_sides
-                });
-                write_whole(
-                    &dir.join(format!("{prefix}{hm:016x}.json")),
-                    (kept.to_string() + "\n").as_bytes(),
-                )?;
-                covered.extend(missing);
-                changes.extend(got);
-                sides.extend(got_sides);
-            }
-        }
+        let (covered, changes, sides) =
+            split_pair(a, (&from, &to), &mechs, &kept_dir.join("explain"), out, h)?;
         for s in found
             .iter_mut()
             .filter(|s| s.from == from && s.to == to && mechs.contains(&s.mechanism))
@@ -139,6 +98,61 @@ pub(super) fn explain(
         }
     }
     Ok(())
+}
+
+/// One pair of builds' splits of `mechs`: the kept ones, and a run of
+/// `vmtest --against --explain` for the others, kept under `dir` (key `h`).
+fn split_pair(
+    a: &HistoryArgs,
+    (from, to): (&str, &str),
+    mechs: &[String],
+    dir: &Path,
+    out: &Path,
+    h: u64,
+) -> Result<(Vec<String>, Vec<Value>, Vec<Sides>)> {
+    let prefix = format!("{from}--{to}--{h:016x}--");
+    let (mut covered, mut changes, mut sides) = kept_splits(dir, &prefix);
+    let missing: Vec<String> = mechs
+        .iter()
+        .filter(|m| !covered.contains(m))
+        .cloned()
+        .collect();
+    if missing.is_empty() {
+        return Ok((covered, changes, sides));
+    }
+    let run = out.join("explain").join(format!("{from}--{to}"));
+    let mut cmd = vmtest(a, from, &run);
+    cmd.args(["--against", to, "--explain", "--across-configs"])
+        .arg("--bench-arg=-m")
+        .arg(format!("--bench-arg={}", missing.join(",")));
+    say!("explaining {from} -> {to}: {}", missing.join(", "));
+    relay(cmd, "")?;
+    check_signal()?;
+    let got = fs::read_to_string(run.join("explain.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok());
+    if let Some(Value::Array(got)) = got {
+        let mut hm = FNV_START;
+        fnv(&mut hm, missing.join(",").as_bytes());
+        let side = |s: &str| -> Option<Explained> {
+            let f = run.join(s).join(explain_run::FILE);
+            let mut e: Explained = serde_json::from_str(&fs::read_to_string(f).ok()?).ok()?;
+            e.mechanisms.retain(|m| missing.contains(&m.mechanism));
+            Some(e)
+        };
+        let got_sides = side("a").zip(side("b"));
+        let kept = serde_json::json!({
+            "mechanisms": missing, "changes": got, "sides": got_sides
+        });
+        write_whole(
+            &dir.join(format!("{prefix}{hm:016x}.json")),
+            (kept.to_string() + "\n").as_bytes(),
+        )?;
+        covered.extend(missing);
+        changes.extend(got);
+        sides.extend(got_sides);
+    }
+    Ok((covered, changes, sides))
 }
 
 /// The splits kept for one pair of builds (files named `prefix*`): the
