@@ -5,7 +5,7 @@
 use std::fs;
 use std::path::Path;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use serde_json::Value;
 
 use super::builds::{self, Build};
@@ -15,9 +15,7 @@ use super::kept::{self, Stables};
 use super::options::{HistoryArgs, Runs, Setting};
 use super::report::{Counted, Located, StableNote};
 use super::steps::{self, Moved, Step};
-use crate::tasks::vmtest::exact::path::{self, Prices};
-use crate::tasks::vmtest::explain::{self as explain_run, Explained};
-use crate::util::counts::{Row, Verdict};
+use crate::util::counts::Row;
 use crate::util::signal::check_signal;
 use crate::util::{fnv, say, write_whole, FNV_START};
 /// Splits each pair of builds' steps by function: `vmtest A --against B
@@ -31,30 +29,37 @@ pub(super) fn explain(
     runs: &Runs,
 ) -> Result<()> {
     let (kept_dir, out) = (runs.kept, runs.out);
-    let prices = a.calibration.as_deref().map(Prices::read).transpose()?;
-    let prices = prices.as_ref();
+    // A path judged by price depends on the host's prices: the split is
+    // kept under them too.
+    let prices = match &a.calibration {
+        Some(f) => {
+            fs::read(f).with_context(|| format!("--calibration: reading {}", f.display()))?
+        }
+        None => Vec::new(),
+    };
     for (from, to, mechs) in steps::pairs(found) {
         let build = |r: &str| all.iter().find(|b| b.release == r);
         let (Some(ba), Some(bb)) = (build(&from), build(&to)) else {
             continue;
         };
         let mut h = FNV_START;
-        // "sides": a split keeps both builds' kinds of events since they
-        // were counted; one kept before then is split again.
+        // "paths": a split keeps how each path changed since they were
+        // judged; one kept before then is split again.
         for part in [
-            &setting.key(ba).digest(),
-            &setting.key(bb).digest(),
-            "sides",
+            setting.key(ba).digest().as_bytes(),
+            setting.key(bb).digest().as_bytes(),
+            b"paths",
+            &prices,
         ] {
-            fnv(&mut h, part.as_bytes());
+            fnv(&mut h, part);
         }
-        let (covered, changes, sides) =
+        let (covered, changes, paths) =
             split_pair(a, (&from, &to), &mechs, &kept_dir.join("explain"), out, h)?;
         for s in found
             .iter_mut()
             .filter(|s| s.from == from && s.to == to && mechs.contains(&s.mechanism))
         {
-            judge_path(s, &sides, prices, a.threshold / 100.0);
+            judge_path(s, &paths);
         }
         let changes = (!covered.is_empty()).then_some(Value::Array(changes));
         for s in found.iter_mut().filter(|s| s.from == from && s.to == to) {
@@ -109,22 +114,25 @@ fn split_pair(
     dir: &Path,
     out: &Path,
     h: u64,
-) -> Result<(Vec<String>, Vec<Value>, Vec<Sides>)> {
+) -> Result<(Vec<String>, Vec<Value>, Vec<Row>)> {
     let prefix = format!("{from}--{to}--{h:016x}--");
-    let (mut covered, mut changes, mut sides) = kept_splits(dir, &prefix);
+    let (mut covered, mut changes, mut paths) = kept_splits(dir, &prefix);
     let missing: Vec<String> = mechs
         .iter()
         .filter(|m| !covered.contains(m))
         .cloned()
         .collect();
     if missing.is_empty() {
-        return Ok((covered, changes, sides));
+        return Ok((covered, changes, paths));
     }
     let run = out.join("explain").join(format!("{from}--{to}"));
     let mut cmd = vmtest(a, from, &run);
     cmd.args(["--against", to, "--explain", "--across-configs"])
         .arg("--bench-arg=-m")
         .arg(format!("--bench-arg={}", missing.join(",")));
+    if let Some(f) = &a.calibration {
+        cmd.arg("--calibration").arg(f);
+    }
     say!("explaining {from} -> {to}: {}", missing.join(", "));
     relay(cmd, "")?;
     check_signal()?;
@@ -134,15 +142,16 @@ fn split_pair(
     if let Some(Value::Array(got)) = got {
         let mut hm = FNV_START;
         fnv(&mut hm, missing.join(",").as_bytes());
-        let side = |s: &str| -> Option<Explained> {
-            let f = run.join(s).join(explain_run::FILE);
-            let mut e: Explained = serde_json::from_str(&fs::read_to_string(f).ok()?).ok()?;
-            e.mechanisms.retain(|m| missing.contains(&m.mechanism));
-            Some(e)
-        };
-        let got_sides = side("a").zip(side("b"));
+        // The rows whose path changed, as vmtest judged them.
+        let got_paths: Vec<Row> = fs::read_to_string(run.join("compare.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str::<Vec<Row>>(&t).ok())
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|r| r.path.is_some() && missing.contains(&r.mechanism))
+            .collect();
         let kept = serde_json::json!({
-            "mechanisms": missing, "changes": got, "sides": got_sides
+            "mechanisms": missing, "changes": got, "paths": got_paths
         });
         write_whole(
             &dir.join(format!("{prefix}{hm:016x}.json")),
@@ -150,17 +159,17 @@ fn split_pair(
         )?;
         covered.extend(missing);
         changes.extend(got);
-        sides.extend(got_sides);
+        paths.extend(got_paths);
     }
-    Ok((covered, changes, sides))
+    Ok((covered, changes, paths))
 }
 
 /// The splits kept for one pair of builds (files named `prefix*`): the
 /// mechanisms each run split, and their changes.
-fn kept_splits(dir: &Path, prefix: &str) -> (Vec<String>, Vec<Value>, Vec<Sides>) {
-    let (mut covered, mut changes, mut sides) = (Vec::new(), Vec::new(), Vec::new());
+fn kept_splits(dir: &Path, prefix: &str) -> (Vec<String>, Vec<Value>, Vec<Row>) {
+    let (mut covered, mut changes, mut paths) = (Vec::new(), Vec::new(), Vec::new());
     let Ok(entries) = fs::read_dir(dir) else {
-        return (covered, changes, sides);
+        return (covered, changes, paths);
     };
     for e in entries.flatten() {
         if !e.file_name().to_string_lossy().starts_with(prefix) {
@@ -175,38 +184,19 @@ fn kept_splits(dir: &Path, prefix: &str) -> (Vec<String>, Vec<Value>, Vec<Sides>
         let names = v["mechanisms"].as_array().into_iter().flatten();
         covered.extend(names.filter_map(|m| m.as_str().map(String::from)));
         changes.extend(v["changes"].as_array().into_iter().flatten().cloned());
-        sides.extend(serde_json::from_value::<Sides>(v["sides"].clone()).ok());
+        paths.extend(serde_json::from_value::<Vec<Row>>(v["paths"].clone()).unwrap_or_default());
     }
-    (covered, changes, sides)
+    (covered, changes, paths)
 }
 
-/// Both builds' splits of one `--explain` run: their kinds of events.
-type Sides = (Explained, Explained);
-
 /// A step whose kinds of events changed (one int3 fewer, one system call
-/// more) is judged as `vmtest --against --exact` judges it: by the host's
-/// prices where given (`--calibration`), else not on instructions alone.
-fn judge_path(s: &mut Step, sides: &[Sides], prices: Option<&Prices>, threshold: f64) {
-    let Some((ea, eb)) = sides
-        .iter()
-        .find(|(ea, eb)| ea.split(&s.mechanism).is_some() && eb.split(&s.mechanism).is_some())
-    else {
-        return;
-    };
-    let verdict = [Verdict::Regressed, Verdict::Improved, Verdict::Unchanged]
-        .into_iter()
-        .find(|v| v.word() == s.verdict);
-    let Some(verdict) = verdict else { return };
-    let mut rows = [Row {
-        mechanism: s.mechanism.clone(),
-        a: s.a,
-        b: s.b,
-        change: s.change,
-        verdict,
-    }];
-    if let Some(note) = path::rejudge(&mut rows, ea, eb, prices, threshold).pop() {
-        s.verdict = rows[0].verdict.word().to_owned();
-        s.path = Some(note);
+/// more) takes the verdict `vmtest --against --exact` gave it: by the
+/// host's prices where `--calibration` gave them, else not judged on
+/// instructions alone (docs/exact.md).
+fn judge_path(s: &mut Step, paths: &[Row]) {
+    if let Some(r) = paths.iter().find(|r| r.mechanism == s.mechanism) {
+        s.verdict = r.verdict.word().to_owned();
+        s.path = r.path.clone();
     }
 }
 
@@ -317,74 +307,22 @@ mod tests {
         }
     }
 
-    /// A kept split's sides, as `--explain` writes each build's
-    /// explain.json: uprobe-nop5 trapping, then on a system call.
-    fn nop5_sides() -> Sides {
-        let side = |count: f64, kinds: &str| -> Explained {
-            serde_json::from_value(serde_json::json!({
-                "unit": "instructions", "kernel": "k", "emulator": "q",
-                "mechanisms": [{
-                    "mechanism": "uprobe-nop5", "base": "base-nop5", "count": count,
-                    "functions": [], "sum": count, "residual": 0.0,
-                    "kinds": serde_json::from_str::<Value>(kinds).unwrap()
-                }]
-            }))
-            .unwrap()
-        };
-        (
-            side(
-                1151.9,
-                r#"[{"kind":"int3","per_event":1.0},{"kind":"iret","per_event":1.0}]"#,
-            ),
-            side(
-                1262.9,
-                r#"[{"kind":"syscall","per_event":1.0},{"kind":"sysret","per_event":1.0}]"#,
-            ),
-        )
-    }
-
-    fn nop5_step() -> Step {
-        Step {
-            mechanism: "uprobe-nop5".into(),
-            a: Some(1151.9),
-            b: Some(1262.9),
-            ..step("6.17.13", "6.18.5")
-        }
-    }
-
     #[test]
-    fn a_step_whose_path_changed_is_priced_not_called_regressed() {
-        let cal = tempfile::NamedTempFile::new().unwrap();
-        fs::write(
-            cal.path(),
-            r#"{"schema":"bpf-overhead-calibration","host":{"cpu_model":"AMD EPYC"},
-                "weights":{"instructions":0.3,"int3":600.0,"iret":120.0,"syscall":170.0,"sysret":40.0}}"#,
+    fn a_step_whose_path_changed_takes_the_verdict_of_its_price() {
+        // compare.json's row, as `vmtest --against --explain --calibration` writes it.
+        let rows: Vec<Row> = serde_json::from_str(
+            r#"[{"mechanism":"kprobe.multi-loop","a":400.0,"b":440.0,"change":0.1,
+                 "verdict":"improved","path":"kprobe.multi-loop: path changed: −1 int3; +40 ins, est. -300 ns on AMD EPYC (-40.0%): improved"}]"#,
         )
         .unwrap();
-        let prices = Prices::read(cal.path()).unwrap();
-        let mut s = nop5_step();
-        judge_path(&mut s, &[nop5_sides()], Some(&prices), 0.01);
-        assert_eq!(s.verdict, Verdict::Improved.word(), "{s:?}");
-        let p = s.path.unwrap();
-        assert!(p.contains("path changed: −1 int3, +1 syscall"), "{p}");
-        assert!(p.contains("est. -477 ns on AMD EPYC"), "{p}");
-    }
-
-    #[test]
-    fn without_a_calibration_a_changed_path_is_not_judged() {
-        let mut s = nop5_step();
-        judge_path(&mut s, &[nop5_sides()], None, 0.01);
-        assert_eq!(s.verdict, Verdict::PathChanged.word());
-        assert!(s.path.unwrap().contains("not judged on instructions alone"));
-    }
-
-    #[test]
-    fn a_step_on_the_same_path_keeps_its_verdict() {
-        let (a, _) = nop5_sides();
-        let same = (a, nop5_sides().0);
-        let mut s = nop5_step();
-        judge_path(&mut s, &[same], None, 0.01);
-        assert_eq!((s.verdict.as_str(), s.path), ("REGRESSED", None));
+        let mut s = step("6.17.13", "6.18.5");
+        judge_path(&mut s, &rows);
+        assert_eq!(s.verdict, "improved");
+        assert!(s.path.unwrap().contains("path changed: −1 int3"));
+        let mut other = step("6.17.13", "6.18.5");
+        other.mechanism = "raw_tp".into();
+        judge_path(&mut other, &rows);
+        assert_eq!((other.verdict.as_str(), other.path), ("REGRESSED", None));
     }
 
     fn named(l: &Located) -> Vec<(&str, Vec<&str>)> {
