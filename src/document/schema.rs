@@ -49,8 +49,8 @@ pub struct Document {
     #[serde(default = "x86_64")]
     pub arch: String,
     /// /sys/devices/system/cpu/vulnerabilities, each file's line: how the
-    /// kernel mitigates this CPU. Absent from older results.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    /// kernel mitigates this CPU. Absent from older results: empty.
+    #[serde(default)]
     pub mitigations: BTreeMap<String, String>,
     /// The CPU every run was pinned to.
     pub cpu: usize,
