@@ -58,6 +58,7 @@ pub(crate) mod fixtures {
             kernel_release: "6.18.0".into(),
             cpu_model: "Test CPU".into(),
             arch: "x86_64".into(),
+            mitigations: Default::default(),
             cpu: 0,
             emulated: None,
             unit: UNIT_NS.into(),

@@ -142,6 +142,7 @@ mod fixtures {
             cpu_model: "Test CPU".into(),
             arch: "x86_64".into(),
             timestamp: "2026-05-01T12:00:00Z".into(),
+            mitigations: Default::default(),
         }
     }
 }

@@ -1,5 +1,7 @@
 //! The result document's types, and their JSON.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::stats::Summary;
@@ -46,6 +48,10 @@ pub struct Document {
     /// of versions that ran on x86_64 only.
     #[serde(default = "x86_64")]
     pub arch: String,
+    /// /sys/devices/system/cpu/vulnerabilities, each file's line: how the
+    /// kernel mitigates this CPU. Absent from older results: empty.
+    #[serde(default)]
+    pub mitigations: BTreeMap<String, String>,
     /// The CPU every run was pinned to.
     pub cpu: usize,
     /// The emulator in use (`tcg`, `tcg-icount`), or null on real or

@@ -34,6 +34,7 @@ pub fn document(plan: &Plan, runs: &Gathered, host: Host) -> Document {
         kernel_release: host.kernel_release,
         cpu_model: host.cpu_model,
         arch: host.arch,
+        mitigations: host.mitigations,
         cpu,
         emulated: plan.emulated.clone(),
         unit: if plan.exact() {

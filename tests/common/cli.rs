@@ -273,6 +273,7 @@ pub fn fixture() -> Value {
     doc["kernel_config"] = serde_json::Value::Null;
     doc["unit"] = "ns".into();
     doc["emulator"] = serde_json::Value::Null;
+    doc["mitigations"] = serde_json::json!({"spec_rstack_overflow": "Mitigation: Safe RET"});
     for m in doc["mechanisms"].as_array_mut().unwrap() {
         m["against"] = serde_json::Value::Null;
         m["pairs_ns"] = serde_json::Value::Null;
