@@ -211,18 +211,19 @@ impl Mechanism {
                 format!("tracepoint {} not found in this kernel: {why}", self.hook()),
             ),
             // x86's uprobes refuse an instruction with a segment prefix
-            // (is_prefix_bad()), and so the nop10's cs, where no kernel
-            // change lets them.
+            // (is_prefix_bad()), and so the nop10's cs, until a kernel
+            // that optimizes the nop10 lets them. libbpf's words hold the
+            // probe's offset, which differs from binary to binary.
             (Uprobe { .. } | UprobeMulti { .. } | UprobeSession | Usdt, Some(ENOTSUPP))
                 if matches!(
                     self.trigger(),
                     Trigger::Call(Target::Nop10 | Target::UsdtNop10)
                 ) =>
             {
-                Error::unsupported(format!(
+                Error::unsupported(
                     "this kernel refuses a uprobe on the 10-byte nop (its cs prefix): \
-                     attaching returned ENOTSUPP: {why}"
-                ))
+                     attaching returned ENOTSUPP",
+                )
             }
             (
                 Uprobe { .. } | UprobeMulti { .. } | UprobeSession | Usdt,

@@ -148,7 +148,7 @@ impl Target {
         // SAFETY: the function's code is mapped, readable and longer than
         // its first instruction.
         let code = unsafe { std::slice::from_raw_parts(f as *const u8, want.len()) };
-        if code != want {
+        if !same_instruction(want, code, self.operands()) {
             return Err(Error::failed(format!(
                 "{} starts with bytes {code:02x?}, not {want:02x?}: the measurement would be of another instruction",
                 self.symbol(),
@@ -174,14 +174,22 @@ pub enum Site {
 }
 
 impl Site {
-    /// What `now`, read at a probe placed on `built`, says.
-    pub fn of(built: &[u8], now: &[u8]) -> Site {
+    /// What `now`, read at a probe placed on `built` (whose last
+    /// `operands` bytes are a nop's operands), says.
+    pub fn of(built: &[u8], now: &[u8], operands: usize) -> Site {
         match now.first() {
             Some(0xcc) => Site::Int3,
-            _ if now == built => Site::Untouched,
+            _ if same_instruction(built, now, operands) => Site::Untouched,
             _ => Site::Call,
         }
     }
+}
+
+/// Whether `now` is still the instruction(s) `built`, whose last
+/// `operands` bytes are a nop's operands and may hold anything.
+fn same_instruction(built: &[u8], now: &[u8], operands: usize) -> bool {
+    let fixed = built.len().saturating_sub(operands);
+    now.len() == built.len() && now[..fixed] == built[..fixed]
 }
 
 impl Target {
@@ -218,6 +226,24 @@ impl Target {
         }
     }
 
+    /// How many of the target's last bytes are a nop's operands: the
+    /// nop10's SIB and displacement, which a kernel that unoptimizes a
+    /// uprobe there leaves holding its call (7.3's
+    /// arch/x86/kernel/uprobes.c, int3_update_unoptimize), so that the
+    /// process's text keeps them for the rest of its life. The kernel
+    /// itself checks only the five bytes before them.
+    fn operands(self) -> usize {
+        match self {
+            Target::Nop10 | Target::UsdtNop10 => 5,
+            Target::Nop
+            | Target::Push
+            | Target::Ret
+            | Target::Nop5
+            | Target::Usdt
+            | Target::UsdtNop5 => 0,
+        }
+    }
+
     /// What a probe attached here left at its instruction, read now (see
     /// [`Site`]); `None` where the architecture has no such target.
     pub fn site(self) -> Option<Site> {
@@ -228,7 +254,7 @@ impl Target {
         // as long as the bytes it was built with.
         let now = unsafe { std::slice::from_raw_parts((f as *const u8).add(at), built.len()) };
         log::debug!("{}+{at} reads {now:02x?}", self.symbol());
-        Some(Site::of(built, now))
+        Some(Site::of(built, now, self.operands()))
     }
 }
 
@@ -397,6 +423,26 @@ mod tests {
                 assert!(err.reason().contains(&want), "{err}");
             }
         }
+    }
+
+    /// 7.3 leaves a nop10 it unoptimized holding the call in its
+    /// operands (bytes read in a 7.3.4 guest): still the nop10, and a
+    /// site nothing is attached to.
+    #[test]
+    fn a_nop10_keeps_its_identity_whatever_its_operands() {
+        let built = [0x66, 0x2e, 0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00];
+        let left = [0x66, 0x2e, 0x0f, 0x1f, 0x84, 0xe8, 0xd6, 0x9c, 0x10, 0x00];
+        assert!(same_instruction(&built, &left, 5));
+        assert!(!same_instruction(&built, &left, 0));
+        assert_eq!(Site::of(&built, &left, 5), Site::Untouched);
+        let mut trapping = left;
+        trapping[0] = 0xcc;
+        assert_eq!(Site::of(&built, &trapping, 5), Site::Int3);
+        // lea -0x80(%rsp),%rsp; call: the optimized uprobe
+        let optimized = [0x48, 0x8d, 0x64, 0x24, 0x80, 0xe8, 0xd6, 0x9c, 0x10, 0x00];
+        assert_eq!(Site::of(&built, &optimized, 5), Site::Call);
+        let other = [0x66, 0x2e, 0x0f, 0x1f, 0x44, 0x00, 0x00, 0x00, 0x00, 0x00];
+        assert!(!same_instruction(&built, &other, 5));
     }
 
     /// The declared architectures match the code this binary has.
