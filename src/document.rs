@@ -48,6 +48,7 @@ pub(crate) mod fixtures {
             attach: None,
             windows: None,
             base_windows: None,
+            site: None,
         };
         Document {
             schema: SCHEMA.into(),
@@ -58,6 +59,7 @@ pub(crate) mod fixtures {
             kernel_build_id: None,
             cpu_model: "Test CPU".into(),
             arch: "x86_64".into(),
+            mitigations: Default::default(),
             cpu: 0,
             emulated: None,
             unit: UNIT_NS.into(),
@@ -72,6 +74,7 @@ pub(crate) mod fixtures {
             batch: 100,
             prog_work: 0,
             counting: "plain".into(),
+            stacktrace: false,
             producers: 1,
             interrupted: None,
             retaken_runs: 0,

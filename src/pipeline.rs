@@ -108,6 +108,7 @@ mod fixtures {
             lost: Duration::ZERO,
             attach: None,
             window: None,
+            site: None,
         }
     }
 
@@ -142,6 +143,7 @@ mod fixtures {
             cpu_model: "Test CPU".into(),
             arch: "x86_64".into(),
             timestamp: "2026-05-01T12:00:00Z".into(),
+            mitigations: Default::default(),
         }
     }
 }

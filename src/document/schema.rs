@@ -1,5 +1,7 @@
 //! The result document's types, and their JSON.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::stats::Summary;
@@ -51,6 +53,10 @@ pub struct Document {
     /// of versions that ran on x86_64 only.
     #[serde(default = "x86_64")]
     pub arch: String,
+    /// /sys/devices/system/cpu/vulnerabilities, each file's line: how the
+    /// kernel mitigates this CPU. Absent from older results: empty.
+    #[serde(default)]
+    pub mitigations: BTreeMap<String, String>,
     /// The CPU every run was pinned to.
     pub cpu: usize,
     /// The emulator in use (`tcg`, `tcg-icount`), or null on real or
@@ -101,6 +107,10 @@ pub struct Document {
     /// `atomic`.
     #[serde(default = "atomic")]
     pub counting: String,
+    /// Whether every program also took the kernel stack on each hit
+    /// (`--stacktrace`). Absent from older results: false.
+    #[serde(default)]
+    pub stacktrace: bool,
     /// Producers firing at once, each on its own CPU (`--producers`).
     #[serde(default = "one")]
     pub producers: usize,
@@ -285,6 +295,12 @@ pub struct MechanismResult {
     pub windows: Option<Vec<u64>>,
     #[serde(default)]
     pub base_windows: Option<Vec<u64>>,
+    /// A probe on a function of this executable: what it left at the
+    /// probed instruction after its runs, read back while attached
+    /// (`int3`: it traps; `call`: the kernel rewrote it, optimized).
+    /// Null otherwise, and in older results.
+    #[serde(default)]
+    pub site: Option<crate::measure::Site>,
 }
 
 /// One producer of a multi-producer run.

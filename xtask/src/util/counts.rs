@@ -3,13 +3,13 @@
 //! what `vmtest --against --exact` and `history` both judge by.
 
 use anyhow::{ensure, Context, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::exact_rule::{judge_ranges, ExactChange};
 
 /// One mechanism's verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Verdict {
     /// B costs more than A by more than the threshold.
@@ -50,7 +50,7 @@ impl Verdict {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Row {
     pub mechanism: String,
     /// Instructions per event over base, A's and B's.
@@ -59,6 +59,9 @@ pub struct Row {
     /// (B − A) / |A|.
     pub change: Option<f64>,
     pub verdict: Verdict,
+    /// Where its kinds of events changed: how, and how it was judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
 }
 
 /// A mechanism's count in one document: none when it was not counted.
@@ -184,6 +187,7 @@ pub fn verdicts(a: &Value, b: &Value, threshold: f64) -> Result<Vec<Row>> {
             b: vb,
             change,
             verdict,
+            path: None,
         });
     }
     for y in &cb {
@@ -194,6 +198,7 @@ pub fn verdicts(a: &Value, b: &Value, threshold: f64) -> Result<Vec<Row>> {
                 b: y.count,
                 change: None,
                 verdict: Verdict::New,
+                path: None,
             });
         }
     }
