@@ -68,6 +68,15 @@ fn check_type(
         "integer" => assert!(value.is_u64(), "{what}: not an integer: {value}"),
         "number" => assert!(value.is_number(), "{what}: not a number: {value}"),
         "boolean" => assert!(value.is_boolean(), "{what}: not a boolean: {value}"),
+        "object of string" => {
+            let o = value
+                .as_object()
+                .unwrap_or_else(|| panic!("{what}: not an object: {value}"));
+            assert!(
+                o.values().all(Value::is_string),
+                "{what}: a value not a string"
+            );
+        }
         "statistics" => check_object(value, &schema["statistics"], what, schema),
         "context" => check_object(value, &schema["context"], what, schema),
         "kernel config" => check_object(value, &schema["kernel_config"], what, schema),

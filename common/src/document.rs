@@ -1,6 +1,8 @@
 //! The result document's types, and their JSON: what the command writes
 //! and every reader reads (the command's gate and renderers, xtask).
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 mod files;
@@ -11,7 +13,7 @@ mod settings;
 mod validate;
 
 pub use files::{read_result_file, set_files, Need, ReadError, MAX_FILE_BYTES};
-pub use records::{mean, median, stddev, AttachCost, Context, Summary};
+pub use records::{mean, median, stddev, AttachCost, Context, Site, Summary};
 pub use settings::{Counting, Emulation, Order, Unit, Variant};
 
 /// Value of the document's `schema` field.
@@ -34,6 +36,11 @@ pub struct Document {
     pub timestamp: String,
     /// `uname -r`.
     pub kernel_release: String,
+    /// The running kernel's GNU build id in hex (`/sys/kernel/notes`):
+    /// two builds of one release differ in it. Null where the kernel has
+    /// none, and in older results.
+    #[serde(default)]
+    pub kernel_build_id: Option<String>,
     /// The CPU's model name from /proc/cpuinfo.
     pub cpu_model: String,
     /// The machine's architecture as Rust names it (`x86_64`, `aarch64`):
@@ -41,6 +48,10 @@ pub struct Document {
     /// of versions that ran on x86_64 only.
     #[serde(default = "x86_64")]
     pub arch: String,
+    /// /sys/devices/system/cpu/vulnerabilities, each file's line: how the
+    /// kernel mitigates this CPU. Absent from older results: empty.
+    #[serde(default)]
+    pub mitigations: BTreeMap<String, String>,
     /// The CPU every run was pinned to.
     pub cpu: usize,
     /// The emulator in use (`tcg`, `tcg-icount`), or null on real or
@@ -90,6 +101,10 @@ pub struct Document {
     /// `atomic`.
     #[serde(default = "atomic")]
     pub counting: Counting,
+    /// Whether every program also took the kernel stack on each hit
+    /// (`--stacktrace`). Absent from older results: false.
+    #[serde(default)]
+    pub stacktrace: bool,
     /// Producers firing at once, each on its own CPU (`--producers`).
     #[serde(default = "one")]
     pub producers: usize,
@@ -275,6 +290,12 @@ pub struct MechanismResult {
     pub windows: Option<Vec<u64>>,
     #[serde(default)]
     pub base_windows: Option<Vec<u64>>,
+    /// A probe on a function of this executable: what it left at the
+    /// probed instruction after its runs, read back while attached
+    /// (`int3`: it traps; `call`: the kernel rewrote it, optimized).
+    /// Null otherwise, and in older results.
+    #[serde(default)]
+    pub site: Option<Site>,
 }
 
 /// One producer of a multi-producer run.
@@ -353,6 +374,7 @@ impl Document {
         match variant {
             Variant::ProgWork(n) => b.prog_work = n,
             Variant::Counting(mode) => b.counting = mode,
+            Variant::Stacktrace => b.stacktrace = true,
             Variant::BpfStats | Variant::Object(_) | Variant::Kernel(_) => {}
         }
         Some(b)

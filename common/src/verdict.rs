@@ -3,9 +3,9 @@
 //! run, two kernels at once) and of xtask's exact comparisons (B's counts
 //! against A's, `cargo xtask vmtest --exact --against` and `history`).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Verdict {
     /// Costs more than before (or B more than A) beyond the threshold.

@@ -38,19 +38,10 @@ pub struct Identity {
 
 impl Identity {
     fn here() -> Identity {
-        let mut mitigations = BTreeMap::new();
-        if let Ok(dir) = fs::read_dir("/sys/devices/system/cpu/vulnerabilities") {
-            for e in dir.flatten() {
-                if let Ok(text) = fs::read_to_string(e.path()) {
-                    let name = e.file_name().to_string_lossy().into_owned();
-                    mitigations.insert(name, text.trim().to_owned());
-                }
-            }
-        }
         Identity {
             cpu_model: host::cpu_model(),
             kernel_release: host::kernel_release(),
-            mitigations,
+            mitigations: host::mitigations(),
         }
     }
 }

@@ -30,6 +30,7 @@ pub fn document() -> Document {
         attach: None,
         windows: None,
         base_windows: None,
+        site: None,
     };
     Document {
         schema: SCHEMA.into(),
@@ -37,8 +38,10 @@ pub fn document() -> Document {
         tool_version: "0.1.0".into(),
         timestamp: "2026-05-01T12:00:00Z".into(),
         kernel_release: "6.18.0".into(),
+        kernel_build_id: None,
         cpu_model: "Test CPU".into(),
         arch: "x86_64".into(),
+        mitigations: Default::default(),
         cpu: 0,
         emulated: None,
         unit: Unit::Ns,
@@ -53,6 +56,7 @@ pub fn document() -> Document {
         batch: 100,
         prog_work: 0,
         counting: Counting::Every,
+        stacktrace: false,
         producers: 1,
         interrupted: None,
         retaken_runs: 0,

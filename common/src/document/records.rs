@@ -113,3 +113,16 @@ pub struct AttachCost {
     /// did meanwhile. Null where /proc/meminfo could not tell.
     pub memory_kib: Option<i64>,
 }
+
+/// What a probe on a function of the command's own text left at the
+/// probed instruction after its runs (`site`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Site {
+    /// An int3 at the probed instruction: every hit traps.
+    Int3,
+    /// The kernel rewrote the instruction into a call: no trap.
+    Call,
+    /// The instruction as built: nothing of the probe shows here.
+    Untouched,
+}

@@ -134,6 +134,8 @@ pub enum Variant {
     BpfStats,
     /// `counting=MODE`: B's programs counted hits another way.
     Counting(Counting),
+    /// `stacktrace`: B's programs also took the kernel stack on each hit.
+    Stacktrace,
     /// `object=FILE`: B is another build of the `--object` programs.
     Object(String),
     /// Another kernel, by its label: two kernels measured at once.
@@ -144,6 +146,7 @@ impl From<String> for Variant {
     fn from(s: String) -> Self {
         let typed = match s.split_once('=') {
             None if s == "bpf-stats" => Some(Variant::BpfStats),
+            None if s == "stacktrace" => Some(Variant::Stacktrace),
             Some(("prog-work", n)) => n.parse().ok().map(Variant::ProgWork),
             Some(("counting", mode)) => Counting::parse(mode).ok().map(Variant::Counting),
             Some(("object", file)) if !file.is_empty() => Some(Variant::Object(file.into())),
@@ -165,6 +168,7 @@ impl fmt::Display for Variant {
             Variant::ProgWork(n) => write!(f, "prog-work={n}"),
             Variant::BpfStats => f.write_str("bpf-stats"),
             Variant::Counting(c) => write!(f, "counting={c}"),
+            Variant::Stacktrace => f.write_str("stacktrace"),
             Variant::Object(path) => write!(f, "object={path}"),
             Variant::Kernel(label) => f.write_str(label),
         }
@@ -305,6 +309,7 @@ mod tests {
             "prog-work=16",
             "bpf-stats",
             "counting=none",
+            "stacktrace",
             "object=b.o",
             "6.12",
         ] {

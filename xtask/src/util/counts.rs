@@ -5,13 +5,13 @@
 use std::path::Path;
 
 use anyhow::{ensure, Context, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::document::{Document, MechanismResult, Status, Unit};
 use super::exact_rule::{judge_ranges, ExactChange};
 pub use super::verdict::Verdict;
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Row {
     pub mechanism: String,
     /// Instructions per event over base, A's and B's.
@@ -20,6 +20,9 @@ pub struct Row {
     /// (B − A) / |A|.
     pub change: Option<f64>,
     pub verdict: Verdict,
+    /// Where its kinds of events changed: how, and how it was judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
 }
 
 /// A mechanism's count in one document: none when it was not counted.
@@ -146,6 +149,7 @@ pub fn verdicts(a: &Document, b: &Document, threshold: f64) -> Result<Vec<Row>> 
             b: vb,
             change,
             verdict,
+            path: None,
         });
     }
     for y in &cb {
@@ -156,6 +160,7 @@ pub fn verdicts(a: &Document, b: &Document, threshold: f64) -> Result<Vec<Row>> 
                 b: y.count,
                 change: None,
                 verdict: Verdict::New,
+                path: None,
             });
         }
     }

@@ -73,6 +73,11 @@ pub struct HistoryArgs {
     /// Builds counted at once (each VM keeps one host CPU busy)
     #[arg(long, short = 'j', value_name = "N", default_value_t = 1, value_parser = positive_usize)]
     pub jobs: usize,
+    /// Price the steps whose kinds of events changed (an int3 fewer, a
+    /// system call more) for the host that made FILE
+    /// (`bpf-overhead calibrate --save FILE`), not on instructions alone
+    #[arg(long, value_name = "FILE")]
+    pub calibration: Option<PathBuf>,
     /// Where the counts are kept [default: <cache>/history/<arch>]
     #[arg(long, value_name = "DIR")]
     pub kept: Option<PathBuf>,

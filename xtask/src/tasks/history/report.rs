@@ -204,6 +204,9 @@ fn step_group(o: &mut String, group: &[Located]) {
         if let Some(e) = &st.explained {
             let _ = writeln!(o, "        {e}");
         }
+        if let Some(p) = &st.path {
+            let _ = writeln!(o, "        {p}");
+        }
     }
     let mut said: Vec<(&str, &str)> = Vec::new();
     for n in group.iter().flat_map(|s| &s.stable) {
@@ -457,6 +460,7 @@ mod tests {
                 change: 13.0,
             }],
             explained: None,
+            path: None,
         };
         History {
             series: "6.12".into(),

@@ -5,7 +5,7 @@
 use std::fs;
 use std::path::Path;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use serde_json::Value;
 
 use super::builds::{self, Build};
@@ -15,6 +15,7 @@ use super::kept::{self, Stables};
 use super::options::{HistoryArgs, Runs, Setting};
 use super::report::{Counted, Located, StableNote};
 use super::steps::{self, Moved, Step};
+use crate::util::counts::Row;
 use crate::util::signal::check_signal;
 use crate::util::{fnv, say, write_whole, FNV_START};
 /// Splits each pair of builds' steps by function: `vmtest A --against B
@@ -28,46 +29,37 @@ pub(super) fn explain(
     runs: &Runs,
 ) -> Result<()> {
     let (kept_dir, out) = (runs.kept, runs.out);
+    // A path judged by price depends on the host's prices: the split is
+    // kept under them too.
+    let prices = match &a.calibration {
+        Some(f) => {
+            fs::read(f).with_context(|| format!("--calibration: reading {}", f.display()))?
+        }
+        None => Vec::new(),
+    };
     for (from, to, mechs) in steps::pairs(found) {
         let build = |r: &str| all.iter().find(|b| b.release == r);
         let (Some(ba), Some(bb)) = (build(&from), build(&to)) else {
             continue;
         };
         let mut h = FNV_START;
-        for part in [setting.key(ba).digest(), setting.key(bb).digest()] {
-            fnv(&mut h, part.as_bytes());
+        // "paths": a split keeps how each path changed since they were
+        // judged; one kept before then is split again.
+        for part in [
+            setting.key(ba).digest().as_bytes(),
+            setting.key(bb).digest().as_bytes(),
+            b"paths",
+            &prices,
+        ] {
+            fnv(&mut h, part);
         }
-        let dir = kept_dir.join("explain");
-        let prefix = format!("{from}--{to}--{h:016x}--");
-        let (mut covered, mut changes) = kept_splits(&dir, &prefix);
-        let missing: Vec<String> = mechs
-            .iter()
-            .filter(|m| !covered.contains(m))
-            .cloned()
-            .collect();
-        if !missing.is_empty() {
-            let run = out.join("explain").join(format!("{from}--{to}"));
-            let mut cmd = vmtest(a, &from, &run);
-            cmd.args(["--against", &to, "--explain", "--across-configs"])
-                .arg("--bench-arg=-m")
-                .arg(format!("--bench-arg={}", missing.join(",")));
-            say!("explaining {from} -> {to}: {}", missing.join(", "));
-            relay(cmd, "")?;
-            check_signal()?;
-            let got = fs::read_to_string(run.join("explain.json"))
-                .ok()
-                .and_then(|t| serde_json::from_str::<Value>(&t).ok());
-            if let Some(Value::Array(got)) = got {
-                let mut hm = FNV_START;
-                fnv(&mut hm, missing.join(",").as_bytes());
-                let kept = serde_json::json!({"mechanisms": missing, "changes": got});
-                write_whole(
-                    &dir.join(format!("{prefix}{hm:016x}.json")),
-                    (kept.to_string() + "\n").as_bytes(),
-                )?;
-                covered.extend(missing);
-                changes.extend(got);
-            }
+        let (covered, changes, paths) =
+            split_pair(a, (&from, &to), &mechs, &kept_dir.join("explain"), out, h)?;
+        for s in found
+            .iter_mut()
+            .filter(|s| s.from == from && s.to == to && mechs.contains(&s.mechanism))
+        {
+            judge_path(s, &paths);
         }
         let changes = (!covered.is_empty()).then_some(Value::Array(changes));
         for s in found.iter_mut().filter(|s| s.from == from && s.to == to) {
@@ -113,12 +105,71 @@ pub(super) fn explain(
     Ok(())
 }
 
+/// One pair of builds' splits of `mechs`: the kept ones, and a run of
+/// `vmtest --against --explain` for the others, kept under `dir` (key `h`).
+fn split_pair(
+    a: &HistoryArgs,
+    (from, to): (&str, &str),
+    mechs: &[String],
+    dir: &Path,
+    out: &Path,
+    h: u64,
+) -> Result<(Vec<String>, Vec<Value>, Vec<Row>)> {
+    let prefix = format!("{from}--{to}--{h:016x}--");
+    let (mut covered, mut changes, mut paths) = kept_splits(dir, &prefix);
+    let missing: Vec<String> = mechs
+        .iter()
+        .filter(|m| !covered.contains(m))
+        .cloned()
+        .collect();
+    if missing.is_empty() {
+        return Ok((covered, changes, paths));
+    }
+    let run = out.join("explain").join(format!("{from}--{to}"));
+    let mut cmd = vmtest(a, from, &run);
+    cmd.args(["--against", to, "--explain", "--across-configs"])
+        .arg("--bench-arg=-m")
+        .arg(format!("--bench-arg={}", missing.join(",")));
+    if let Some(f) = &a.calibration {
+        cmd.arg("--calibration").arg(f);
+    }
+    say!("explaining {from} -> {to}: {}", missing.join(", "));
+    relay(cmd, "")?;
+    check_signal()?;
+    let got = fs::read_to_string(run.join("explain.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok());
+    if let Some(Value::Array(got)) = got {
+        let mut hm = FNV_START;
+        fnv(&mut hm, missing.join(",").as_bytes());
+        // The rows whose path changed, as vmtest judged them.
+        let got_paths: Vec<Row> = fs::read_to_string(run.join("compare.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str::<Vec<Row>>(&t).ok())
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|r| r.path.is_some() && missing.contains(&r.mechanism))
+            .collect();
+        let kept = serde_json::json!({
+            "mechanisms": missing, "changes": got, "paths": got_paths
+        });
+        write_whole(
+            &dir.join(format!("{prefix}{hm:016x}.json")),
+            (kept.to_string() + "\n").as_bytes(),
+        )?;
+        covered.extend(missing);
+        changes.extend(got);
+        paths.extend(got_paths);
+    }
+    Ok((covered, changes, paths))
+}
+
 /// The splits kept for one pair of builds (files named `prefix*`): the
 /// mechanisms each run split, and their changes.
-fn kept_splits(dir: &Path, prefix: &str) -> (Vec<String>, Vec<Value>) {
-    let (mut covered, mut changes) = (Vec::new(), Vec::new());
+fn kept_splits(dir: &Path, prefix: &str) -> (Vec<String>, Vec<Value>, Vec<Row>) {
+    let (mut covered, mut changes, mut paths) = (Vec::new(), Vec::new(), Vec::new());
     let Ok(entries) = fs::read_dir(dir) else {
-        return (covered, changes);
+        return (covered, changes, paths);
     };
     for e in entries.flatten() {
         if !e.file_name().to_string_lossy().starts_with(prefix) {
@@ -133,8 +184,20 @@ fn kept_splits(dir: &Path, prefix: &str) -> (Vec<String>, Vec<Value>) {
         let names = v["mechanisms"].as_array().into_iter().flatten();
         covered.extend(names.filter_map(|m| m.as_str().map(String::from)));
         changes.extend(v["changes"].as_array().into_iter().flatten().cloned());
+        paths.extend(serde_json::from_value::<Vec<Row>>(v["paths"].clone()).unwrap_or_default());
     }
-    (covered, changes)
+    (covered, changes, paths)
+}
+
+/// A step whose kinds of events changed (one int3 fewer, one system call
+/// more) takes the verdict `vmtest --against --exact` gave it: by the
+/// host's prices where `--calibration` gave them, else not judged on
+/// instructions alone (docs/exact.md).
+fn judge_path(s: &mut Step, paths: &[Row]) {
+    if let Some(r) = paths.iter().find(|r| r.mechanism == s.mechanism) {
+        s.verdict = r.verdict.exact_word().to_owned();
+        s.path = r.path.clone();
+    }
 }
 
 /// A step with the stable releases it lies in: from the lists kept with
@@ -240,7 +303,26 @@ mod tests {
             verdict: "REGRESSED".into(),
             functions: vec![],
             explained: None,
+            path: None,
         }
+    }
+
+    #[test]
+    fn a_step_whose_path_changed_takes_the_verdict_of_its_price() {
+        // compare.json's row, as `vmtest --against --explain --calibration` writes it.
+        let rows: Vec<Row> = serde_json::from_str(
+            r#"[{"mechanism":"kprobe.multi-loop","a":400.0,"b":440.0,"change":0.1,
+                 "verdict":"improved","path":"kprobe.multi-loop: path changed: −1 int3; +40 ins, est. -300 ns on AMD EPYC (-40.0%): improved"}]"#,
+        )
+        .unwrap();
+        let mut s = step("6.17.13", "6.18.5");
+        judge_path(&mut s, &rows);
+        assert_eq!(s.verdict, "improved");
+        assert!(s.path.unwrap().contains("path changed: −1 int3"));
+        let mut other = step("6.17.13", "6.18.5");
+        other.mechanism = "raw_tp".into();
+        judge_path(&mut other, &rows);
+        assert_eq!((other.verdict.as_str(), other.path), ("REGRESSED", None));
     }
 
     fn named(l: &Located) -> Vec<(&str, Vec<&str>)> {

@@ -36,6 +36,9 @@ pub struct Step {
     pub functions: Vec<Moved>,
     /// What the --explain run did not account for, if it ran.
     pub explained: Option<String>,
+    /// Where its kinds of events changed: how, and how it was judged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
 }
 
 /// The steps between each counted build of a line and the next one:
@@ -65,6 +68,7 @@ pub fn steps(builds: &[(&str, Option<&Document>)], threshold: f64) -> Result<Vec
                 verdict: r.verdict.exact_word().to_owned(),
                 functions: Vec::new(),
                 explained: None,
+                path: None,
             });
         }
     }

@@ -10,7 +10,7 @@
 //! where its kinds of events changed, judged by a host's prices
 //! ([`path`]).
 
-mod path;
+pub mod path;
 
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -88,7 +88,8 @@ fn path_change(a: &Split, b: &Split) -> Vec<(&'static str, f64)> {
 }
 
 /// Judges again each judged row whose path changed: by `prices` where
-/// given, else [`Verdict::PathChanged`]. One line for each, saying why.
+/// given, else [`Verdict::PathChanged`]. One line for each, saying why,
+/// also kept in the row (`path`).
 pub fn rejudge(
     rows: &mut [Row],
     ea: &Explained,
@@ -132,7 +133,7 @@ pub fn rejudge(
                 } else {
                     Verdict::Unchanged
                 };
-                notes.push(format!(
+                r.path = Some(format!(
                     "{head}, est. {:+.0} ns on {} ({:+.1}%): {}",
                     pb - pa,
                     p.host,
@@ -142,12 +143,13 @@ pub fn rejudge(
             }
             None => {
                 r.verdict = Verdict::PathChanged;
-                notes.push(format!(
+                r.path = Some(format!(
                     "{head}: not judged on instructions alone; price it for a host with \
                      --calibration FILE (bpf-overhead calibrate)"
                 ));
             }
         }
+        notes.extend(r.path.clone());
     }
     notes
 }
@@ -199,6 +201,7 @@ mod tests {
             b: Some(b),
             change: Some((b - a) / a),
             verdict,
+            path: None,
         }
     }
 
