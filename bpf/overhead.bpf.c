@@ -199,26 +199,60 @@ static __attribute__((noinline)) int extras(int ret)
 }
 
 /*
+ * --stacktrace, as upstream's bench option: every hit also takes the
+ * kernel stack (bpf_get_stack, 128 entries, into a per-CPU buffer), the
+ * most common thing a real tracing program does. Frozen .rodata: off, the
+ * verifier drops it, and the programs are as without it.
+ */
+const volatile __u32 stacktrace = 0;
+
+typedef __u64 stack_trace_t[128];
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, stack_trace_t);
+} stack_heap SEC(".maps");
+
+static __always_inline void take_stack(void *ctx)
+{
+	__u32 zero = 0;
+	__u64 *buf;
+
+	if (!stacktrace)
+		return;
+	buf = bpf_map_lookup_elem(&stack_heap, &zero);
+	if (buf)
+		bpf_get_stack(ctx, buf, sizeof(stack_trace_t), 0);
+}
+
+/*
  * What every comm and call program ends with: `ret`, its value as
- * test_overhead's program computes it, after the extras the switch asks
- * for. With none, one load of the switch and one branch: all it adds
- * (3 BPF instructions).
+ * test_overhead's program computes it, after the stack (--stacktrace) and
+ * the extras the switch asks for. With neither, one load of the switch
+ * and one branch: all it adds (3 BPF instructions).
  */
 #define RETURN_AFTER_EXTRAS(ret)                                                         \
 	do {                                                                     \
 		int ret_ = (ret);                                                \
+		take_stack(ctx);                                                 \
 		if (extra)                                                       \
 			return extras(ret_);                                     \
 		return ret_;                                                     \
 	} while (0)
 
-/* The kernel loop counts as upstream's bench does, whatever --counting. */
-static __always_inline void count_loop_hit(void)
+/*
+ * The kernel loop counts as upstream's bench does, whatever --counting,
+ * and takes the stack after, as its handle() does.
+ */
+static __always_inline void count_loop_hit(void *ctx)
 {
 	int slot = driver_slot();
 
 	if (slot >= 0)
 		count_in(&counters[slot & (MAX_SLOTS - 1)], true);
+	take_stack(ctx);
 }
 
 /*
@@ -259,6 +293,7 @@ static __always_inline int session_hit(void *ctx, int slot, bool atomic)
 	if (!is_return) {
 		*cookie = SESSION_MARK;
 		count_in(c, atomic);
+		take_stack(ctx);
 		return 0;
 	}
 	if (*cookie == SESSION_MARK)
@@ -496,28 +531,28 @@ int prog_count_kfunc(void *ctx)
 SEC("?kprobe/bpf_get_numa_node_id")
 int prog_loop_kprobe(void *ctx)
 {
-	count_loop_hit();
+	count_loop_hit(ctx);
 	return 0;
 }
 
 SEC("?kretprobe/bpf_get_numa_node_id")
 int prog_loop_kretprobe(void *ctx)
 {
-	count_loop_hit();
+	count_loop_hit(ctx);
 	return 0;
 }
 
 SEC("?kprobe.multi/bpf_get_numa_node_id")
 int prog_loop_kprobe_multi(void *ctx)
 {
-	count_loop_hit();
+	count_loop_hit(ctx);
 	return 0;
 }
 
 SEC("?kretprobe.multi/bpf_get_numa_node_id")
 int prog_loop_kretprobe_multi(void *ctx)
 {
-	count_loop_hit();
+	count_loop_hit(ctx);
 	return 0;
 }
 
@@ -534,7 +569,7 @@ const volatile __u64 loop_fn_ip;
 static __always_inline void count_loop_hit_at(void *ctx)
 {
 	if (bpf_get_func_ip(ctx) == loop_fn_ip)
-		count_loop_hit();
+		count_loop_hit(ctx);
 }
 
 SEC("?kprobe.multi")
@@ -560,35 +595,35 @@ int prog_loop_kprobe_session(void *ctx)
 SEC("?fentry/bpf_get_numa_node_id")
 int prog_loop_fentry(void *ctx)
 {
-	count_loop_hit();
+	count_loop_hit(ctx);
 	return 0;
 }
 
 SEC("?fexit/bpf_get_numa_node_id")
 int prog_loop_fexit(void *ctx)
 {
-	count_loop_hit();
+	count_loop_hit(ctx);
 	return 0;
 }
 
 SEC("?raw_tp/bpf_trigger_tp")
 int prog_loop_raw_tp(void *ctx)
 {
-	count_loop_hit();
+	count_loop_hit(ctx);
 	return 0;
 }
 
 SEC("?tp/bpf_test_run/bpf_trigger_tp")
 int prog_loop_tp(void *ctx)
 {
-	count_loop_hit();
+	count_loop_hit(ctx);
 	return 0;
 }
 
 SEC("?tp_btf/bpf_trigger_tp")
 int prog_loop_tp_btf(void *ctx)
 {
-	count_loop_hit();
+	count_loop_hit(ctx);
 	return 0;
 }
 
@@ -596,7 +631,7 @@ int prog_loop_tp_btf(void *ctx)
 SEC("?fmod_ret/bpf_modify_return_test_tp")
 int prog_loop_fmod_ret(void *ctx)
 {
-	count_loop_hit();
+	count_loop_hit(ctx);
 	return 0;
 }
 

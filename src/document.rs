@@ -48,6 +48,7 @@ pub(crate) mod fixtures {
             attach: None,
             windows: None,
             base_windows: None,
+            site: None,
         };
         Document {
             schema: SCHEMA.into(),
@@ -55,6 +56,7 @@ pub(crate) mod fixtures {
             tool_version: "0.1.0".into(),
             timestamp: "2026-05-01T12:00:00Z".into(),
             kernel_release: "6.18.0".into(),
+            kernel_build_id: None,
             cpu_model: "Test CPU".into(),
             arch: "x86_64".into(),
             mitigations: Default::default(),
@@ -72,6 +74,7 @@ pub(crate) mod fixtures {
             batch: 100,
             prog_work: 0,
             counting: "plain".into(),
+            stacktrace: false,
             producers: 1,
             interrupted: None,
             retaken_runs: 0,

@@ -45,7 +45,7 @@ use std::fmt::Write as _;
 
 use crate::document::{Document, MechanismResult, Status};
 use crate::gate::fmt_ratio;
-use crate::measure::{AttachCost, Mechanism};
+use crate::measure::{AttachCost, Mechanism, Site};
 use crate::pipeline::Availability;
 
 /// A heading line or two saying what was measured where.
@@ -188,7 +188,7 @@ pub fn table(doc: &Document) -> String {
             .iter()
             .filter_map(|m| Some(attach_line(&m.name, m.attach.as_ref()?))),
     );
-    notes.extend(nop5_note(doc));
+    notes.extend(nop_note(doc));
     if let Some(scaling) = scaling_table(doc) {
         out.push('\n');
         out.push_str(&scaling);
@@ -341,41 +341,74 @@ pub fn attach_line(name: &str, a: &AttachCost) -> String {
     )
 }
 
-/// Whether this kernel optimizes uprobes on a 5-byte nop into a call
-/// (recent x86 kernels): uprobe-nop5 then costs far less than uprobe-nop,
-/// whose 1-byte nop must still trap; and USDT probes the same, usdt-nop5
-/// against usdt, when both pairs ran.
-pub fn nop5_note(doc: &Document) -> Option<String> {
-    let own = |name: &str| {
-        doc.mechanism(name)
-            .filter(|m| m.is_ok())?
-            .overhead_ns
-            .as_ref()
-            .map(|o| o.median)
-    };
+/// Which nop this kernel optimizes uprobes on, as the probes themselves
+/// showed it: what uprobe-nop5 and uprobe-nop10 left at their
+/// instruction (a call where the kernel optimized the probe, an int3
+/// where every hit traps), beside the figures of the uprobes and USDT
+/// probes on a nop. Figures alone for results that did not record it.
+pub fn nop_note(doc: &Document) -> Option<String> {
+    let ok = |name: &str| doc.mechanism(name).filter(|m| m.is_ok());
     let unit = doc.per_event();
-    let pair = |nop: &str, nop5: &str| {
-        let (a, b) = (own(nop)?, own(nop5)?);
-        Some((
-            format!(
-                "{nop5} {b:+.1} {unit}, {nop} {a:+.1} {unit} ({:.1}x)",
-                a / b
+    let figures: Vec<String> = [
+        "uprobe-nop",
+        "uprobe-nop5",
+        "uprobe-nop10",
+        "usdt",
+        "usdt-nop5",
+        "usdt-nop10",
+    ]
+    .into_iter()
+    .filter_map(|name| {
+        let o = ok(name)?.overhead_ns.as_ref()?.median;
+        Some(format!("{name} {o:+.1} {unit}"))
+    })
+    .collect();
+    if !figures
+        .iter()
+        .any(|f| f.contains("nop5") || f.contains("nop10"))
+    {
+        return None;
+    }
+    let site = |name: &str| ok(name).and_then(|m| m.site);
+    Some(
+        match nop_sentence(site("uprobe-nop5"), site("uprobe-nop10")) {
+            Some(sentence) => format!("{}: {sentence}", figures.join(", ")),
+            None => figures.join(", "),
+        },
+    )
+}
+
+/// `this kernel optimizes uprobes on a 10-byte nop (nop5: traps)`, or the
+/// other way round, or neither, from what a uprobe on each left at its
+/// nop (`None`: it did not run). `None` when neither ran.
+pub fn nop_sentence(nop5: Option<Site>, nop10: Option<Site>) -> Option<String> {
+    if nop5.is_none() && nop10.is_none() {
+        return None;
+    }
+    let how = |site: Option<Site>| match site {
+        Some(Site::Call) => "optimized",
+        Some(Site::Int3) => "traps",
+        Some(Site::Untouched) => "no probe seen",
+        None => "not run",
+    };
+    Some(
+        match (nop5 == Some(Site::Call), nop10 == Some(Site::Call)) {
+            (false, true) => format!(
+                "this kernel optimizes uprobes on a 10-byte nop (nop5: {})",
+                how(nop5)
             ),
-            b * 1.5 < a,
-        ))
-    };
-    let pairs: Vec<(String, bool)> = [("uprobe-nop", "uprobe-nop5"), ("usdt", "usdt-nop5")]
-        .into_iter()
-        .filter_map(|(nop, nop5)| pair(nop, nop5))
-        .collect();
-    let optimized = pairs.first()?.1;
-    let verdict = match (optimized, pairs.iter().all(|(_, o)| *o == optimized)) {
-        (_, false) => "uprobes and USDT probes on a 5-byte nop disagree: one is optimized",
-        (true, true) => "this kernel optimizes uprobes on a 5-byte nop into a call",
-        (false, true) => "this kernel does not optimize uprobes on a 5-byte nop (both trap)",
-    };
-    let figures: Vec<String> = pairs.into_iter().map(|(f, _)| f).collect();
-    Some(format!("{}: {verdict}", figures.join("; ")))
+            (true, false) => format!(
+                "this kernel optimizes uprobes on a 5-byte nop (nop10: {})",
+                how(nop10)
+            ),
+            (true, true) => "this kernel optimizes uprobes on a 5-byte and a 10-byte nop".into(),
+            (false, false) => format!(
+                "this kernel optimizes uprobes on neither nop (nop5: {}, nop10: {})",
+                how(nop5),
+                how(nop10)
+            ),
+        },
+    )
 }
 
 /// test_overhead's lines, exactly: `task_rename raw_tp\t1107K events per
@@ -506,7 +539,7 @@ pub fn list(survey: &[(Mechanism, Availability)]) -> String {
         .iter()
         .map(|(m, availability)| {
             let supported = match availability {
-                Availability::Yes(attach) => {
+                Availability::Yes(attach, _) => {
                     attached.extend(attach.map(|a| attach_line(m.name(), &a)));
                     "yes"
                 }
@@ -557,6 +590,13 @@ pub fn list(survey: &[(Mechanism, Availability)]) -> String {
             "\n(run as root to find out which ones this kernel supports)"
         );
     }
+    let site = |name: &str| {
+        survey.iter().find_map(|(m, a)| match a {
+            Availability::Yes(_, site) if m.name() == name => *site,
+            _ => None,
+        })
+    };
+    attached.extend(nop_sentence(site("uprobe-nop5"), site("uprobe-nop10")));
     if !reasons.is_empty() || !attached.is_empty() {
         out.push('\n');
     }
@@ -589,7 +629,7 @@ mod tests {
         let ktap = ktap::ktap(&doc, None);
         assert!(ktap.lines().any(|l| l == format!("# {line}")), "{ktap}");
         let m: Mechanism = "kprobe.multi-all-loop".parse().unwrap();
-        let listed = list(&[(m, Availability::Yes(Some(attach_cost())))]);
+        let listed = list(&[(m, Availability::Yes(Some(attach_cost()), None))]);
         assert!(listed.lines().any(|l| l == line), "{listed}");
         let unread = AttachCost {
             memory_kib: None,
@@ -676,32 +716,64 @@ mod tests {
     }
 
     #[test]
-    fn the_nop5_note_says_whether_the_kernel_optimizes() {
+    fn the_nop_note_says_which_nop_the_probes_left_a_call_on() {
         let mut doc = document();
-        for (name, ns) in [("uprobe-nop", 450.0), ("uprobe-nop5", 200.0)] {
+        assert_eq!(nop_note(&doc), None);
+        for (name, ns, site) in [
+            ("uprobe-nop", 450.0, Site::Int3),
+            ("uprobe-nop5", 440.0, Site::Int3),
+            ("uprobe-nop10", 200.0, Site::Call),
+        ] {
             let mut m = doc.mechanism("raw_tp").unwrap().clone();
             m.name = name.into();
             m.overhead_ns = crate::stats::Summary::of(&[ns]);
+            m.site = Some(site);
             doc.mechanisms.push(m);
         }
-        let note = nop5_note(&doc).unwrap();
-        assert!(note.contains("(2.2x): this kernel optimizes"), "{note}");
-        assert!(table(&doc).contains(&note));
-        doc.mechanism_mut("uprobe-nop5").unwrap().overhead_ns = crate::stats::Summary::of(&[440.0]);
-        assert!(nop5_note(&doc).unwrap().contains("does not optimize"));
-        assert_eq!(nop5_note(&document()), None);
-        // USDT probes beside them, on one line.
-        for (name, ns) in [("usdt", 480.0), ("usdt-nop5", 210.0)] {
-            let mut m = doc.mechanism("raw_tp").unwrap().clone();
-            m.name = name.into();
-            m.overhead_ns = crate::stats::Summary::of(&[ns]);
-            doc.mechanisms.push(m);
-        }
-        let note = nop5_note(&doc).unwrap();
+        let note = nop_note(&doc).unwrap();
         assert!(
-            note.contains("; usdt-nop5 +210.0 ns/event, usdt +480.0 ns/event (2.3x)")
-                && note.ends_with("disagree: one is optimized"),
+            note.ends_with(
+                "uprobe-nop10 +200.0 ns/event: this kernel optimizes uprobes on a 10-byte nop \
+                 (nop5: traps)"
+            ),
             "{note}"
+        );
+        assert!(table(&doc).contains(&note));
+        // The sites decide, not the figures.
+        doc.mechanism_mut("uprobe-nop10").unwrap().site = Some(Site::Int3);
+        doc.mechanism_mut("uprobe-nop5").unwrap().site = Some(Site::Call);
+        assert!(nop_note(&doc)
+            .unwrap()
+            .ends_with("on a 5-byte nop (nop10: traps)"));
+        doc.mechanism_mut("uprobe-nop5").unwrap().site = Some(Site::Int3);
+        assert!(nop_note(&doc)
+            .unwrap()
+            .ends_with("on neither nop (nop5: traps, nop10: traps)"));
+        // A kernel that refuses the nop10: it did not run.
+        doc.mechanism_mut("uprobe-nop10").unwrap().status = Status::Skipped;
+        doc.mechanism_mut("uprobe-nop5").unwrap().site = Some(Site::Call);
+        assert!(nop_note(&doc)
+            .unwrap()
+            .ends_with("on a 5-byte nop (nop10: not run)"));
+        // Results that did not record the sites: the figures alone.
+        doc.mechanism_mut("uprobe-nop5").unwrap().site = None;
+        assert_eq!(
+            nop_note(&doc).unwrap(),
+            "uprobe-nop +450.0 ns/event, uprobe-nop5 +440.0 ns/event"
+        );
+        let listed = list(&[
+            (
+                "uprobe-nop5".parse().unwrap(),
+                Availability::Yes(None, Some(Site::Int3)),
+            ),
+            (
+                "uprobe-nop10".parse().unwrap(),
+                Availability::Yes(None, Some(Site::Call)),
+            ),
+        ]);
+        assert!(
+            listed.contains("\nthis kernel optimizes uprobes on a 10-byte nop (nop5: traps)\n"),
+            "{listed}"
         );
     }
 
@@ -854,10 +926,7 @@ mod tests {
     fn every_output_of_an_exact_run_counts_instructions() {
         let [doc, older] = exact_results();
         assert!(doc.exact() && older.exact());
-        assert!(
-            nop5_note(&doc).is_some(),
-            "the 6.12 run has both nop5 pairs"
-        );
+        assert!(nop_note(&doc).is_some(), "the 6.12 run has the nop5 ones");
         let findings = crate::gate::compare(
             &older,
             &doc,

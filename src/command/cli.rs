@@ -173,7 +173,8 @@ pub struct Cli {
     /// could not tell. VARIANT: prog-work=N (B's programs do N steps of
     /// extra work per hit; prog-work=0 against the default is A/A) or
     /// bpf-stats (the kernel's BPF run-time stats on during B's runs:
-    /// what enabling them costs) or object=FILE (with --object: B is
+    /// what enabling them costs) or stacktrace (B's programs also take the
+    /// kernel stack on each hit, as --stacktrace) or object=FILE (with --object: B is
     /// FILE's build of the same programs, paired by program name; those
     /// only one side has are listed, not compared).
     #[arg(long, value_name = "VARIANT", value_parser = Variant::parse,
@@ -233,6 +234,12 @@ pub struct Cli {
     #[arg(long, value_name = "MODE", default_value_t = Counting::default(),
           value_parser = Counting::parse)]
     pub counting: Counting,
+
+    /// Every program also takes the kernel stack on each hit
+    /// (bpf_get_stack, 128 entries), as upstream's bench --stacktrace:
+    /// what the most common thing a tracing program does costs on top.
+    #[arg(long)]
+    pub stacktrace: bool,
 
     /// When another measuring run (this command's or the test suite's)
     /// holds a CPU this run needs, fail at once (exit 75) instead of

@@ -159,6 +159,7 @@ fn plan(cli: &Cli, selection: &[Mechanism], against: Option<Variant>) -> Plan {
             batch: cli.batch,
             prog_work: cli.prog_work,
             counting: cli.counting,
+            stacktrace: cli.stacktrace,
             producers: cli.producers,
             longest_run: None,
         },

@@ -140,6 +140,8 @@ fn same(a: Mechanism, b: Mechanism) -> bool {
 pub fn unpaired(variant: &Variant) -> String {
     match variant {
         Variant::Object(b) => b.unpaired().map(|l| format!("{l}\n")).unwrap_or_default(),
-        Variant::ProgWork(_) | Variant::BpfStats | Variant::Counting(_) => String::new(),
+        Variant::ProgWork(_) | Variant::BpfStats | Variant::Counting(_) | Variant::Stacktrace => {
+            String::new()
+        }
     }
 }

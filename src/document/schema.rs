@@ -41,6 +41,11 @@ pub struct Document {
     pub timestamp: String,
     /// `uname -r`.
     pub kernel_release: String,
+    /// The running kernel's GNU build id in hex (`/sys/kernel/notes`):
+    /// two builds of one release differ in it. Null where the kernel has
+    /// none, and in older results.
+    #[serde(default)]
+    pub kernel_build_id: Option<String>,
     /// The CPU's model name from /proc/cpuinfo.
     pub cpu_model: String,
     /// The machine's architecture as Rust names it (`x86_64`, `aarch64`):
@@ -102,6 +107,10 @@ pub struct Document {
     /// `atomic`.
     #[serde(default = "atomic")]
     pub counting: String,
+    /// Whether every program also took the kernel stack on each hit
+    /// (`--stacktrace`). Absent from older results: false.
+    #[serde(default)]
+    pub stacktrace: bool,
     /// Producers firing at once, each on its own CPU (`--producers`).
     #[serde(default = "one")]
     pub producers: usize,
@@ -286,6 +295,12 @@ pub struct MechanismResult {
     pub windows: Option<Vec<u64>>,
     #[serde(default)]
     pub base_windows: Option<Vec<u64>>,
+    /// A probe on a function of this executable: what it left at the
+    /// probed instruction after its runs, read back while attached
+    /// (`int3`: it traps; `call`: the kernel rewrote it, optimized).
+    /// Null otherwise, and in older results.
+    #[serde(default)]
+    pub site: Option<crate::measure::Site>,
 }
 
 /// One producer of a multi-producer run.

@@ -50,6 +50,7 @@ pub enum Setting {
     Emulated,
     ProgWork,
     Counting,
+    Stacktrace,
     Batch,
     RunLength,
     /// The `--object` files, by name and hash (not compared where the
@@ -74,6 +75,7 @@ pub const SETTINGS: &[(Setting, Read)] = &[
     }),
     (Setting::ProgWork, |d| d.prog_work.to_string()),
     (Setting::Counting, |d| d.counting.clone()),
+    (Setting::Stacktrace, |d| d.stacktrace.to_string()),
     (Setting::Batch, |d| d.batch.to_string()),
     (Setting::RunLength, |d| {
         d.run_secs

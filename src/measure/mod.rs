@@ -78,7 +78,7 @@ pub use cpu::pin::{allowed_cpus, note_default_cpu, online_cpus, CpuPin};
 pub use environment::support::{Privileged, Ready, Support};
 pub use error::{Error, Result};
 pub use mechanism::catalogue::{Kind, Mechanism};
-pub use mechanism::target::Target;
+pub use mechanism::target::{Site, Target};
 pub use mechanism::trigger::{Driver, Trigger, MAX_BATCH};
 pub use running::attach_cost::AttachCost;
 pub use running::run::{

@@ -32,6 +32,7 @@ pub fn document(plan: &Plan, runs: &Gathered, host: Host) -> Document {
         tool_version: env!("CARGO_PKG_VERSION").into(),
         timestamp: host.timestamp,
         kernel_release: host.kernel_release,
+        kernel_build_id: host.kernel_build_id,
         cpu_model: host.cpu_model,
         arch: host.arch,
         mitigations: host.mitigations,
@@ -54,6 +55,7 @@ pub fn document(plan: &Plan, runs: &Gathered, host: Host) -> Document {
         batch: plan.options.batch.get(),
         prog_work: plan.options.prog_work.get(),
         counting: plan.options.counting.to_string(),
+        stacktrace: plan.options.stacktrace,
         producers: plan.options.producers.get(),
         interrupted: plan.stopped_by().map(signal_name),
         retaken_runs: runs.retaken_runs,
@@ -221,6 +223,7 @@ fn mechanism_result(plan: &Plan, o: &MechanismRuns) -> MechanismResult {
             .flatten(),
         windows,
         base_windows,
+        site: ok.then(|| o.samples.last()?.site).flatten(),
     }
 }
 

@@ -3,14 +3,15 @@
 use std::num::NonZeroU64;
 
 use crate::measure::{
-    on_measuring_thread, timed_run, AttachCost, Mechanism, Options, Privileged, Support,
+    on_measuring_thread, timed_run, AttachCost, Mechanism, Options, Privileged, Site, Support,
 };
 
 /// Whether this kernel runs a mechanism, for `--list`.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Availability {
-    /// It runs; what attaching took, where that is a cost of its own.
-    Yes(Option<AttachCost>),
+    /// It runs; what attaching took, where that is a cost of its own, and
+    /// what a probe on this executable left at its instruction.
+    Yes(Option<AttachCost>, Option<Site>),
     /// The kernel lacks what it needs: why.
     No(String),
     /// It should run and did not: why.
@@ -46,10 +47,10 @@ pub fn survey(mechanisms: &[Mechanism], cpu: Option<usize>) -> Vec<(Mechanism, A
                     None => support
                         .ready(m)
                         .and_then(|r| timed_run(r, &opts))
-                        .map(|s| s.attach),
+                        .map(|s| (s.attach, s.site)),
                 };
                 let availability = match verdict {
-                    Ok(attach) => Availability::Yes(attach),
+                    Ok((attach, site)) => Availability::Yes(attach, site),
                     Err(err) if err.is_unsupported() => Availability::No(err.reason().into()),
                     Err(err) => Availability::Broken(err.reason().into()),
                 };

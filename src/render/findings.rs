@@ -38,6 +38,10 @@ pub fn warning(w: &Warning) -> String {
                  now: their overheads differ by that (a lock-prefixed add costs more than a \
                  plain one)"
             ),
+            Setting::Stacktrace => format!(
+                "the programs took the kernel stack on each hit: {then} in the baseline, {now} \
+                 now (--stacktrace): overheads differ by that"
+            ),
             Setting::Batch => {
                 format!("the kernel loop ran batches of {then} in the baseline, {now} now")
             }

@@ -262,6 +262,7 @@ pub fn fixture() -> Value {
     // Apart: one more field in the literal exceeds json!'s recursion limit.
     doc["retaken_runs"] = 0.into();
     doc["counting"] = "every".into();
+    doc["stacktrace"] = false.into();
     doc["budget_secs"] = 0.0.into();
     doc["run_secs"] = serde_json::Value::Null;
     doc["cpu_wait_s"] = 0.0.into();
@@ -270,6 +271,7 @@ pub fn fixture() -> Value {
     doc["objects"] = serde_json::json!([]);
     doc["packet"] = serde_json::Value::Null;
     doc["kernel_config"] = serde_json::Value::Null;
+    doc["kernel_build_id"] = serde_json::Value::Null;
     doc["unit"] = "ns".into();
     doc["emulator"] = serde_json::Value::Null;
     doc["mitigations"] = serde_json::json!({"spec_rstack_overflow": "Mitigation: Safe RET"});
@@ -280,6 +282,7 @@ pub fn fixture() -> Value {
         m["windows"] = serde_json::Value::Null;
         m["counted_events"] = serde_json::Value::Null;
         m["base_windows"] = serde_json::Value::Null;
+        m["site"] = serde_json::Value::Null;
     }
     doc["context"] = serde_json::json!({
         "cpu": 0, "secs": 1.5, "steal_pct": 0.0, "other_pct": 1.0,

@@ -9,6 +9,8 @@ use crate::measure::kernel::tracefs::{self, Tracefs};
 use crate::measure::kernel::{features, functions};
 use crate::measure::mechanism::catalogue::{Kind, Mechanism};
 use crate::measure::mechanism::kind::{every_kind, Probe};
+use crate::measure::mechanism::target::Target;
+use crate::measure::mechanism::trigger::Trigger;
 use Kind::*;
 
 /// Proof that this process may load tracing programs
@@ -208,6 +210,21 @@ impl Mechanism {
             (Tracepoint | RawTracepoint | BtfTracepoint, Some(libc::ENOENT)) => Error::failed(
                 format!("tracepoint {} not found in this kernel: {why}", self.hook()),
             ),
+            // x86's uprobes refuse an instruction with a segment prefix
+            // (is_prefix_bad()), and so the nop10's cs, until a kernel
+            // that optimizes the nop10 lets them. libbpf's words hold the
+            // probe's offset, which differs from binary to binary.
+            (Uprobe { .. } | UprobeMulti { .. } | UprobeSession | Usdt, Some(ENOTSUPP))
+                if matches!(
+                    self.trigger(),
+                    Trigger::Call(Target::Nop10 | Target::UsdtNop10)
+                ) =>
+            {
+                Error::unsupported(
+                    "this kernel refuses a uprobe on the 10-byte nop (its cs prefix): \
+                     attaching returned ENOTSUPP",
+                )
+            }
             (
                 Uprobe { .. } | UprobeMulti { .. } | UprobeSession | Usdt,
                 Some(libc::ENOENT | libc::ESRCH),

@@ -133,6 +133,25 @@ pub fn btf_has_attach_type(value: &str) -> Result<(), String> {
     })
 }
 
+/// Whether the kernel has the uprobe syscall as 7.3's libbpf probes it
+/// (FEAT_UPROBE_SYSCALL: EPROTO when called from outside a uprobe
+/// trampoline; 6.18's answers ENXIO). Where it does, that libbpf moves a
+/// USDT probe off the nop of a nop,nop10 combo onto the nop10.
+pub fn uprobe_syscall() -> bool {
+    static ANSWER: OnceLock<bool> = OnceLock::new();
+    *ANSWER.get_or_init(|| {
+        #[cfg(target_arch = "x86_64")]
+        {
+            const NR_UPROBE: libc::c_long = 336;
+            // SAFETY: outside a uprobe trampoline the call only answers an error.
+            let ret = unsafe { libc::syscall(NR_UPROBE) };
+            ret < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EPROTO)
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        false
+    })
+}
+
 /// Turns on the kernel's BPF run-time statistics (`run_time_ns`, `run_cnt`)
 /// for as long as the returned fd is open. BPF_ENABLE_STATS is reference
 /// counted and goes off by itself when the fd closes, even if we crash,

@@ -16,7 +16,7 @@ use std::sync::Mutex;
 use super::kind::every_kind;
 pub use super::kind::Kind;
 use super::program::{builtin, Program};
-use super::target::{Target, USDT_NOP5_PROBE, USDT_PROBE};
+use super::target::{Target, USDT_NOP10_PROBE, USDT_NOP5_PROBE, USDT_PROBE};
 use super::trigger::{Driver, Trigger};
 
 /// The kernel function probed by kprobe, kretprobe, fentry and fexit
@@ -58,6 +58,7 @@ const fn base(name: &'static str, trigger: Trigger) -> Entry {
         hook: "nothing attached",
         needs: match trigger {
             Trigger::Call(Nop5 | Target::UsdtNop5) => NOP5,
+            Trigger::Call(Nop10 | Target::UsdtNop10) => NOP10,
             Trigger::Call(Nop | Push | Ret | Target::Usdt)
             | Trigger::TaskRename
             | Trigger::Loop(_)
@@ -73,6 +74,9 @@ const UPROBES: &str = "CONFIG_UPROBES (uprobe PMU or uprobe_events)";
 /// ([`Target::arches`]), and its mechanisms skip there.
 const NOP5: &str = "x86_64 (the target's nopl is an x86 instruction)";
 const UPROBES_NOP5: &str = "CONFIG_UPROBES (uprobe PMU or uprobe_events), x86_64 (nopl)";
+/// nop10 likewise: x86's.
+const NOP10: &str = "x86_64 (the target's cs nopw is an x86 instruction)";
+const UPROBES_NOP10: &str = "CONFIG_UPROBES (uprobe PMU or uprobe_events), x86_64 (cs nopw)";
 const TRAMPOLINES: &str = "BTF (CONFIG_DEBUG_INFO_BTF), BPF trampolines";
 
 const fn kernel(
@@ -126,6 +130,7 @@ const fn uprobe(name: &'static str, target: Target, ret: bool) -> Entry {
         hook: target.symbol(),
         needs: match target {
             Nop5 | Target::UsdtNop5 => UPROBES_NOP5,
+            Nop10 | Target::UsdtNop10 => UPROBES_NOP10,
             Nop | Push | Ret | Target::Usdt => UPROBES,
         },
     }
@@ -138,7 +143,11 @@ const fn uprobe_multi(name: &'static str, target: Target, ret: bool) -> Entry {
     } else {
         builtin!(prog_uprobe_multi)
     };
-    on_target(name, target, UprobeMulti { ret }, program, UPROBE_MULTI)
+    let needs = match target {
+        Nop5 | Target::UsdtNop5 | Nop10 | Target::UsdtNop10 => UPROBE_MULTI_X86,
+        Nop | Push | Ret | Target::Usdt => UPROBE_MULTI,
+    };
+    on_target(name, target, UprobeMulti { ret }, program, needs)
 }
 
 const fn uprobe_session(name: &'static str, target: Target) -> Entry {
@@ -169,6 +178,7 @@ const fn on_target(
 }
 
 const UPROBE_MULTI: &str = "CONFIG_UPROBES, the uprobe.multi attach type (6.6)";
+const UPROBE_MULTI_X86: &str = "CONFIG_UPROBES, the uprobe.multi attach type (6.6), x86_64";
 const UPROBE_SESSION: &str = "CONFIG_UPROBES, the uprobe.session attach type (6.13)";
 const KPROBE_MULTI: &str = "CONFIG_FPROBE, the kprobe.multi attach type (5.18)";
 const KPROBE_MULTI_ALL: &str = "CONFIG_FPROBE, the kprobe.multi attach type (5.18), tracefs";
@@ -176,7 +186,7 @@ const KPROBE_SESSION: &str = "CONFIG_FPROBE, the kprobe.session attach type (6.1
 
 use Driver::{Helper, Kfunc};
 use Kind::*;
-use Target::{Nop, Nop5, Push, Ret};
+use Target::{Nop, Nop10, Nop5, Push, Ret};
 
 const LOOP_KFUNC_NEEDS: &str = "the bpf_modify_return_test_tp kfunc (6.10+, CONFIG_NET)";
 
@@ -283,6 +293,13 @@ pub static CATALOGUE: &[Entry] = &[
     base("base-nop5", Trigger::Call(Nop5)),
     uprobe("uprobe-nop5", Nop5, false),
     uprobe("uretprobe-nop5", Nop5, true),
+    uprobe_multi("uprobe.multi-nop5", Nop5, false),
+    uprobe_multi("uretprobe.multi-nop5", Nop5, true),
+    base("base-nop10", Trigger::Call(Nop10)),
+    uprobe("uprobe-nop10", Nop10, false),
+    uprobe("uretprobe-nop10", Nop10, true),
+    uprobe_multi("uprobe.multi-nop10", Nop10, false),
+    uprobe_multi("uretprobe.multi-nop10", Nop10, true),
     base("base-usdt", Trigger::Call(Target::Usdt)),
     Entry {
         name: "usdt",
@@ -300,6 +317,15 @@ pub static CATALOGUE: &[Entry] = &[
         program: Some(builtin!(prog_usdt)),
         hook: USDT_NOP5_PROBE,
         needs: UPROBES_NOP5,
+    },
+    base("base-usdt-nop10", Trigger::Call(Target::UsdtNop10)),
+    Entry {
+        name: "usdt-nop10",
+        trigger: Trigger::Call(Target::UsdtNop10),
+        kind: Usdt,
+        program: Some(builtin!(prog_usdt)),
+        hook: USDT_NOP10_PROBE,
+        needs: UPROBES_NOP10,
     },
     base("base-loop", Trigger::Loop(Helper)),
     on_loop(

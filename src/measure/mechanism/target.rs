@@ -3,6 +3,7 @@
 //! checked to be before a run.
 
 use crate::measure::error::{Error, Result};
+use crate::measure::kernel::features;
 
 /// The user functions probed by uprobes, as in the kernel's bench
 /// (benchs/bench_trigger.c). Their first instruction decides the uprobe's
@@ -29,6 +30,16 @@ pub enum Target {
     /// move to so that a kernel can optimize them as `uprobe-nop5`.
     /// x86_64 only.
     UsdtNop5,
+    /// First instruction the 10-byte `cs nopw 0x0(%rax,%rax,1)`, the one
+    /// kernels optimize from 7.3 on (bench's `uprobe_target_nop10`).
+    /// x86_64 only.
+    Nop10,
+    /// A USDT probe on the `nop; nop10` combo of 7.3's usdt.h
+    /// (`usdt_nop10`), placed as 7.3's libbpf places it: on the nop10
+    /// where the kernel has its uprobe syscall, else on the nop. Ours
+    /// (1.7) knows only the nop,nop5 combo, so a second note
+    /// (`usdt_nop10_moved`) marks the nop10 for it. x86_64 only.
+    UsdtNop10,
 }
 
 /// The USDT note's provider and name, written only here: a macro, so
@@ -43,6 +54,12 @@ macro_rules! usdt {
     (nop5) => {
         "usdt_nop5"
     };
+    (nop10) => {
+        "usdt_nop10"
+    };
+    (nop10_moved) => {
+        "usdt_nop10_moved"
+    };
 }
 
 /// The USDT notes' provider.
@@ -51,15 +68,19 @@ pub const USDT_PROVIDER: &str = usdt!(provider);
 pub const USDT_PROBE: &str = concat!(usdt!(provider), ":", usdt!(nop));
 /// `provider:name` of the probe on a 5-byte nop.
 pub const USDT_NOP5_PROBE: &str = concat!(usdt!(provider), ":", usdt!(nop5));
+/// `provider:name` of the probe on the nop,nop10 combo.
+pub const USDT_NOP10_PROBE: &str = concat!(usdt!(provider), ":", usdt!(nop10));
 
 impl Target {
-    pub const ALL: [Target; 6] = [
+    pub const ALL: [Target; 8] = [
         Target::Nop,
         Target::Push,
         Target::Ret,
         Target::Nop5,
+        Target::Nop10,
         Target::Usdt,
         Target::UsdtNop5,
+        Target::UsdtNop10,
     ];
 
     /// The name of the USDT note at the target, if it is a USDT probe.
@@ -67,7 +88,8 @@ impl Target {
         match self {
             Target::Usdt => Some(usdt!(nop)),
             Target::UsdtNop5 => Some(usdt!(nop5)),
-            Target::Nop | Target::Push | Target::Ret | Target::Nop5 => None,
+            Target::UsdtNop10 => Some(usdt!(nop10)),
+            Target::Nop | Target::Push | Target::Ret | Target::Nop5 | Target::Nop10 => None,
         }
     }
 
@@ -80,6 +102,8 @@ impl Target {
             Target::Nop5 => "uprobe_target_nop5",
             Target::Usdt => "usdt_target",
             Target::UsdtNop5 => "usdt_target_nop5",
+            Target::Nop10 => "uprobe_target_nop10",
+            Target::UsdtNop10 => "usdt_target_nop10",
         }
     }
 
@@ -87,7 +111,7 @@ impl Target {
     /// target on: nop5 is an x86 instruction, the rest exist everywhere.
     pub const fn arches(self) -> &'static [&'static str] {
         match self {
-            Target::Nop5 | Target::UsdtNop5 => &["x86_64"],
+            Target::Nop5 | Target::UsdtNop5 | Target::Nop10 | Target::UsdtNop10 => &["x86_64"],
             Target::Nop | Target::Push | Target::Ret | Target::Usdt => &["x86_64", "aarch64"],
         }
     }
@@ -124,13 +148,113 @@ impl Target {
         // SAFETY: the function's code is mapped, readable and longer than
         // its first instruction.
         let code = unsafe { std::slice::from_raw_parts(f as *const u8, want.len()) };
-        if code != want {
+        if !same_instruction(want, code, self.operands()) {
             return Err(Error::failed(format!(
                 "{} starts with bytes {code:02x?}, not {want:02x?}: the measurement would be of another instruction",
                 self.symbol(),
             )));
         }
         Ok(f)
+    }
+}
+
+/// What a probe left at the probed instruction, read back from this
+/// process's own text while it is attached and after it fired: a uprobe
+/// writes an int3 there, which a kernel that optimizes the probe then
+/// rewrites into a call (a system call into a trampoline, no trap).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Site {
+    /// An int3 at the probed instruction: every hit traps.
+    Int3,
+    /// The kernel rewrote the instruction into a call: no trap.
+    Call,
+    /// The instruction as built: nothing of the probe shows here.
+    Untouched,
+}
+
+impl Site {
+    /// What `now`, read at a probe placed on `built` (whose last
+    /// `operands` bytes are a nop's operands), says.
+    pub fn of(built: &[u8], now: &[u8], operands: usize) -> Site {
+        match now.first() {
+            Some(0xcc) => Site::Int3,
+            _ if same_instruction(built, now, operands) => Site::Untouched,
+            _ => Site::Call,
+        }
+    }
+}
+
+/// Whether `now` is still the instruction(s) `built`, whose last
+/// `operands` bytes are a nop's operands and may hold anything.
+fn same_instruction(built: &[u8], now: &[u8], operands: usize) -> bool {
+    let fixed = built.len().saturating_sub(operands);
+    now.len() == built.len() && now[..fixed] == built[..fixed]
+}
+
+impl Target {
+    /// The USDT note a probe on the target attaches by: the nop,nop10
+    /// combo's where 7.3's libbpf would place it ([`Target::UsdtNop10`]).
+    pub fn usdt_note(self) -> Option<&'static str> {
+        match self {
+            Target::UsdtNop10 if features::uprobe_syscall() => Some(usdt!(nop10_moved)),
+            Target::Nop
+            | Target::Push
+            | Target::Ret
+            | Target::Nop5
+            | Target::Nop10
+            | Target::Usdt
+            | Target::UsdtNop5
+            | Target::UsdtNop10 => self.usdt_name(),
+        }
+    }
+
+    /// Where a probe on the target sits from the function's start: the
+    /// nop10 of the nop,nop10 combo where the probe moves there, else its
+    /// first byte.
+    fn probed_offset(self) -> usize {
+        match self {
+            Target::UsdtNop10 if features::uprobe_syscall() => 1,
+            Target::UsdtNop10 => 0,
+            Target::Nop
+            | Target::Push
+            | Target::Ret
+            | Target::Nop5
+            | Target::Nop10
+            | Target::Usdt
+            | Target::UsdtNop5 => 0,
+        }
+    }
+
+    /// How many of the target's last bytes are a nop's operands: the
+    /// nop10's SIB and displacement, which a kernel that unoptimizes a
+    /// uprobe there leaves holding its call (7.3's
+    /// arch/x86/kernel/uprobes.c, int3_update_unoptimize), so that the
+    /// process's text keeps them for the rest of its life. The kernel
+    /// itself checks only the five bytes before them.
+    fn operands(self) -> usize {
+        match self {
+            Target::Nop10 | Target::UsdtNop10 => 5,
+            Target::Nop
+            | Target::Push
+            | Target::Ret
+            | Target::Nop5
+            | Target::Usdt
+            | Target::UsdtNop5 => 0,
+        }
+    }
+
+    /// What a probe attached here left at its instruction, read now (see
+    /// [`Site`]); `None` where the architecture has no such target.
+    pub fn site(self) -> Option<Site> {
+        let (f, built) = code(self)?;
+        let at = self.probed_offset();
+        let built = &built[at..];
+        // SAFETY: as in verify: the code is mapped, readable and at least
+        // as long as the bytes it was built with.
+        let now = unsafe { std::slice::from_raw_parts((f as *const u8).add(at), built.len()) };
+        log::debug!("{}+{at} reads {now:02x?}", self.symbol());
+        Some(Site::of(built, now, self.operands()))
     }
 }
 
@@ -145,8 +269,19 @@ fn code(target: Target) -> Option<(unsafe extern "C" fn(), &'static [u8])> {
         // nopl 0x0(%rax,%rax,1)
         Target::Nop5 => (uprobe_target_nop5, &[0x0f, 0x1f, 0x44, 0x00, 0x00]),
         Target::UsdtNop5 => (usdt_target_nop5, &[0x0f, 0x1f, 0x44, 0x00, 0x00]),
+        Target::Nop10 => (uprobe_target_nop10, &NOP10),
+        // nop; nop10, as 7.3's usdt.h writes USDT_NOP
+        Target::UsdtNop10 => (usdt_target_nop10, &NOP_NOP10),
     })
 }
+
+/// cs nopw 0x0(%rax,%rax,1)
+#[cfg(target_arch = "x86_64")]
+const NOP10: [u8; 10] = [0x66, 0x2e, 0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00];
+#[cfg(target_arch = "x86_64")]
+const NOP_NOP10: [u8; 11] = [
+    0x90, 0x66, 0x2e, 0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00,
+];
 
 /// A target's function and first instruction word (little-endian) on
 /// aarch64. The kernel simulates `nop` and the frame-record store
@@ -162,7 +297,7 @@ fn code(target: Target) -> Option<(unsafe extern "C" fn(), &'static [u8])> {
         Target::Usdt => (usdt_target, NOP),
         Target::Push => (uprobe_target_push, STP_FP_LR),
         Target::Ret => (uprobe_target_ret, RET),
-        Target::Nop5 | Target::UsdtNop5 => return None,
+        Target::Nop5 | Target::UsdtNop5 | Target::Nop10 | Target::UsdtNop10 => return None,
     })
 }
 
@@ -224,7 +359,18 @@ uprobe_targets! {
     "uprobe_target_nop5": [".byte 0x0f, 0x1f, 0x44, 0x00, 0x00", "ret"],
     "usdt_target": ["nop", "ret"],
     "usdt_target_nop5": [".byte 0x0f, 0x1f, 0x44, 0x00, 0x00", "ret"],
-    usdt: [nop at "usdt_target", nop5 at "usdt_target_nop5",]
+    "uprobe_target_nop10": [".byte 0x66, 0x2e, 0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00", "ret"],
+    "usdt_target_nop10": [
+        "nop",
+        ".byte 0x66, 0x2e, 0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00",
+        "ret"
+    ],
+    usdt: [
+        nop at "usdt_target",
+        nop5 at "usdt_target_nop5",
+        nop10 at "usdt_target_nop10",
+        nop10_moved at "usdt_target_nop10 + 1",
+    ]
 }
 
 // The frame record goes as a C compiler's prologue puts it.
@@ -255,6 +401,10 @@ extern "C" {
     fn usdt_target();
     #[cfg(target_arch = "x86_64")]
     fn usdt_target_nop5();
+    #[cfg(target_arch = "x86_64")]
+    fn uprobe_target_nop10();
+    #[cfg(target_arch = "x86_64")]
+    fn usdt_target_nop10();
 }
 
 #[cfg(test)]
@@ -273,6 +423,26 @@ mod tests {
                 assert!(err.reason().contains(&want), "{err}");
             }
         }
+    }
+
+    /// 7.3 leaves a nop10 it unoptimized holding the call in its
+    /// operands (bytes read in a 7.3.4 guest): still the nop10, and a
+    /// site nothing is attached to.
+    #[test]
+    fn a_nop10_keeps_its_identity_whatever_its_operands() {
+        let built = [0x66, 0x2e, 0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00];
+        let left = [0x66, 0x2e, 0x0f, 0x1f, 0x84, 0xe8, 0xd6, 0x9c, 0x10, 0x00];
+        assert!(same_instruction(&built, &left, 5));
+        assert!(!same_instruction(&built, &left, 0));
+        assert_eq!(Site::of(&built, &left, 5), Site::Untouched);
+        let mut trapping = left;
+        trapping[0] = 0xcc;
+        assert_eq!(Site::of(&built, &trapping, 5), Site::Int3);
+        // lea -0x80(%rsp),%rsp; call: the optimized uprobe
+        let optimized = [0x48, 0x8d, 0x64, 0x24, 0x80, 0xe8, 0xd6, 0x9c, 0x10, 0x00];
+        assert_eq!(Site::of(&built, &optimized, 5), Site::Call);
+        let other = [0x66, 0x2e, 0x0f, 0x1f, 0x44, 0x00, 0x00, 0x00, 0x00, 0x00];
+        assert!(!same_instruction(&built, &other, 5));
     }
 
     /// The declared architectures match the code this binary has.

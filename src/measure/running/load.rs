@@ -97,6 +97,7 @@ pub(crate) fn load<'obj>(
     rodata.batch_iters = opts.batch.get();
     rodata.prog_work = opts.prog_work.get();
     rodata.counting = opts.counting.bpf_value();
+    rodata.stacktrace = u32::from(opts.stacktrace);
     if let Attach::EveryFunction { .. } = mechanism.kind().spec().attach {
         // Its program runs on every function and counts the hook's hits.
         rodata.loop_fn_ip =
@@ -275,7 +276,7 @@ fn attach_program(
         Attach::Usdt => {
             let exe = exe::exe_path().map_err(libbpf_rs::Error::from)?;
             let name = match mechanism.trigger() {
-                Trigger::Call(target) => target.usdt_name(),
+                Trigger::Call(target) => target.usdt_note(),
                 Trigger::TaskRename
                 | Trigger::Loop(_)
                 | Trigger::Syscall(_)

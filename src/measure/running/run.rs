@@ -23,6 +23,7 @@ use crate::measure::environment::support::Ready;
 use crate::measure::error::{Error, Result};
 use crate::measure::kernel::{exe, features};
 use crate::measure::mechanism::catalogue::{counts, Counts, Mechanism};
+use crate::measure::mechanism::target::Site;
 use crate::measure::mechanism::trigger::{Armed, Trigger};
 use crate::measure::objects::object;
 use crate::measure::running::attach_cost::AttachCost;
@@ -65,6 +66,9 @@ pub struct Sample {
     pub attach: Option<AttachCost>,
     /// The counting window its events ran in (window.rs), when on.
     pub window: Option<u64>,
+    /// What a probe on a function of this executable left at its
+    /// instruction after the run, still attached: whether it traps.
+    pub site: Option<Site>,
 }
 
 /// One producer's share of a [`Sample`].
@@ -270,6 +274,14 @@ impl Attached<'_, '_> {
             lost,
             attach: self.loaded.as_ref().and_then(|l| l.attach_cost()),
             window,
+            site: match m.trigger() {
+                Trigger::Call(target) if load::on_exe(m) => target.site(),
+                Trigger::Call(_)
+                | Trigger::TaskRename
+                | Trigger::Loop(_)
+                | Trigger::Syscall(_)
+                | Trigger::TestRun(_) => None,
+            },
         })
     }
 
@@ -569,6 +581,7 @@ mod tests {
             lost: Duration::ZERO,
             attach: None,
             window: None,
+            site: None,
         };
         assert_eq!(s.k_events_per_sec(), 2710); // 100000 * 1e6 / 36.9e6
         assert!((s.ns_per_event() - 369.0).abs() < 1e-9);

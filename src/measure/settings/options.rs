@@ -27,6 +27,9 @@ pub struct Options {
     pub prog_work: ProgWork,
     /// How the comm and call triggers' programs count a hit.
     pub counting: Counting,
+    /// Every program also takes the kernel stack on each hit
+    /// (`--stacktrace`, upstream's bench option).
+    pub stacktrace: bool,
     /// Threads firing at once, each on its own CPU (`--producers`).
     pub producers: NonZeroUsize,
     /// Where its events are slow, a timed run fires only what its lead-in
@@ -43,6 +46,7 @@ impl Default for Options {
             batch: Batch::default(),
             prog_work: ProgWork::default(),
             counting: Counting::default(),
+            stacktrace: false,
             producers: NonZeroUsize::MIN,
             longest_run: None,
         }

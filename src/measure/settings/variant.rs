@@ -23,6 +23,9 @@ pub enum Variant {
     /// `counting=MODE`: B's programs count hits another way (`--counting`):
     /// what a way of counting costs beside A's.
     Counting(Counting),
+    /// `stacktrace`: B's programs also take the kernel stack on each hit
+    /// (`--stacktrace`): what that costs on top of the mechanism.
+    Stacktrace,
     /// `object=FILE`: B is another build of the `--object` programs, each
     /// paired with A's of the same program name (see [`Against`]).
     Object(Against),
@@ -36,6 +39,7 @@ impl Variant {
             Variant::ProgWork(work) => b.prog_work = *work,
             Variant::BpfStats => b.bpf_stats = true,
             Variant::Counting(c) => b.counting = *c,
+            Variant::Stacktrace => b.stacktrace = true,
             Variant::Object(_) => {}
         }
         b
@@ -45,16 +49,21 @@ impl Variant {
     /// itself with other options, or its program from B's object.
     pub fn b_of(&self, a: Mechanism) -> Option<Mechanism> {
         match self {
-            Variant::ProgWork(_) | Variant::BpfStats | Variant::Counting(_) => Some(a),
+            Variant::ProgWork(_)
+            | Variant::BpfStats
+            | Variant::Counting(_)
+            | Variant::Stacktrace => Some(a),
             Variant::Object(against) => against.b_of(a),
         }
     }
 
     /// `prog-work=N` or `bpf-stats`; the error says what is accepted.
     pub fn parse(s: &str) -> Result<Self, String> {
-        const ACCEPTED: &str = "expected prog-work=N, bpf-stats, counting=MODE or object=FILE";
+        const ACCEPTED: &str =
+            "expected prog-work=N, bpf-stats, counting=MODE, stacktrace or object=FILE";
         match s.split_once('=') {
             None if s == "bpf-stats" => Ok(Variant::BpfStats),
+            None if s == "stacktrace" => Ok(Variant::Stacktrace),
             Some(("object", file)) if !file.is_empty() => {
                 Ok(Variant::Object(Against::new(file.into())))
             }
@@ -81,6 +90,7 @@ impl fmt::Display for Variant {
             Variant::ProgWork(work) => write!(f, "prog-work={work}"),
             Variant::BpfStats => f.write_str("bpf-stats"),
             Variant::Counting(c) => write!(f, "counting={c}"),
+            Variant::Stacktrace => f.write_str("stacktrace"),
             Variant::Object(against) => write!(f, "object={}", against.path.display()),
         }
     }
@@ -99,6 +109,7 @@ mod tests {
             "counting=every-atomic",
             "counting=every",
             "counting=none",
+            "stacktrace",
         ] {
             assert_eq!(Variant::parse(s).unwrap().to_string(), s);
         }
@@ -113,7 +124,7 @@ mod tests {
     fn bad_variants_say_what_is_accepted() {
         assert!(Variant::parse("fast")
             .unwrap_err()
-            .contains("prog-work=N, bpf-stats, counting=MODE or object=FILE"));
+            .contains("prog-work=N, bpf-stats, counting=MODE, stacktrace or object=FILE"));
         assert!(Variant::parse("counting=fast")
             .unwrap_err()
             .contains("lead-in, every, every-atomic"));
@@ -130,5 +141,6 @@ mod tests {
             (7, false, a.iterations)
         );
         assert!(Variant::BpfStats.apply(&a).bpf_stats);
+        assert!(Variant::Stacktrace.apply(&a).stacktrace && !a.stacktrace);
     }
 }
