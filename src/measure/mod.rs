@@ -15,6 +15,7 @@ pub mod kernel {
     pub mod host;
     pub mod libbpf_log;
     pub mod progress;
+    pub mod round_trip;
     pub mod tracefs;
     pub(super) mod verifier_log;
 }
