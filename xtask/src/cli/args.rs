@@ -1,10 +1,12 @@
-//! xtask's command line, parsed with clap (derive): `vmtest` and `ci`.
+//! xtask's command line, parsed with clap (derive): one `Task` enum whose
+//! variants are the tasks, each with its room's options; their names are
+//! clap's, from the enum ([`tasks`]).
 //!
-//! Bad input gives one line (no usage block) and exit 2, as before clap.
+//! Bad input gives one line (no usage block) and exit 2.
 
 use anyhow::{bail, ensure, Result};
 use clap::error::{ContextKind, ContextValue, ErrorKind};
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 use crate::cli::help::{
     CI_ABOUT, CI_AFTER, HISTORY_AFTER, KSELFTEST_AFTER, VMTEST_ABOUT, VMTEST_AFTER, VMTEST_USAGE,
@@ -54,8 +56,14 @@ enum Task {
     History(Box<HistoryArgs>),
 }
 
-/// The tasks, each its room's name under tasks/.
-pub const TASKS: &[&str] = &["vmtest", "ci", "kselftest", "flakes", "history"];
+/// The tasks' names, as clap derives them from [`Task`]: each its room's
+/// name under tasks/.
+pub fn tasks() -> Vec<String> {
+    Cli::command()
+        .get_subcommands()
+        .map(|c| c.get_name().to_owned())
+        .collect()
+}
 
 #[derive(clap::Args, Debug)]
 struct VmtestCli {
@@ -208,13 +216,6 @@ pub enum Parsed {
 /// Parses xtask's arguments (without the program name). `env_accel`:
 /// $VMTEST_ACCEL. Errors are one line, without the task's prefix.
 pub fn parse(argv: &[String], env_accel: Option<&str>) -> Result<Parsed> {
-    if let Some(t) = argv.first().filter(|t| !t.starts_with('-')) {
-        ensure!(
-            TASKS.contains(&t.as_str()),
-            "unknown task '{t}'; tasks: {} (cargo xtask --help)",
-            TASKS.join(", ")
-        );
-    }
     let cli = match Cli::try_parse_from(std::iter::once("xtask").chain(argv.iter().map(|s| &**s))) {
         Ok(c) => c,
         Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
@@ -328,9 +329,14 @@ fn one_line(e: &clap::Error) -> String {
         ErrorKind::MissingSubcommand | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
             format!(
                 "no task given; tasks: {} (cargo xtask --help)",
-                TASKS.join(", ")
+                tasks().join(", ")
             )
         }
+        ErrorKind::InvalidSubcommand => format!(
+            "unknown task '{}'; tasks: {} (cargo xtask --help)",
+            context(e, ContextKind::InvalidSubcommand).unwrap_or_default(),
+            tasks().join(", ")
+        ),
         ErrorKind::MissingRequiredArgument => format!("{opt} is needed too (see --help)"),
         ErrorKind::ArgumentConflict => {
             let other = context(e, ContextKind::PriorArg).unwrap_or_default();
