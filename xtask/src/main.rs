@@ -40,7 +40,7 @@ mod layers;
 use std::process::ExitCode;
 
 use cli::args::{self, Parsed};
-use tasks::vmtest::{self, duet, exact};
+use tasks::vmtest::{self, duet, exact, Mode};
 use tasks::{ci, flakes, history, kselftest};
 
 fn main() -> ExitCode {
@@ -56,9 +56,11 @@ fn main() -> ExitCode {
             print!("{h}");
             0
         }
-        Ok(Parsed::Vmtest(a)) if a.against.is_some() && a.exact => exact::main(*a),
-        Ok(Parsed::Vmtest(a)) if a.against.is_some() => duet::main(*a),
-        Ok(Parsed::Vmtest(a)) => vmtest::main(*a),
+        Ok(Parsed::Vmtest(a)) => match (&a.against, &a.mode) {
+            (Some(_), Mode::Exact(_)) => exact::main(*a),
+            (Some(_), Mode::Timed) => duet::main(*a),
+            (None, _) => vmtest::main(*a),
+        },
         Ok(Parsed::Ci(c)) => ci::main(c),
         Ok(Parsed::Kselftest(k)) => kselftest::main(k),
         Ok(Parsed::Flakes(f)) => flakes::main(f),

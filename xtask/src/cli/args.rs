@@ -16,7 +16,7 @@ use crate::tasks::ci::options::CiArgs;
 use crate::tasks::flakes::FlakesArgs;
 use crate::tasks::history::HistoryArgs;
 use crate::tasks::kselftest::KselftestArgs;
-use crate::tasks::vmtest::Args;
+use crate::tasks::vmtest::{Args, Exact, Mode};
 use crate::util::values::{directory, env_pair, percent, positive, secs};
 use crate::vm::job::{Job, EXACT_ROUNDS};
 use crate::vm::Accel;
@@ -297,13 +297,17 @@ fn vmtest_args(v: Box<VmtestCli>, dashdash: bool, env_accel: Option<&str>) -> Re
         against_modules: v.against_modules,
         against_config: v.against_config,
         absent: v.absent,
-        across_configs: v.across_configs,
         sessions: v.sessions,
-        exact: v.exact,
-        threshold: v.threshold,
-        explain: v.explain,
-        calibration: v.calibration,
-        rounds: v.rounds,
+        mode: match v.exact {
+            true => Mode::Exact(Exact {
+                explain: v.explain,
+                rounds: v.rounds,
+                threshold: v.threshold,
+                across_configs: v.across_configs,
+                calibration: v.calibration,
+            }),
+            false => Mode::Timed,
+        },
     })
 }
 
@@ -477,7 +481,13 @@ mod tests {
         let a = p(&["6.1", "--against", "6.12", "--exact"])
             .unwrap()
             .unwrap();
-        assert!(a.exact && a.threshold == 1.0 && a.smp == 1);
+        assert_eq!(a.smp, 1);
+        let x = |a: Args| match a.mode {
+            Mode::Exact(x) => x,
+            Mode::Timed => panic!("--exact gives the exact mode"),
+        };
+        assert_eq!(x(a).threshold, 1.0);
+        assert_eq!(p(&["6.1"]).unwrap().unwrap().mode, Mode::Timed);
         assert_eq!(
             p(&["6.1", "--exact", "--smp", "2"]).unwrap().unwrap().smp,
             2
@@ -485,15 +495,14 @@ mod tests {
         let a = p(&["6.1", "--exact", "--threshold", "0.5"])
             .unwrap()
             .unwrap();
-        assert_eq!(a.threshold, 0.5);
+        assert_eq!(x(a).threshold, 0.5);
         assert!(e(&["6.1", "--threshold", "2"]).contains("--exact"));
         assert!(e(&["6.1", "--explain"]).contains("--exact"));
-        assert!(
-            p(&["6.1", "--exact", "--explain"])
-                .unwrap()
-                .unwrap()
-                .explain
-        );
+        assert!(p(&["6.1", "--exact", "--explain"])
+            .unwrap()
+            .unwrap()
+            .mode
+            .explains());
         assert!(e(&["6.1", "--exact", "--threshold", "0"]).contains("between 0 and 100"));
     }
 
