@@ -13,8 +13,9 @@ mod common;
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 /// Where the source files are: every one of them must be in layout.md.
-const SOURCE_DIRS: [&str; 6] = [
+const SOURCE_DIRS: [&str; 7] = [
     "src",
+    "common/src",
     "xtask/src",
     "bpf",
     "tests/common",
@@ -223,7 +224,7 @@ fn layout_cells_are_short() {
 }
 
 /// The exit statuses are documented once, from their one list: each of
-/// `src/exit_status.rs`'s rows is a row of docs/gate.md's table, and a
+/// `common/src/exit_status.rs`'s rows is a row of docs/gate.md's table, and a
 /// line of `bpf-overhead --help`.
 #[test]
 fn the_exit_statuses_are_the_one_list_everywhere() {

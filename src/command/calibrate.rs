@@ -88,7 +88,7 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<ExitCode, Failure> {
     };
     let doc = Document::read(host_file, Need::Complete)
         .map_err(|e| Failure::Input(format!("calibrate: {}", e.about(host_file))))?;
-    if doc.unit != "ns" {
+    if doc.unit != bpf_overhead::document::Unit::Ns {
         return Err(Failure::Input(format!(
             "calibrate: {} counts {}, not time: give a timed run of this host",
             host_file.display(),

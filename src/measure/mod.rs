@@ -49,7 +49,6 @@ pub mod objects {
 
 /// A run's settings, and what B changes of A in an in-run comparison.
 pub mod settings {
-    pub mod bpf_consts;
     pub mod options;
     pub mod variant;
 }
@@ -67,13 +66,13 @@ pub mod running {
     pub mod keeper;
     pub mod ksymbols;
     pub(super) mod load;
-    pub mod marks;
     pub(super) mod producer;
     pub mod run;
     pub mod speed;
     pub mod window;
 }
 
+pub use bpf_overhead_common::bpf_consts::MAX_PROG_WORK;
 pub use cpu::pin::{allowed_cpus, note_default_cpu, online_cpus, CpuPin};
 pub use environment::support::{Privileged, Ready, Support};
 pub use error::{Error, Result};
@@ -85,6 +84,5 @@ pub use running::run::{
     fitted, lead_in, on_measuring_thread, timed_run, with_attached, Attached, ProducerSample,
     Sample,
 };
-pub use settings::bpf_consts::MAX_PROG_WORK;
 pub use settings::options::{Batch, Counting, Options, ProgWork, DEFAULT_ITERATIONS};
 pub use settings::variant::Variant;

@@ -285,7 +285,7 @@ fn no_import_cycle() {
     let uses = imports();
     let modules: Vec<&str> = uses.keys().map(String::as_str).collect();
     let used: Vec<Vec<String>> = uses.values().cloned().collect();
-    if let Some(cycle) = crate::import_cycle::find(&modules, &used) {
+    if let Some(cycle) = bpf_overhead_common::import_cycle::find(&modules, &used) {
         panic!("import cycle among xtask's modules: {}", cycle.join(" -> "));
     }
     let mut rooms: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -299,7 +299,7 @@ fn no_import_cycle() {
     }
     let names: Vec<&str> = rooms.keys().map(String::as_str).collect();
     let used: Vec<Vec<String>> = rooms.values().cloned().collect();
-    if let Some(cycle) = crate::import_cycle::find(&names, &used) {
+    if let Some(cycle) = bpf_overhead_common::import_cycle::find(&names, &used) {
         panic!("import cycle among xtask's rooms: {}", cycle.join(" -> "));
     }
 }

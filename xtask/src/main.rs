@@ -33,10 +33,7 @@ mod tasks;
 mod util;
 mod vm;
 
-// The layer tests, and their cycle finder, shared with the main crate's.
-#[cfg(test)]
-#[path = "../../src/import_cycle.rs"]
-mod import_cycle;
+// The layer tests (their cycle finder is the main crate's, shared).
 #[cfg(test)]
 mod layers;
 

@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::time::SystemTime;
 
+use bpf_overhead_common::document::Emulation;
+
 use crate::env_vars::{EMULATED_ENV, EMULATOR_ENV};
 
 /// Facts about the machine recorded with a result.
@@ -37,16 +39,14 @@ impl Host {
     }
 }
 
-/// The emulator's name when its guest clock counts instructions (QEMU's
-/// `-icount shift=0`: 1 ns a guest instruction): times are counts.
-pub const EXACT: &str = "tcg-icount";
-
-/// `Some("tcg")` when running under an emulator (see [`EMULATED_ENV`]),
-/// `Some("tcg-icount")` ([`EXACT`]) under one clocked by instructions.
-pub fn emulated() -> Option<String> {
+/// The emulator the run is under, as its runner named it in
+/// [`EMULATED_ENV`] (`tcg`, or `tcg-icount` where the guest's clock counts
+/// instructions); `None` on real or virtualised hardware.
+pub fn emulated() -> Option<Emulation> {
     std::env::var(EMULATED_ENV)
         .ok()
         .filter(|v| !v.is_empty() && v != "0")
+        .map(Emulation::from)
 }
 
 /// The emulator's version, as its runner gave it ([`EMULATOR_ENV`]).

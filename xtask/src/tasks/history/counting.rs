@@ -16,6 +16,7 @@ use serde_json::Value;
 use super::builds::{self, Build};
 use super::kept::{self, Kept, Stables};
 use super::options::{HistoryArgs, Setting, EVERY_FUNCTION};
+use crate::util::document::Document;
 use crate::util::signal::check_signal;
 use crate::util::{say, secs};
 
@@ -115,9 +116,9 @@ fn count(
             last.unwrap_or_else(|| "vmtest wrote no summary".into())
         ),
     };
-    let result: Option<Value> = fs::read_to_string(dir.join("result.json"))
+    let result = fs::read_to_string(dir.join("result.json"))
         .ok()
-        .and_then(|s| serde_json::from_str(&s).ok());
+        .and_then(|s| Document::from_json(&s).ok());
     let f = |k: &str| summary[k].as_f64();
     let kept = Kept {
         key: setting.key(b),

@@ -19,11 +19,11 @@ use std::time::Instant;
 
 use anyhow::{ensure, Context, Result};
 use serde::Serialize;
-use serde_json::Value;
 
 use crate::tasks::vmtest::explain::{self, change, Explained};
 use crate::tasks::vmtest::Args;
-use crate::util::counts::{exit_code, table, verdicts, Row, Verdict};
+use crate::util::counts::{exit_code, read_document, table, verdicts, Row, Verdict};
+use crate::util::document::Document;
 use crate::util::kconfig::{self, KernelConfig};
 use crate::util::signal::check_signal;
 use crate::util::{repo_root, say, secs};
@@ -75,11 +75,6 @@ pub fn config_gate(
 fn configs(a: &Args, b_kernel: &str) -> Result<[Option<KernelConfig>; 2]> {
     let (ka, kb) = super::both_kernels(a, b_kernel, false)?;
     Ok([ka, kb].map(|k| k.config.as_ref().map(|c| c.record())))
-}
-
-/// A result document's `kernel_config`, if it has one.
-fn doc_config(doc: &Value) -> Option<KernelConfig> {
-    serde_json::from_value(doc.get("kernel_config")?.clone()).ok()
 }
 
 #[derive(Serialize)]
@@ -198,21 +193,14 @@ fn judge_sides(
     mut differences: Option<String>,
     why: &mut Vec<String>,
 ) -> Result<Judged> {
-    let read = |side: &str| -> Result<Value> {
-        let f = dir.join(side).join("result.json");
-        let text = fs::read_to_string(&f).with_context(|| format!("reading {}", f.display()))?;
-        serde_json::from_str(&text).with_context(|| format!("parsing {}", f.display()))
-    };
+    let read = |side: &str| read_document(&dir.join(side).join("result.json"));
     let (mut rows, mut release) = (Vec::new(), (String::new(), String::new()));
     let exit = match (read("a"), read("b")) {
         (Ok(ra), Ok(rb)) => {
-            release = (
-                ra["kernel_release"].as_str().unwrap_or("?").to_owned(),
-                rb["kernel_release"].as_str().unwrap_or("?").to_owned(),
-            );
+            release = (ra.kernel_release.clone(), rb.kernel_release.clone());
             // What the guests read themselves (/proc/config.gz) where
             // the runner could not.
-            let (da, db) = (doc_config(&ra), doc_config(&rb));
+            let (da, db) = (ra.kernel_config.clone(), rb.kernel_config.clone());
             let (after, refuse) = match known {
                 true => (Vec::new(), false),
                 false => config_gate(da.as_ref(), db.as_ref(), a.across_configs),
@@ -263,8 +251,8 @@ fn judge_sides(
 /// B's counts against A's: the table printed and written into DIR
 /// (compare.txt), the rows too (compare.json).
 fn judge(
-    ra: &Value,
-    rb: &Value,
+    ra: &Document,
+    rb: &Document,
     threshold: f64,
     release: &(String, String),
     dir: &Path,
@@ -296,7 +284,7 @@ fn explain_changes(dir: &Path, rows: &[Row]) -> Result<()> {
     let changed: Vec<(String, String)> = rows
         .iter()
         .filter(|r| matches!(r.verdict, Verdict::Regressed | Verdict::Improved))
-        .map(|r| (r.mechanism.clone(), r.verdict.word().to_owned()))
+        .map(|r| (r.mechanism.clone(), r.verdict.exact_word().to_owned()))
         .collect();
     let c = change::changes(&ea, &eb, &changed);
     let text = change::table(&c);
@@ -433,8 +421,5 @@ mod tests {
         // Unknown: said, not refused.
         let (lines, refuse) = config_gate(Some(&a), None, false);
         assert!(!refuse && lines[0].starts_with("B's kernel config is unknown"));
-        let doc = serde_json::json!({"kernel_config": serde_json::to_value(&b).unwrap()});
-        assert_eq!(doc_config(&doc), Some(b));
-        assert_eq!(doc_config(&serde_json::json!({})), None);
     }
 }
