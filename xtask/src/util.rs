@@ -32,17 +32,17 @@ pub mod counts;
 use env_vars::CACHE_ENV;
 
 /// The running task's name, `say!`'s prefix: set once by main.
-static TASK: OnceLock<&'static str> = OnceLock::new();
+static TASK: OnceLock<String> = OnceLock::new();
 
 /// Names the running task (main, once the command line is parsed).
-pub fn set_task(name: &'static str) {
-    let _ = TASK.set(name);
+pub fn set_task(name: &str) {
+    let _ = TASK.set(name.to_owned());
 }
 
 /// The running task's name: `vmtest` for its three modes, `xtask` before
 /// main has named one.
 pub fn task() -> &'static str {
-    TASK.get().copied().unwrap_or("xtask")
+    TASK.get().map_or("xtask", String::as_str)
 }
 
 /// Prints one line on stderr after the running task's name (`vmtest:`).

@@ -17,11 +17,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use anyhow::{ensure, Context, Result};
+use anyhow::{bail, ensure, Context, Result};
 use serde::Serialize;
 
 use crate::tasks::vmtest::explain::{self, change, Explained};
-use crate::tasks::vmtest::Args;
+use crate::tasks::vmtest::{Args, Exact, Mode};
 use crate::util::counts::{exit_code, read_document, table, verdicts, Row, Verdict};
 use crate::util::document::Document;
 use crate::util::kconfig::{self, KernelConfig};
@@ -32,6 +32,14 @@ use crate::vm::{self, Accel};
 
 pub fn main(a: Args) -> i32 {
     vm::task_main(|| run(&a))
+}
+
+/// `--exact`'s options, which this mode runs with.
+fn exact(a: &Args) -> Result<&Exact> {
+    match &a.mode {
+        Mode::Exact(x) => Ok(x),
+        Mode::Timed => bail!("--against: kernels are counted in turn with --exact only"),
+    }
 }
 
 /// What the two kernels' configs say before a verdict: the lines to say
@@ -97,6 +105,7 @@ struct Summary<'a> {
 
 fn run(a: &Args) -> Result<i32> {
     let start = Instant::now();
+    let x = exact(a)?;
     let b_kernel = a.against.as_deref().context("--against")?;
     ensure!(
         matches!(&a.job, Job::Tests(_)) && a.bench,
@@ -109,7 +118,7 @@ fn run(a: &Args) -> Result<i32> {
     // Before any boot: kernels that differ in cost-changing options get no
     // verdict unless asked for.
     let [ca, cb] = configs(a, b_kernel)?;
-    let (lines, refuse) = config_gate(ca.as_ref(), cb.as_ref(), a.across_configs);
+    let (lines, refuse) = config_gate(ca.as_ref(), cb.as_ref(), x.across_configs);
     for l in &lines {
         say!("{l}");
     }
@@ -126,8 +135,8 @@ fn run(a: &Args) -> Result<i32> {
         rows,
         release,
         differences,
-    } = judge_sides(a, &dir, known, differences, &mut why)?;
-    let exit = match a.explain && !rows.is_empty() {
+    } = judge_sides(x, &dir, known, differences, &mut why)?;
+    let exit = match x.explain && !rows.is_empty() {
         true => explain_changes(&dir, &rows).map_or_else(
             |e| {
                 say!("--explain: {}", crate::util::one_line(&e));
@@ -155,7 +164,7 @@ fn run(a: &Args) -> Result<i32> {
         kernel_config: ca,
         against_kernel_config: cb,
         config_differences,
-        threshold: a.threshold,
+        threshold: x.threshold,
         rows: &rows,
         exit,
         why,
@@ -187,7 +196,7 @@ struct Judged {
 /// own configs (read from /proc/config.gz where the runner could read
 /// none) differ and no verdict across configs was asked for.
 fn judge_sides(
-    a: &Args,
+    x: &Exact,
     dir: &Path,
     known: bool,
     mut differences: Option<String>,
@@ -203,7 +212,7 @@ fn judge_sides(
             let (da, db) = (ra.kernel_config.clone(), rb.kernel_config.clone());
             let (after, refuse) = match known {
                 true => (Vec::new(), false),
-                false => config_gate(da.as_ref(), db.as_ref(), a.across_configs),
+                false => config_gate(da.as_ref(), db.as_ref(), x.across_configs),
             };
             for l in after.iter().filter(|l| l.starts_with("kernels differ")) {
                 say!("{l}");
@@ -213,7 +222,7 @@ fn judge_sides(
                 say!("{}", after[1]);
                 2
             } else {
-                let prices = a
+                let prices = x
                     .calibration
                     .as_deref()
                     .map(path::Prices::read)
@@ -221,7 +230,7 @@ fn judge_sides(
                 rows = judge(
                     &ra,
                     &rb,
-                    a.threshold / 100.0,
+                    x.threshold / 100.0,
                     &release,
                     dir,
                     prices.as_ref(),
@@ -328,6 +337,7 @@ fn clear_out(dir: &Path) -> Result<()> {
 /// Counts each kernel with its own `vmtest --exact`, A then B, into
 /// DIR/a and DIR/b; why either failed.
 fn run_sides(a: &Args, b_kernel: &str, dir: &Path) -> Result<Vec<String>> {
+    let x = exact(a)?;
     let xtask = std::env::current_exe().context("finding xtask's own executable")?;
     let mut why = Vec::new();
     for (side, k, modules, config) in [
@@ -347,11 +357,11 @@ fn run_sides(a: &Args, b_kernel: &str, dir: &Path) -> Result<Vec<String>> {
             a.arch.name(),
         ]);
         cmd.arg("--out").arg(&out);
-        if a.explain {
+        if x.explain {
             cmd.arg("--explain");
         }
         cmd.args(["--memory", &a.memory, "--smp", &a.smp.to_string()]);
-        cmd.args(["--rounds", &a.rounds.to_string()]);
+        cmd.args(["--rounds", &x.rounds.to_string()]);
         cmd.args(["--timeout", &a.timeout.to_string()]);
         if !a.append.is_empty() {
             cmd.args(["--append", &a.append]);
