@@ -16,6 +16,7 @@ pub mod kernel {
     pub mod libbpf_log;
     pub mod progress;
     pub mod tracefs;
+    pub mod tracing_multi;
     pub(super) mod verifier_log;
 }
 
@@ -29,6 +30,7 @@ pub mod cpu {
 /// triggers that fire them and the programs they load.
 pub mod mechanism {
     pub mod catalogue;
+    mod entry;
     pub mod kind;
     pub(super) mod program;
     pub mod syscall;
