@@ -1,6 +1,6 @@
 //! Compiles bpf/overhead.bpf.c with clang and generates its libbpf-rs
 //! skeleton into OUT_DIR. The constants the program shares with Rust
-//! come from src/measure/settings/bpf_consts.rs, written into a header the program
+//! come from common/src/bpf_consts.rs, written into a header the program
 //! includes.
 
 use std::env;
@@ -8,11 +8,10 @@ use std::path::PathBuf;
 
 use libbpf_cargo::SkeletonBuilder;
 
-#[path = "src/measure/settings/bpf_consts.rs"]
-mod bpf_consts;
+use bpf_overhead_common::bpf_consts;
 
 const SRC: &str = "bpf/overhead.bpf.c";
-const CONSTS: &str = "src/measure/settings/bpf_consts.rs";
+const CONSTS: &str = "common/src/bpf_consts.rs";
 
 fn main() {
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));

@@ -27,7 +27,7 @@
 #include <bpf/usdt.bpf.h>
 #include <bpf/bpf_tracing.h>
 /* MAX_SLOTS and MAX_PROG_WORK, shared with Rust: build.rs writes them from
- * src/measure/settings/bpf_consts.rs. */
+ * common/src/bpf_consts.rs. */
 #include "bpf_consts.h"
 
 char LICENSE[] SEC("license") = "GPL";

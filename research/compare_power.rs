@@ -469,12 +469,10 @@ fn ab(runs: usize) {
             // From the first kept run: its variant, and A's own cost.
             let keep = format!("ab-{name}-quiet-1");
             let (doc, _, _) = run_kept(&[], Some(&keep));
-            let k = doc
-                .against
-                .as_deref()
-                .and_then(|v| v.strip_prefix("prog-work="))
-                .and_then(|k| k.parse().ok())
-                .unwrap_or(0);
+            let k = match doc.variant {
+                Some(bpf_overhead::document::Variant::ProgWork(k)) => k,
+                _ => 0,
+            };
             let own = doc.mechanism(name).and_then(|m| m.overhead_ns.as_ref());
             (k, f64::NAN, own.map_or(f64::NAN, |s| s.median))
         } else {
@@ -615,7 +613,7 @@ fn stats() {
         };
         let a = m.overhead_ns.as_ref().map_or(f64::NAN, |s| s.median);
         let b = m
-            .against
+            .side_b
             .as_ref()
             .and_then(|b| b.overhead_ns.as_ref())
             .map_or(f64::NAN, |s| s.median);

@@ -47,7 +47,6 @@
 pub mod against;
 mod drift;
 pub mod duet;
-pub mod exact_rule;
 pub mod set;
 mod warning;
 
@@ -64,42 +63,7 @@ pub use crate::pipeline::{Threshold, COMM_THRESHOLD, DEFAULT_THRESHOLD};
 pub const ALPHA: f64 = 0.05;
 pub use crate::pipeline::FLOOR_OF_BASE;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Verdict {
-    Regressed,
-    /// Measured in the baseline, skipped or failed now. A regression.
-    Missing,
-    Improved,
-    /// Within the threshold, and the runs were precise enough to say so:
-    /// the 90% confidence interval of the change lies within ± the
-    /// threshold.
-    Unchanged,
-    /// The runs were too noisy to tell: neither a change beyond the
-    /// threshold beyond the noise, nor an interval within it.
-    Inconclusive,
-    /// Measured now, not in the baseline (new, or unsupported there).
-    New,
-    /// In the baseline, not selected in this run.
-    NotRun,
-}
-
-impl Verdict {
-    pub fn is_regression(self) -> bool {
-        matches!(self, Verdict::Regressed | Verdict::Missing)
-    }
-
-    pub fn label(self) -> &'static str {
-        match self {
-            Verdict::Regressed => "REGRESSED",
-            Verdict::Missing => "MISSING",
-            Verdict::Improved => "improved",
-            Verdict::Unchanged => "ok",
-            Verdict::Inconclusive => "UNSURE",
-            Verdict::New => "new",
-            Verdict::NotRun => "not run",
-        }
-    }
-}
+pub use bpf_overhead_common::verdict::Verdict;
 
 /// One mechanism's comparison.
 #[derive(Clone, Debug, PartialEq)]

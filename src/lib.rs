@@ -14,22 +14,18 @@
 //! 4. the tests and the `bpf-overhead` command, which both go through the
 //!    pipeline.
 
-pub mod document;
-pub mod env_vars;
-pub mod exit_status;
 pub mod expect;
 pub mod gate;
-#[cfg(test)]
-mod import_cycle;
-pub mod kconfig;
 pub mod measure;
 pub mod paired;
 pub mod pipeline;
 pub mod price;
 pub mod render;
-pub mod safe_write;
 pub mod side_by_side;
 pub mod stats;
+
+// Shared with build.rs, xtask and the TCG plugin (common/).
+pub use bpf_overhead_common::{document, env_vars, exit_status, kconfig, safe_write};
 
 pub use measure::{Error, Mechanism, Result, Target, Trigger};
 
@@ -315,7 +311,7 @@ mod tests {
         assert!(uses[load].contains(&"catalogue".to_string()), "{uses:?}");
         assert!(uses[load].contains(&"libbpf_log".to_string()), "{uses:?}");
         let names: Vec<&str> = modules.iter().map(String::as_str).collect();
-        if let Some(cycle) = crate::import_cycle::find(&names, &uses) {
+        if let Some(cycle) = bpf_overhead_common::import_cycle::find(&names, &uses) {
             panic!(
                 "import cycle among src/measure/ modules: {}",
                 cycle.join(" -> ")
@@ -344,7 +340,7 @@ mod tests {
             }
         }
         let names: Vec<&str> = folders.iter().map(String::as_str).collect();
-        if let Some(cycle) = crate::import_cycle::find(&names, &folder_uses) {
+        if let Some(cycle) = bpf_overhead_common::import_cycle::find(&names, &folder_uses) {
             panic!(
                 "import cycle among src/measure/ folders: {}",
                 cycle.join(" -> ")

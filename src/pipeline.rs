@@ -139,6 +139,7 @@ mod fixtures {
     pub(super) fn host() -> Host {
         Host {
             kernel_release: "6.18.0".into(),
+            kernel_build_id: None,
             cpu_model: "Test CPU".into(),
             arch: "x86_64".into(),
             timestamp: "2026-05-01T12:00:00Z".into(),

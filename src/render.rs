@@ -437,7 +437,7 @@ pub fn selftest_line(doc: &Document, m: &MechanismResult) -> Option<String> {
             line,
             " ({}: counted in guest instructions, the figure is events per million \
              instructions)",
-            doc.emulated.as_deref().unwrap_or("exact")
+            doc.emulated.as_ref().map_or("exact", |e| e.word())
         );
     } else if let Some(how) = &doc.emulated {
         let _ = write!(line, " (emulated: {how}, not a performance figure)");
@@ -799,7 +799,7 @@ mod tests {
     #[test]
     fn an_exact_run_says_instructions() {
         let mut doc = document();
-        doc.unit = crate::document::UNIT_INSTRUCTIONS.into();
+        doc.unit = crate::document::Unit::Instructions;
         doc.emulated = Some("tcg-icount".into());
         doc.emulator = Some("QEMU emulator version 7.2.22".into());
         let text = table(&doc);

@@ -29,7 +29,7 @@ pub struct ResultFile {
     pub timestamp: String,
     /// The emulator (`tcg`) when measured under one: its figures are not
     /// performance figures, and both renderers say so.
-    pub emulated: Option<String>,
+    pub emulated: Option<crate::document::Emulation>,
     pub iterations: u64,
     pub repeats: usize,
     /// Its runs were sized to this many s each, not `iterations` events.
@@ -240,10 +240,10 @@ fn mechanisms(doc: &Document) -> BTreeSet<&str> {
 pub fn same_unit<'a>(
     docs: impl IntoIterator<Item = (&'a str, &'a Document)>,
 ) -> Result<(), String> {
-    let mut first: Option<(&str, &str)> = None;
+    let mut first: Option<(&str, crate::document::Unit)> = None;
     for (name, d) in docs {
         match first {
-            None => first = Some((name, &d.unit)),
+            None => first = Some((name, d.unit)),
             Some((n0, u0)) if u0 != d.unit => {
                 return Err(format!(
                     "{n0} counts {u0} per event and {name} {}: exact counts (cargo xtask vmtest \
@@ -412,7 +412,7 @@ pub(crate) mod tests {
         let m = matrix();
         let labels: Vec<&str> = m.runs.iter().map(|r| r.label.as_str()).collect();
         assert_eq!(labels, ["6.18.0", "6.12.0", "6.1.0"]);
-        assert_eq!(m.runs[2].emulated.as_deref(), Some("tcg"));
+        assert_eq!(m.runs[2].emulated, Some("tcg".into()));
         let names: Vec<&str> = m.rows.iter().map(|r| r.name.as_str()).collect();
         assert_eq!(names, ["base", "kprobe", "raw_tp", "tp"]);
         let raw_tp = &m.rows[2];
@@ -574,7 +574,7 @@ pub(crate) mod tests {
     fn counts_and_times_are_not_put_side_by_side() {
         let timed = document();
         let mut exact = document();
-        exact.unit = crate::document::UNIT_INSTRUCTIONS.into();
+        exact.unit = crate::document::Unit::Instructions;
         assert!(same_unit([("a.json", &timed), ("b.json", &timed)]).is_ok());
         let e = same_unit([("a.json", &timed), ("b.json", &exact)]).unwrap_err();
         assert!(

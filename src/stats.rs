@@ -2,82 +2,9 @@
 //! sample standard deviation, min and max. Pure functions on numbers, so
 //! they are tested on fixed values, never on timings.
 
-use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
 
-/// What is reported for a series of values (rates, ratios, overheads).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Summary {
-    /// The values, in the order they were measured (one per repeat).
-    pub samples: Vec<f64>,
-    /// The middle value; the mean of the two middle ones for an even count.
-    pub median: f64,
-    pub mean: f64,
-    /// Sample standard deviation (n - 1 in the denominator); 0 for one value.
-    pub stddev: f64,
-    pub min: f64,
-    pub max: f64,
-}
-
-impl Summary {
-    /// `None` for no values or any non-finite one (a zero elapsed time, say):
-    /// a statistic of those would be a lie.
-    pub fn of(samples: &[f64]) -> Option<Self> {
-        if samples.is_empty() || samples.iter().any(|v| !v.is_finite()) {
-            return None;
-        }
-        Some(Self {
-            samples: samples.to_vec(),
-            median: median(samples),
-            mean: mean(samples),
-            stddev: stddev(samples),
-            min: samples.iter().copied().fold(f64::INFINITY, f64::min),
-            max: samples.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-        })
-    }
-
-    /// Stddev relative to the mean (coefficient of variation); 0 when the
-    /// mean is 0.
-    pub fn relative_stddev(&self) -> f64 {
-        if self.mean == 0.0 {
-            0.0
-        } else {
-            (self.stddev / self.mean).abs()
-        }
-    }
-}
-
-pub fn mean(values: &[f64]) -> f64 {
-    if values.is_empty() {
-        return f64::NAN;
-    }
-    values.iter().sum::<f64>() / values.len() as f64
-}
-
-pub fn median(values: &[f64]) -> f64 {
-    if values.is_empty() {
-        return f64::NAN;
-    }
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let mid = sorted.len() / 2;
-    if sorted.len() % 2 == 1 {
-        sorted[mid]
-    } else {
-        (sorted[mid - 1] + sorted[mid]) / 2.0
-    }
-}
-
-/// Sample standard deviation (Bessel's correction); 0 for fewer than two
-/// values, which have no measurable spread.
-pub fn stddev(values: &[f64]) -> f64 {
-    if values.len() < 2 {
-        return 0.0;
-    }
-    let m = mean(values);
-    let ss: f64 = values.iter().map(|v| (v - m) * (v - m)).sum();
-    (ss / (values.len() - 1) as f64).sqrt()
-}
+pub use bpf_overhead_common::document::{mean, median, stddev, Summary};
 
 /// One-sided Mann–Whitney test: the p-value of "`x` tends to be larger
 /// than `y`" against "both come from one distribution". Free of any

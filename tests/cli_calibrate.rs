@@ -75,6 +75,15 @@ fn a_fit_prices_each_mechanism_left_out_and_orders_them_as_the_clock() {
         "{}",
         out.stdout
     );
+    // A system call timed alone, beside the fit's price for one.
+    let rt = saved["round_trips"]["syscall"].as_f64().unwrap();
+    assert!(rt.is_finite() && rt > 0.0, "{rt}");
+    assert!(
+        out.stdout
+            .contains("a system call's round trip here (getppid"),
+        "{}",
+        out.stdout
+    );
 }
 
 #[test]

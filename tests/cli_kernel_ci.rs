@@ -229,6 +229,45 @@ fn a_host_run_gives_valid_records() {
     assert_eq!(submission["metadata"]["unit"], "ns");
 }
 
+/// A run the gate finds REGRESSED: that mechanism's test is FAIL, the
+/// change in its comment, the records still valid, the build named by the
+/// running kernel's build id where it has one. The regression is 10000
+/// steps of work a hit against a run without (as tests/cli_gate.rs's
+/// HEAVIER: far beyond the one-run baseline's ±100% allowance); where the
+/// gate says it must not judge the runs (a disturbed CPU, conditions that
+/// differ), it is UNSURE (exit 3) and the test PASS, as the run says.
+#[test]
+#[serial]
+fn a_regression_is_a_failed_test_in_valid_records() {
+    let plan = ["-m", "raw_tp", "--iterations", "20000", "--repeat", "5"];
+    let plan = [&plan[..], &["--no-prog-stats"]].concat();
+    let saved = TempFile::new("kernel-ci-cheaper.json");
+    run_ok(&[&plan[..], &["--save", saved.path()]].concat());
+    let heavier = ["--prog-work", "10000", "--baseline", saved.path()];
+    let out = run(&[&plan[..], &heavier, &["--format", "kcidb"]].concat());
+    assert_valid(&out.stdout);
+    let records: Value = serde_json::from_str(&out.stdout).unwrap();
+    let raw_tp = test(&records, "bpf_overhead.raw_tp");
+    let unjudged = [" was disturbed: ", "conditions differ from the baseline's"]
+        .iter()
+        .any(|why| out.stderr.contains(why));
+    if unjudged {
+        assert_eq!(out.code, 3, "{}", out.stderr);
+        assert_eq!(raw_tp["status"], "PASS", "{raw_tp:#}");
+    } else {
+        assert_eq!(out.code, 1, "{}", out.stderr);
+        assert_eq!(raw_tp["status"], "FAIL", "{raw_tp:#}");
+        let comment = raw_tp["comment"].as_str().unwrap();
+        assert!(comment.starts_with("raw_tp: REGRESSED: "), "{comment}");
+    }
+    let doc: Value = serde_json::from_str(&fs::read_to_string(&saved.0).unwrap()).unwrap();
+    let build = build_of(&records, test(&records, "bpf_overhead.raw_tp.overhead"));
+    if let Some(id) = doc["kernel_build_id"].as_str() {
+        assert!(build["id"].as_str().unwrap().ends_with(id), "{build:#}");
+        assert_eq!(build["misc"]["kernel_build_id"], id);
+    }
+}
+
 /// The done-when of issue 54: raw_tp on 6.12, exact, counts its
 /// instructions per event (121 in this run) with unit "instructions", its
 /// build naming the kernel release.

@@ -1,6 +1,6 @@
 //! Where root writes: never through a link another user planted in a
 //! directory anyone may write, and under sudo only where the user may,
-//! as the user's files (src/safe_write.rs). The suite runs as root;
+//! as the user's files (common/src/safe_write.rs). The suite runs as root;
 //! `nobody` plants the links and stands for the user of sudo.
 
 use std::fs;

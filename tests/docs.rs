@@ -13,8 +13,9 @@ mod common;
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 /// Where the source files are: every one of them must be in layout.md.
-const SOURCE_DIRS: [&str; 6] = [
+const SOURCE_DIRS: [&str; 7] = [
     "src",
+    "common/src",
     "xtask/src",
     "bpf",
     "tests/common",
@@ -223,7 +224,7 @@ fn layout_cells_are_short() {
 }
 
 /// The exit statuses are documented once, from their one list: each of
-/// `src/exit_status.rs`'s rows is a row of docs/gate.md's table, and a
+/// `common/src/exit_status.rs`'s rows is a row of docs/gate.md's table, and a
 /// line of `bpf-overhead --help`.
 #[test]
 fn the_exit_statuses_are_the_one_list_everywhere() {
@@ -235,4 +236,182 @@ fn the_exit_statuses_are_the_one_list_everywhere() {
         let line = format!("  {code:<4}{what}");
         assert!(help.contains(&line), "--help lacks the line {line:?}");
     }
+}
+
+/// The most words a user page may have: a page read in minutes.
+const MOST_WORDS: usize = 2000;
+
+/// Pages of docs/ that are not read through: layout.md and
+/// architecture.md are for who changes the code, and json-schema.md is
+/// a field reference, looked up a field at a time, whose tables
+/// tests/cli_schema.rs checks against a real run's output.
+const NOT_READ_THROUGH: [&str; 3] = ["architecture.md", "layout.md", "json-schema.md"];
+
+/// The user pages: docs/*.md, less [`NOT_READ_THROUGH`] (docs/notes/
+/// holds the research, and is not one of them).
+fn user_pages() -> Vec<String> {
+    let mut pages: Vec<String> = fs::read_dir(Path::new(ROOT).join("docs"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".md") && !NOT_READ_THROUGH.contains(&name.as_str()))
+        .collect();
+    pages.sort();
+    pages
+}
+
+/// A user page says what to run and what the output means, and the
+/// research goes to docs/notes/: no user page has more than
+/// [`MOST_WORDS`] words. A word is what `wc -w` counts: a run of
+/// characters between whitespace, over the whole file, code blocks and
+/// tables included.
+#[test]
+fn user_pages_read_in_minutes() {
+    let pages = user_pages();
+    assert!(pages.len() > 10, "only {pages:?}");
+    let long: Vec<String> = pages
+        .iter()
+        .map(|page| {
+            (
+                page,
+                read(&format!("docs/{page}")).split_whitespace().count(),
+            )
+        })
+        .filter(|(_, words)| *words > MOST_WORDS)
+        .map(|(page, words)| format!("docs/{page}: {words} words"))
+        .collect();
+    assert!(
+        long.is_empty(),
+        "user pages over {MOST_WORDS} words (move the research to docs/notes/): {long:?}"
+    );
+}
+
+#[test]
+fn the_readme_links_the_changed_kernel_page() {
+    assert!(
+        read("README.md").contains("](docs/changed-kernel.md)"),
+        "README.md does not link docs/changed-kernel.md"
+    );
+}
+
+/// The Markdown pages whose links are checked: README.md, docs/ and
+/// docs/notes/, relative to the root.
+fn pages_with_links() -> Vec<String> {
+    let mut pages = vec!["README.md".to_string()];
+    for dir in ["docs", "docs/notes"] {
+        let mut names: Vec<String> = fs::read_dir(Path::new(ROOT).join(dir))
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|name| name.ends_with(".md"))
+            .map(|name| format!("{dir}/{name}"))
+            .collect();
+        names.sort();
+        pages.extend(names);
+    }
+    pages
+}
+
+/// The lines of `text` outside fenced code blocks.
+fn prose(text: &str) -> Vec<&str> {
+    let mut fenced = false;
+    text.lines()
+        .filter(|line| {
+            if line.trim_start().starts_with("```") {
+                fenced = !fenced;
+                return false;
+            }
+            !fenced
+        })
+        .collect()
+}
+
+/// The anchors GitHub gives `text`'s headings: lower case, what is not a
+/// letter, digit, `-`, `_` or space dropped, spaces as `-`, a repeat
+/// numbered.
+fn anchors(text: &str) -> BTreeSet<String> {
+    let mut seen = BTreeSet::new();
+    for line in prose(text) {
+        let Some(heading) = line.trim_start_matches('#').strip_prefix(' ') else {
+            continue;
+        };
+        if !line.starts_with('#') {
+            continue;
+        }
+        let slug: String = heading
+            .trim()
+            .to_lowercase()
+            .chars()
+            .filter(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | ' '))
+            .map(|c| if c == ' ' { '-' } else { c })
+            .collect();
+        let mut anchor = slug.clone();
+        let mut n = 0;
+        while seen.contains(&anchor) {
+            n += 1;
+            anchor = format!("{slug}-{n}");
+        }
+        seen.insert(anchor);
+    }
+    seen
+}
+
+/// `[text](target)` links of `line`.
+fn links(line: &str) -> Vec<(&str, &str)> {
+    let mut out = Vec::new();
+    let mut rest = line;
+    while let Some(i) = rest.find("](") {
+        let text = rest[..i].rsplit('[').next().unwrap_or_default();
+        let after = &rest[i + 2..];
+        let Some(end) = after.find(')') else { break };
+        out.push((text, &after[..end]));
+        rest = &after[end..];
+    }
+    out
+}
+
+/// Every relative link in README.md, docs/ and docs/notes/ reaches a file
+/// that is there, and a heading of it where it names one; a link whose
+/// text is a file name (`[gate.md](...)`) links that file. Pages move
+/// research to docs/notes/: a moved section must not leave a dead link.
+#[test]
+fn the_docs_links_reach_what_they_name() {
+    let mut bad = Vec::new();
+    for page in pages_with_links() {
+        let text = read(&page);
+        let dir = Path::new(&page).parent().unwrap();
+        for line in prose(&text) {
+            for (label, target) in links(line) {
+                if target.contains(':') || target.contains(' ') {
+                    continue;
+                }
+                let (file, anchor) = target.split_once('#').unwrap_or((target, ""));
+                let path = if file.is_empty() {
+                    Path::new(&page).to_path_buf()
+                } else {
+                    dir.join(file)
+                };
+                let full = Path::new(ROOT).join(&path);
+                if !full.exists() {
+                    bad.push(format!("{page}: {target}: no such file"));
+                    continue;
+                }
+                if !anchor.is_empty() && path.extension().is_some_and(|e| e == "md") {
+                    let there = fs::read_to_string(&full).unwrap();
+                    if !anchors(&there).contains(anchor) {
+                        bad.push(format!("{page}: {target}: no such heading"));
+                    }
+                }
+                let label = label.trim_matches('`');
+                let names_a_file = label.ends_with(".md")
+                    && label
+                        .chars()
+                        .all(|c| c.is_alphanumeric() || "./-_".contains(c));
+                if names_a_file && !file.ends_with(label) && !label.ends_with(file) {
+                    bad.push(format!("{page}: [{label}]({target}) links another file"));
+                }
+            }
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
 }

@@ -36,11 +36,15 @@ const SOURCES: &[&str] = &[
     "syscalls",
 ];
 
-/// How many mutants the suite's own run tries; the script's long runs set
-/// [`COUNT_ENV`]. Its time is the machine's load: on 2 vCPUs beside a
-/// kernel build, 300 took 13.2 and 17.5 s, 200 took 21.2 s with a CI run
-/// beside them too.
-const DEFAULT_MUTANTS: u64 = 200;
+/// How many mutants the README's test command tries: the first 50 of
+/// [`DEFAULT_SEED`] hold two (45 and 48) of the seven in its first 200
+/// that abort the command with libbpf-rs's print callback put back
+/// (docs/notes/objects-background.md), so the sample still catches the
+/// abort it was made for, in a quarter of the time.
+const SAMPLE_MUTANTS: u64 = 50;
+/// How many CI's slow step tries (`--ignored`); the script's long runs set
+/// [`COUNT_ENV`]. 200 took 8.8 s on 2 vCPUs beside a build.
+const FULL_MUTANTS: u64 = 200;
 const DEFAULT_SEED: u64 = 20261206;
 /// The fewest events that still measure: a mutant that loads is measured
 /// as any object is, and this test is about the loading.
@@ -228,10 +232,23 @@ fn env_u64(name: &str, default: u64) -> u64 {
 #[test]
 #[serial]
 fn damaged_objects_never_abort_hang_or_leave_anything() {
+    run_mutants(SAMPLE_MUTANTS);
+}
+
+#[test]
+#[serial]
+#[ignore = "CI's slow step: 200 mutants, some 9 s"]
+fn damaged_objects_at_full_size() {
+    run_mutants(FULL_MUTANTS);
+}
+
+/// Runs `count` mutants (or [`COUNT_ENV`]'s), two at a time, and fails
+/// naming each that the command took wrongly.
+fn run_mutants(count: u64) {
     if !root_or_skip(NEEDS_ROOT) {
         return;
     }
-    let count = env_u64(COUNT_ENV, DEFAULT_MUTANTS);
+    let count = env_u64(COUNT_ENV, count);
     let seed = env_u64(SEED_ENV, DEFAULT_SEED);
     let keep = std::env::var_os(KEEP_ENV).map(std::path::PathBuf::from);
     let objects: Vec<(&str, Vec<u8>)> = SOURCES

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use bpf_overhead::document::{Document, Need};
-use bpf_overhead::measure::kernel::host;
+use bpf_overhead::measure::kernel::{host, round_trip};
 use bpf_overhead::price::{self, LeftOut, Point, FEATURES};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -60,7 +60,16 @@ pub struct Calibration {
     pub left_out: Vec<LeftOut>,
     /// The median of the left-out errors' sizes.
     pub fit_error: f64,
+    /// Kinds timed alone here, ns per round trip (`syscall`: getppid's
+    /// entry and return), beside the fit's prices. Absent from older files.
+    #[serde(default)]
+    pub round_trips: BTreeMap<String, f64>,
 }
+
+/// A syscall round trip's runs: enough calls that a tick is noise, the
+/// fewest of a few runs so that a preemption is not.
+const ROUND_TRIP_CALLS: u32 = 200_000;
+const ROUND_TRIP_RUNS: u32 = 5;
 
 const SCHEMA: &str = "bpf-overhead-calibration";
 
@@ -79,7 +88,7 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<ExitCode, Failure> {
     };
     let doc = Document::read(host_file, Need::Complete)
         .map_err(|e| Failure::Input(format!("calibrate: {}", e.about(host_file))))?;
-    if doc.unit != "ns" {
+    if doc.unit != bpf_overhead::document::Unit::Ns {
         return Err(Failure::Input(format!(
             "calibrate: {} counts {}, not time: give a timed run of this host",
             host_file.display(),
@@ -135,6 +144,10 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<ExitCode, Failure> {
             .collect(),
         fit_error: sizes[sizes.len() / 2],
         left_out,
+        round_trips: BTreeMap::from([(
+            "syscall".to_owned(),
+            round_trip::syscall_ns(ROUND_TRIP_CALLS, ROUND_TRIP_RUNS),
+        )]),
     };
     print(&fit_table(&cal))?;
     if let Some(out) = &args.save {
@@ -193,6 +206,15 @@ fn fit_table(cal: &Calibration) -> String {
             wrong.iter().map(|(a, b)| format!("{a} > {b}")).collect::<Vec<_>>().join(", ")
         }
     );
+    if let Some(rt) = cal.round_trips.get("syscall") {
+        let w = |k: &str| cal.weights.get(k).copied().unwrap_or(0.0);
+        let _ = writeln!(
+            t,
+            "a system call's round trip here (getppid, the fewest of {ROUND_TRIP_RUNS} runs): \
+             {rt:.1} ns; the fit prices a syscall and its sysret at {:.1} ns",
+            w("syscall") + w("sysret")
+        );
+    }
     t
 }
 

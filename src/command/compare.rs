@@ -103,7 +103,7 @@ fn findings_json(
                 "name": c.name,
                 "verdict": c.verdict.label(),
                 "a_overhead_ns": median(m),
-                "b_overhead_ns": median(m.and_then(|m| m.against.as_deref())),
+                "b_overhead_ns": median(m.and_then(|m| m.side_b.as_deref())),
                 "diff_ns": c.diff_ns,
                 "change": c.change,
                 "p_value": c.p_value,

@@ -249,9 +249,9 @@ fn load_baseline<'a>(
         gate::check_overlap(&doc, &names)
             .map_err(|e| Failure::Input(format!("baseline {}: {e}", file.display())))?;
         let unit = if plan.exact() {
-            document::UNIT_INSTRUCTIONS
+            document::Unit::Instructions
         } else {
-            document::UNIT_NS
+            document::Unit::Ns
         };
         if doc.unit != unit {
             return Err(Failure::Input(format!(

@@ -55,7 +55,12 @@ pub fn report(args: &ReportArgs) -> Result<ExitCode, Failure> {
             Some(b) => vec![
                 (format!("{label} A"), doc.side_a()),
                 (
-                    format!("{label} B ({})", doc.against.as_deref().unwrap_or("")),
+                    format!(
+                        "{label} B ({})",
+                        doc.variant
+                            .as_ref()
+                            .map_or(String::new(), |v| v.to_string())
+                    ),
                     b,
                 ),
             ],
@@ -101,7 +106,7 @@ fn records(
 ) -> Result<ExitCode, Failure> {
     side_by_side::same_unit(docs.iter().map(|(f, d)| (f.as_str(), d)))
         .map_err(|e| Failure::Input(format!("report: {e}")))?;
-    if let Some((file, _)) = docs.iter().find(|(_, d)| d.against.is_some()) {
+    if let Some((file, _)) = docs.iter().find(|(_, d)| d.variant.is_some()) {
         return Err(Failure::Input(format!(
             "report: {file} is an --against run, A and B: kernel CI's records carry one run's \
              figures per mechanism; report it as a table"

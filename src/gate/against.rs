@@ -17,9 +17,9 @@
 //! skipped (the kernel lacks what the variant needs) is not compared.
 
 use crate::document::{Document, MechanismResult, Status};
-use crate::gate::exact_rule::{judge_counts, ExactChange};
 use crate::gate::{Comparison, Findings, Judgement, Threshold, Verdict, ALPHA, FLOOR_OF_BASE};
 use crate::paired::{paired, speed_adjusted, Interval, Paired};
+use bpf_overhead_common::exact_rule::{judge_counts, ExactChange};
 
 /// What B must cost more than A, as a share of A's own cost, to be a
 /// regression, on every trigger: pairs a few ms apart carry none of the
@@ -123,7 +123,7 @@ pub fn compare(doc: &Document, threshold: f64) -> Findings {
 pub fn judged_pairs(a: &MechanismResult, speed: Speed) -> Option<Vec<f64>> {
     let pairs = &a.pairs_ns.as_ref()?.samples;
     let speeds = |m: &MechanismResult| m.speed_ns.as_ref().map(|s| s.samples.clone());
-    match (speed, speeds(a), a.against.as_deref().and_then(speeds)) {
+    match (speed, speeds(a), a.side_b.as_deref().and_then(speeds)) {
         (Speed::Adjusted, Some(a_speed), Some(b_speed)) => {
             Some(speed_adjusted(pairs, &a_speed, &b_speed))
         }
@@ -144,7 +144,7 @@ pub fn compare_with(
         .mechanisms
         .iter()
         .filter(|m| !m.is_base() && m.is_ok())
-        .filter_map(|a| Some((a, a.against.as_deref()?)))
+        .filter_map(|a| Some((a, a.side_b.as_deref()?)))
         .collect();
     // The pairs of every mechanism with two measured sides, and their p.
     let summed: Vec<Option<Paired>> = sides
@@ -184,7 +184,7 @@ fn compare_counts(doc: &Document, threshold: f64) -> Findings {
         .mechanisms
         .iter()
         .filter(|m| !m.is_base() && m.is_ok())
-        .filter_map(|a| Some(counted(a, a.against.as_deref()?, threshold)))
+        .filter_map(|a| Some(counted(a, a.side_b.as_deref()?, threshold)))
         .collect();
     Findings {
         threshold: Threshold::Fixed(threshold),
@@ -364,13 +364,13 @@ mod tests {
     fn counts(a: f64, b: f64) -> Document {
         use crate::stats::Summary;
         let mut doc = crate::document::fixtures::document();
-        doc.unit = crate::document::UNIT_INSTRUCTIONS.into();
+        doc.unit = crate::document::Unit::Instructions;
         doc.mechanisms.retain(|m| m.name == "raw_tp" || m.is_base());
         let m = doc.mechanism_mut("raw_tp").unwrap();
         m.overhead_ns = Summary::of(&[a]);
         let mut b_side = m.clone();
         b_side.overhead_ns = Summary::of(&[b]);
-        m.against = Some(Box::new(b_side));
+        m.side_b = Some(Box::new(b_side));
         doc
     }
 

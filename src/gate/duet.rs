@@ -13,7 +13,7 @@
 //! itself judges some 20 mechanisms at once, each of which would otherwise
 //! cry wolf once in 20.
 
-use crate::document::{Document, MechanismResult, Status};
+use crate::document::{Document, MechanismResult, Status, Variant};
 use crate::gate::against::{compare_with, holm, Correction, Speed};
 use crate::gate::{warnings, Comparison, Findings, Threshold, Verdict, ALPHA};
 use crate::stats::{student_upper_tail, Summary};
@@ -49,7 +49,7 @@ pub fn pair_sessions(
                 y.prog_work
             ));
         }
-        if x.against.is_some() || y.against.is_some() {
+        if x.variant.is_some() || y.variant.is_some() {
             return Err(format!(
                 "session {}: an --against run; give plain runs",
                 i + 1
@@ -57,7 +57,7 @@ pub fn pair_sessions(
         }
     }
     let mut doc = a[0].clone();
-    doc.against = Some(against_label.to_owned());
+    doc.variant = Some(Variant::Kernel(against_label.to_owned()));
     doc.repeats = a.iter().map(|d| d.repeats).sum();
     for m in doc.mechanisms.iter_mut().filter(|m| !m.is_base()) {
         let side_a: Vec<Option<&MechanismResult>> =
@@ -65,7 +65,7 @@ pub fn pair_sessions(
         let side_b: Vec<Option<&MechanismResult>> =
             b.iter().map(|d| d.mechanism(&m.name)).collect();
         *m = pooled(&side_a).unwrap_or_else(|| m.clone());
-        m.against = pooled(&side_b).map(Box::new);
+        m.side_b = pooled(&side_b).map(Box::new);
         if m.is_ok() {
             m.pairs_ns = pairs(&side_a, &side_b);
         }
@@ -123,7 +123,7 @@ pub fn compare(a: &[Document], b: &[Document], doc: &Document, threshold: Thresh
     across_sessions(a, b, &mut findings);
     // What B measures and A does not (a mechanism newer than A's kernel).
     for m in doc.mechanisms.iter().filter(|m| !m.is_base() && !m.is_ok()) {
-        if let Some(b) = m.against.as_deref().filter(|b| b.is_ok()) {
+        if let Some(b) = m.side_b.as_deref().filter(|b| b.is_ok()) {
             let o = b.overhead_ns.as_ref().map_or(f64::NAN, |o| o.median);
             findings.comparisons.push(Comparison::plain(
                 &m.name,
@@ -239,7 +239,7 @@ mod tests {
             [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
         );
         assert_eq!(m.overhead_ns.as_ref().unwrap().samples.len(), 6);
-        assert_eq!(doc.against.as_deref(), Some("kernel B"));
+        assert_eq!(doc.variant, Some(Variant::Kernel("kernel B".into())));
         assert!(pair_sessions(&a, &b[..1], "B").is_err());
         assert!(pair_sessions(&[], &[], "B").is_err());
     }

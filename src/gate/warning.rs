@@ -71,10 +71,12 @@ pub const SETTINGS: &[(Setting, Read)] = &[
     (Setting::Arch, |d| d.arch.clone()),
     (Setting::CpuModel, |d| d.cpu_model.clone()),
     (Setting::Emulated, |d| {
-        d.emulated.clone().unwrap_or_else(|| "none".into())
+        d.emulated
+            .as_ref()
+            .map_or_else(|| "none".into(), |e| e.to_string())
     }),
     (Setting::ProgWork, |d| d.prog_work.to_string()),
-    (Setting::Counting, |d| d.counting.clone()),
+    (Setting::Counting, |d| d.counting.to_string()),
     (Setting::Stacktrace, |d| d.stacktrace.to_string()),
     (Setting::Batch, |d| d.batch.to_string()),
     (Setting::RunLength, |d| {

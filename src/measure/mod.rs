@@ -15,6 +15,7 @@ pub mod kernel {
     pub mod host;
     pub mod libbpf_log;
     pub mod progress;
+    pub mod round_trip;
     pub mod tracefs;
     pub mod tracing_multi;
     pub(super) mod verifier_log;
@@ -50,7 +51,6 @@ pub mod objects {
 
 /// A run's settings, and what B changes of A in an in-run comparison.
 pub mod settings {
-    pub mod bpf_consts;
     pub mod options;
     pub mod variant;
 }
@@ -68,13 +68,13 @@ pub mod running {
     pub mod keeper;
     pub mod ksymbols;
     pub(super) mod load;
-    pub mod marks;
     pub(super) mod producer;
     pub mod run;
     pub mod speed;
     pub mod window;
 }
 
+pub use bpf_overhead_common::bpf_consts::MAX_PROG_WORK;
 pub use cpu::pin::{allowed_cpus, note_default_cpu, online_cpus, CpuPin};
 pub use environment::support::{Privileged, Ready, Support};
 pub use error::{Error, Result};
@@ -86,6 +86,5 @@ pub use running::run::{
     fitted, lead_in, on_measuring_thread, timed_run, with_attached, Attached, ProducerSample,
     Sample,
 };
-pub use settings::bpf_consts::MAX_PROG_WORK;
 pub use settings::options::{Batch, Counting, Options, ProgWork, DEFAULT_ITERATIONS};
 pub use settings::variant::Variant;

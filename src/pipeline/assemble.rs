@@ -4,11 +4,11 @@
 use super::plan::Plan;
 use super::schedule::{signal_name, Gathered, MechanismRuns};
 use crate::document::{
-    Document, InputFile, MechanismResult, ProducerResult, Status, ORDER_BRACKETED, SCHEMA,
-    SCHEMA_VERSION, UNIT_INSTRUCTIONS, UNIT_NS,
+    Document, InputFile, MechanismResult, Order, ProducerResult, Status, Unit, SCHEMA,
+    SCHEMA_VERSION,
 };
 use crate::measure::kernel::host::Host;
-use crate::measure::{AttachCost, Sample};
+use crate::measure::{AttachCost, Sample, Variant};
 use crate::stats::Summary;
 
 /// Turns each mechanism's runs into the result document. Pure: the statistics of fixed
@@ -32,35 +32,35 @@ pub fn document(plan: &Plan, runs: &Gathered, host: Host) -> Document {
         tool_version: env!("CARGO_PKG_VERSION").into(),
         timestamp: host.timestamp,
         kernel_release: host.kernel_release,
+        kernel_build_id: host.kernel_build_id,
         cpu_model: host.cpu_model,
         arch: host.arch,
         mitigations: host.mitigations,
         cpu,
         emulated: plan.emulated.clone(),
         unit: if plan.exact() {
-            UNIT_INSTRUCTIONS
+            Unit::Instructions
         } else {
-            UNIT_NS
-        }
-        .into(),
+            Unit::Ns
+        },
         emulator: plan.emulator.clone(),
         iterations: plan.options.iterations.get(),
         repeats: runs.rounds.max(1),
         budget_secs: plan.budget.as_secs_f64(),
         run_secs: plan.run_time.map(|t| t.as_secs_f64()),
         warmup_runs: usize::from(plan.warmup),
-        order: ORDER_BRACKETED.into(),
+        order: Order::Bracketed,
         prog_stats: plan.stats_run,
         batch: plan.options.batch.get(),
         prog_work: plan.options.prog_work.get(),
-        counting: plan.options.counting.to_string(),
+        counting: plan.options.counting,
         stacktrace: plan.options.stacktrace,
         producers: plan.options.producers.get(),
         interrupted: plan.stopped_by().map(signal_name),
         retaken_runs: runs.retaken_runs,
         context: runs.context.clone(),
         cpu_wait_s: runs.cpu_wait_s,
-        against: plan.against.as_ref().map(|v| v.to_string()),
+        variant: plan.against.as_ref().map(Variant::recorded),
         objects: objects(plan),
         packet: packet(plan),
         kernel_config: plan.kernel_config.clone(),
@@ -202,7 +202,7 @@ fn mechanism_result(plan: &Plan, o: &MechanismRuns) -> MechanismResult {
         detectable_ns: (paired_ok && !plan.exact())
             .then(|| o.detectable_ns())
             .flatten(),
-        against: o
+        side_b: o
             .against
             .as_ref()
             .map(|b| Box::new(mechanism_result(plan, b))),
@@ -383,13 +383,10 @@ mod tests {
         let mut raw_tp = paired(m("raw_tp"), &[1130, 1121, 1127], &[1000, 1000, 1004]);
         raw_tp.after = paired(m("raw_tp"), &[1], &[1009, 1000, 1000]).before;
         let per_mechanism = [m_runs(m("base"), &[1000, 1004, 1000]), raw_tp];
-        let plan = Plan::new(
-            &[m("raw_tp")],
-            Some(crate::measure::kernel::host::EXACT.into()),
-        );
+        let plan = Plan::new(&[m("raw_tp")], Some(crate::document::Emulation::TcgIcount));
         assert!(plan.exact() && plan.warmup);
         let doc = document(&plan, &runs(&per_mechanism), host());
-        assert_eq!((doc.unit.as_str(), doc.exact()), ("instructions", true));
+        assert_eq!((doc.unit.word(), doc.exact()), ("instructions", true));
         let raw_tp = doc.mechanism("raw_tp").unwrap();
         assert_eq!(raw_tp.overhead_ns.as_ref().unwrap().samples, [121.0]);
         assert_eq!(raw_tp.ns_per_event, Some(1121.0));
@@ -400,7 +397,7 @@ mod tests {
             &runs(&per_mechanism),
             host(),
         );
-        assert_eq!(timed.unit, "ns");
+        assert_eq!(timed.unit.word(), "ns");
         assert_eq!(
             timed
                 .mechanism("raw_tp")

@@ -5,6 +5,7 @@ use std::num::{NonZeroU64, NonZeroUsize};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::document::Emulation;
 use crate::measure::cpu::cpulock::Wait;
 use crate::measure::{
     Error, Mechanism, Options, Privileged, Result, Trigger, Variant, DEFAULT_ITERATIONS,
@@ -121,7 +122,7 @@ pub struct Plan {
     /// virtualised hardware: its rates are no performance figures, and
     /// the defaults time nothing there. Given by the caller, who reads it
     /// from the environment ([`emulated`](crate::measure::kernel::host::emulated)).
-    pub emulated: Option<String>,
+    pub emulated: Option<Emulation>,
     /// The emulator's version, as its runner said it (recorded only).
     pub emulator: Option<String>,
     /// The kernel's config, as the caller read it (recorded only).
@@ -132,15 +133,19 @@ impl Plan {
     /// Under an emulator clocked by the guest's instructions
     /// ([`crate::measure::kernel::host::EXACT`]): its time per event is a count.
     pub fn exact(&self) -> bool {
-        self.emulated.as_deref() == Some(crate::measure::kernel::host::EXACT)
+        self.emulated
+            .as_ref()
+            .is_some_and(Emulation::counts_instructions)
     }
 
     /// `selection` and each one's base, in catalogue order; an empty
     /// selection means every mechanism. Defaults for the rest, which
     /// depend on whether the run is `emulated` ([`Plan::emulated`]).
-    pub fn new(selection: &[Mechanism], emulated: Option<String>) -> Self {
+    pub fn new(selection: &[Mechanism], emulated: Option<Emulation>) -> Self {
         let is_emulated = emulated.is_some();
-        let exact = emulated.as_deref() == Some(crate::measure::kernel::host::EXACT);
+        let exact = emulated
+            .as_ref()
+            .is_some_and(Emulation::counts_instructions);
         Self {
             mechanisms: expand(selection),
             options: Options::default(),
@@ -189,7 +194,7 @@ impl Plan {
     /// the mechanism attaches and counts exactly, which 10000 events prove
     /// as well as 100000, and its rates are no performance figures. Where
     /// events are slow, what fits in [`SELFTEST_LONGEST_RUN`].
-    pub fn selftest(mechanism: Mechanism, emulated: Option<String>) -> Self {
+    pub fn selftest(mechanism: Mechanism, emulated: Option<Emulation>) -> Self {
         Self {
             options: Options {
                 iterations: if emulated.is_some() {
@@ -351,7 +356,7 @@ mod tests {
         let emulated = Plan::new(&[], Some("tcg".into()));
         assert!(!emulated.warmup && emulated.run_time.is_none());
         assert_eq!(emulated.budget, Duration::ZERO);
-        assert_eq!(emulated.emulated.as_deref(), Some("tcg"));
+        assert_eq!(emulated.emulated, Some("tcg".into()));
         let selftest = |emulated| Plan::selftest(m("raw_tp"), emulated).options.iterations;
         assert_eq!(selftest(None), DEFAULT_ITERATIONS);
         assert_eq!(selftest(Some("tcg".into())), EMULATED_ITERATIONS);

@@ -19,7 +19,7 @@ pub(super) fn provenance(doc: &Document) -> Vec<String> {
             "EXACT ({}): counted in guest instructions (the guest's clock advances a \
              nanosecond per instruction); each figure is a mechanism's fewest per event in any \
              round{}",
-            doc.emulated.as_deref().unwrap_or("?"),
+            doc.emulated.as_ref().map_or("?", |e| e.word()),
             doc.emulator
                 .as_ref()
                 .map_or(String::new(), |e| format!(" ({e})"))

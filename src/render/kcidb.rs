@@ -1,6 +1,7 @@
 //! KCIDB records (KernelCI's database, I/O schema v5.3, the `kcidb-io`
 //! package) of one or more results: a checkout per kernel release, a build
-//! per release, architecture and config, and per mechanism a test with its
+//! per release, architecture and kernel build (its build id, else its
+//! config's digest), and per mechanism a test with its
 //! pass, skip or fail and, under it, one test per figure with status DONE
 //! and its `number`. A mechanism the gate found REGRESSED (or MISSING) is
 //! FAIL, its change in the comment. Printed for `kcidb-submit`; never sent.
@@ -20,7 +21,7 @@ pub const VERSION: (u32, u32) = (5, 3);
 
 /// The records of `docs` as one KCIDB document, pretty-printed, with a
 /// final newline. Two results of one kernel release share its checkout,
-/// of one build (release, architecture and config) its build.
+/// of one build (release, architecture and build id) its build.
 pub fn kcidb(docs: &[&Document]) -> String {
     let runs: Vec<_> = docs.iter().map(|d| (*d, None)).collect();
     judged(&runs)
@@ -79,11 +80,18 @@ fn checkout_id(doc: &Document) -> String {
     format!("{ORIGIN}:{}", doc.kernel_release)
 }
 
+/// What tells this build apart from others of its release and
+/// architecture: the kernel's GNU build id, which the linker derives from
+/// the image's contents; where the result has none (an older result, a
+/// kernel built without one), the first 12 hex digits of its config's
+/// digest, which tells apart only builds configured differently.
 fn build_id(doc: &Document) -> String {
-    let config = doc.kernel_config.as_ref().map_or(String::new(), |c| {
-        format!(":{}", &c.sha256[..c.sha256.len().min(12)])
-    });
-    format!("{}:{}{config}", checkout_id(doc), kernel_arch(&doc.arch))
+    let tell = match (&doc.kernel_build_id, &doc.kernel_config) {
+        (Some(id), _) => format!(":{id}"),
+        (None, Some(c)) => format!(":config-{}", &c.sha256[..c.sha256.len().min(12)]),
+        (None, None) => String::new(),
+    };
+    format!("{}:{}{tell}", checkout_id(doc), kernel_arch(&doc.arch))
 }
 
 fn checkout(doc: &Document) -> Value {
@@ -98,6 +106,9 @@ fn checkout(doc: &Document) -> Value {
 fn build(doc: &Document) -> Value {
     let mut misc = Map::new();
     misc.insert("kernel_release".into(), json!(doc.kernel_release));
+    if let Some(id) = &doc.kernel_build_id {
+        misc.insert("kernel_build_id".into(), json!(id));
+    }
     if let Some(c) = &doc.kernel_config {
         misc.insert(
             "kernel_config".into(),
@@ -318,6 +329,60 @@ mod tests {
             .filter(|t| t["path"] == "bpf_overhead.raw_tp.overhead")
             .count();
         assert_eq!(overheads, 3);
+    }
+
+    /// Two builds of one release (a base kernel and a patched one, `uname
+    /// -r` and config alike) are two builds, told apart by their build
+    /// ids; one checkout holds both.
+    #[test]
+    fn two_builds_of_one_release_are_two_builds() {
+        let mut base = document();
+        base.kernel_build_id = Some("fa36776b59bf96ada9b36526d3ba1705c7a98183".into());
+        let mut patched = document();
+        patched.kernel_build_id = Some("0d1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8d9e".into());
+        patched.timestamp = "2026-05-02T12:00:00Z".into();
+        let r = records(&[&base, &patched]);
+        assert_eq!(r["checkouts"].as_array().unwrap().len(), 1);
+        let builds: Vec<&str> = r["builds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            builds,
+            [
+                "bpf_overhead:6.18.0:x86_64:fa36776b59bf96ada9b36526d3ba1705c7a98183",
+                "bpf_overhead:6.18.0:x86_64:0d1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8d9e",
+            ]
+        );
+        assert_eq!(
+            r["builds"][1]["misc"]["kernel_build_id"],
+            "0d1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8d9e"
+        );
+        let build_of = |doc: &str| -> Vec<&str> {
+            r["tests"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|t| t["path"] == "bpf_overhead.raw_tp.overhead")
+                .filter(|t| t["id"].as_str().unwrap().contains(doc))
+                .map(|t| t["build_id"].as_str().unwrap())
+                .collect()
+        };
+        assert_eq!(build_of("2026-05-01"), [builds[0]]);
+        assert_eq!(build_of("2026-05-02"), [builds[1]]);
+        // Without a build id, the config's digest tells builds apart.
+        let mut old = document();
+        old.kernel_config = Some(crate::kconfig::KernelConfig {
+            source: "/proc/config.gz".into(),
+            sha256: "53196f47ec49aa".into(),
+            cost_options: Default::default(),
+        });
+        assert_eq!(
+            records(&[&old])["builds"][0]["id"],
+            "bpf_overhead:6.18.0:x86_64:config-53196f47ec49"
+        );
     }
 
     /// A mechanism the gate found REGRESSED is FAIL, the change in its

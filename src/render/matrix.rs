@@ -602,7 +602,7 @@ mod tests {
         use crate::stats::Summary;
         let doc = |release: &str, raw_tp: f64, tp: f64| {
             let mut d = crate::document::fixtures::document();
-            d.unit = crate::document::UNIT_INSTRUCTIONS.into();
+            d.unit = crate::document::Unit::Instructions;
             d.kernel_release = release.into();
             d.mechanism_mut("raw_tp").unwrap().overhead_ns = Summary::of(&[raw_tp]);
             d.mechanism_mut("tp").unwrap().overhead_ns = Summary::of(&[tp]);

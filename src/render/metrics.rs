@@ -3,7 +3,7 @@
 //! kernel CI gives the kselftest collection's result for it, and its
 //! figures, each with its unit and the values it is the median of.
 
-use crate::document::{Document, MechanismResult, UNIT_INSTRUCTIONS};
+use crate::document::{Document, MechanismResult};
 use crate::stats::Summary;
 
 /// The kselftest collection's name, the first part of every test's name.
@@ -91,7 +91,7 @@ pub fn figures<'a>(doc: &Document, m: &'a MechanismResult) -> Vec<Figure<'a>> {
     if let Some(o) = m.overhead_ns.as_ref().filter(|_| !m.is_base()) {
         let what = if exact {
             format!(
-                "{} over {}: {UNIT_INSTRUCTIONS} per event, the fewest of its rounds less the \
+                "{} over {}: instructions per event, the fewest of its rounds less the \
                  fewest of its base's runs around them",
                 m.name, m.base
             )
@@ -193,7 +193,7 @@ mod tests {
     #[test]
     fn an_exact_runs_figures_count_instructions() {
         let mut doc = document();
-        doc.unit = UNIT_INSTRUCTIONS.into();
+        doc.unit = crate::document::Unit::Instructions;
         let raw_tp = doc.mechanism("raw_tp").unwrap();
         let units: Vec<&str> = figures(&doc, raw_tp).iter().map(|f| f.unit).collect();
         assert_eq!(units, ["instructions", EXACT_RATE_UNIT, "instructions"]);

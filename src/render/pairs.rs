@@ -102,7 +102,7 @@ fn paired_report(doc: &Document, report: &Findings, head: &str, who: &str, advic
     let mut floored = false;
     for c in &report.comparisons {
         let a = doc.mechanism(&c.name);
-        let b = a.and_then(|a| a.against.as_deref());
+        let b = a.and_then(|a| a.side_b.as_deref());
         let median = |m: Option<&MechanismResult>| {
             m.and_then(|m| m.overhead_ns.as_ref())
                 .map_or("-".into(), |s| format!("{:+.1}", s.median))
@@ -173,21 +173,21 @@ mod tests {
     fn against(a_ns: f64) -> Document {
         let mut doc = crate::document::fixtures::document();
         doc.mechanisms.retain(|m| m.name == "raw_tp" || m.is_base());
-        doc.against = Some("prog-work=1".into());
+        doc.variant = Some(crate::document::Variant::ProgWork(1));
         let m = doc.mechanism_mut("raw_tp").unwrap();
         let rounds = [a_ns - 0.1, a_ns, a_ns + 0.1, a_ns, a_ns - 0.1, a_ns + 0.1];
         m.overhead_ns = Summary::of(&rounds);
         let mut b = m.clone();
         b.overhead_ns = Summary::of(&rounds.map(|v| v + 1.0));
         m.pairs_ns = Summary::of(&[1.0, 1.1, 0.9, 1.0, 1.05, 0.95]);
-        m.against = Some(Box::new(b));
+        m.side_b = Some(Box::new(b));
         doc
     }
 
     #[test]
     fn counts_side_by_side_are_instructions_and_never_unsure() {
         let mut doc = against(0.3);
-        doc.unit = crate::document::UNIT_INSTRUCTIONS.into();
+        doc.unit = crate::document::Unit::Instructions;
         let findings = crate::gate::against::compare(&doc, 0.01);
         let text = against_report(&doc, &findings, "x");
         assert!(

@@ -1,7 +1,7 @@
 //! bpf-overhead's TCG plugin: guest instructions counted per guest
 //! address, reported per window. The `bpf-overhead` command opens and
 //! closes a window around each timed run with a long nop
-//! (src/measure/running/marks.rs); `cargo xtask vmtest --exact --explain`
+//! (common/src/marks.rs); `cargo xtask vmtest --exact --explain`
 //! loads this plugin into QEMU and names the addresses afterwards.
 //!
 //! Every instruction gets an inline counter (no call into the plugin per
@@ -10,8 +10,7 @@
 //! Keyed by guest address, not by block: system emulation translates the
 //! same code again and again.
 
-#[path = "../../src/measure/running/marks.rs"]
-mod marks;
+use bpf_overhead_common::marks;
 
 mod counters;
 pub mod kinds;

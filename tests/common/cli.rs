@@ -271,6 +271,7 @@ pub fn fixture() -> Value {
     doc["objects"] = serde_json::json!([]);
     doc["packet"] = serde_json::Value::Null;
     doc["kernel_config"] = serde_json::Value::Null;
+    doc["kernel_build_id"] = serde_json::Value::Null;
     doc["unit"] = "ns".into();
     doc["emulator"] = serde_json::Value::Null;
     doc["mitigations"] = serde_json::json!({"spec_rstack_overflow": "Mitigation: Safe RET"});

@@ -33,23 +33,22 @@ mod tasks;
 mod util;
 mod vm;
 
-// The layer tests, and their cycle finder, shared with the main crate's.
-#[cfg(test)]
-#[path = "../../src/import_cycle.rs"]
-mod import_cycle;
+// The layer tests (their cycle finder is the main crate's, shared).
 #[cfg(test)]
 mod layers;
 
 use std::process::ExitCode;
 
-use cli::args::{self, Parsed, TASKS};
-use tasks::vmtest::{self, duet, exact};
+use cli::args::{self, Parsed};
+use tasks::vmtest::{self, duet, exact, Mode};
 use tasks::{ci, flakes, history, kselftest};
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let env_accel = std::env::var("VMTEST_ACCEL").ok();
-    if let Some(task) = argv.first().and_then(|t| TASKS.iter().find(|n| *n == t)) {
+    let tasks = args::tasks();
+    let task = argv.first().filter(|t| tasks.contains(t));
+    if let Some(task) = task {
         util::set_task(task);
     }
     let code = match args::parse(&argv, env_accel.as_deref()) {
@@ -57,20 +56,17 @@ fn main() -> ExitCode {
             print!("{h}");
             0
         }
-        Ok(Parsed::Vmtest(a)) if a.against.is_some() && a.exact => exact::main(*a),
-        Ok(Parsed::Vmtest(a)) if a.against.is_some() => duet::main(*a),
-        Ok(Parsed::Vmtest(a)) => vmtest::main(*a),
+        Ok(Parsed::Vmtest(a)) => match (&a.against, &a.mode) {
+            (Some(_), Mode::Exact(_)) => exact::main(*a),
+            (Some(_), Mode::Timed) => duet::main(*a),
+            (None, _) => vmtest::main(*a),
+        },
         Ok(Parsed::Ci(c)) => ci::main(c),
         Ok(Parsed::Kselftest(k)) => kselftest::main(k),
         Ok(Parsed::Flakes(f)) => flakes::main(f),
         Ok(Parsed::History(h)) => history::main(*h),
         Err(e) => {
-            let task = argv
-                .first()
-                .map(String::as_str)
-                .filter(|t| TASKS.contains(t))
-                .unwrap_or("xtask");
-            eprintln!("{task}: {e:#}");
+            eprintln!("{}: {e:#}", task.map_or("xtask", String::as_str));
             2
         }
     };

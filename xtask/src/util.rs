@@ -1,8 +1,8 @@
 //! What every part of xtask shares: the repository and cache directories,
 //! whole-file writes and locks, programs on PATH, a content hash, sh quoting,
-//! a command shown as one line. It imports no other xtask module (only the
-//! main crate's list of environment variables), so that any module may use
-//! it and no module imports another for these.
+//! a command shown as one line; and what xtask shares with the command
+//! (the shared crate, common/). It imports no other xtask module, so that
+//! any module may use it and no module imports another for these.
 
 use std::env;
 use std::fs::File;
@@ -17,44 +17,32 @@ use anyhow::{Context, Result};
 pub mod signal;
 pub mod values;
 
-// The names it shares with the suite, from the main crate's one list
-// (xtask does not depend on the main crate: that would build its BPF).
-#[path = "../../src/env_vars.rs"]
-pub mod env_vars;
-// Kernel configs: parsed, digested, compared; shared with the main crate,
-// which it stands apart from as env_vars.rs does.
-#[path = "../../src/kconfig.rs"]
-pub mod kconfig;
-// The exact verdict rule, the one the command's in-run gate uses.
-#[path = "../../src/gate/exact_rule.rs"]
-pub mod exact_rule;
-// The exit statuses, one meaning each: the main crate's one list.
-#[allow(dead_code)]
-#[path = "../../src/exit_status.rs"]
-pub mod exit_status;
+// Shared with the command (xtask does not depend on the main crate: that
+// would build its BPF): the environment variables, kernel configs, the
+// exact verdict rule, the exit statuses, the result document and its
+// verdicts, and where root creates files, and how. Every file xtask
+// writes goes through safe_write; the probe before a write is the
+// command's alone.
+pub use bpf_overhead_common::{
+    document, env_vars, exact_rule, exit_status, kconfig, safe_write, verdict,
+};
 // Exact counts read from result documents and judged by that rule.
 pub mod counts;
-// Where root creates files, and how: the main crate's one rule, shared
-// by path as env_vars.rs is. Every file xtask writes goes through it;
-// the probe before a write is the command's alone.
-#[allow(dead_code)]
-#[path = "../../src/safe_write.rs"]
-pub mod safe_write;
 
 use env_vars::CACHE_ENV;
 
 /// The running task's name, `say!`'s prefix: set once by main.
-static TASK: OnceLock<&'static str> = OnceLock::new();
+static TASK: OnceLock<String> = OnceLock::new();
 
 /// Names the running task (main, once the command line is parsed).
-pub fn set_task(name: &'static str) {
-    let _ = TASK.set(name);
+pub fn set_task(name: &str) {
+    let _ = TASK.set(name.to_owned());
 }
 
 /// The running task's name: `vmtest` for its three modes, `xtask` before
 /// main has named one.
 pub fn task() -> &'static str {
-    TASK.get().copied().unwrap_or("xtask")
+    TASK.get().map_or("xtask", String::as_str)
 }
 
 /// Prints one line on stderr after the running task's name (`vmtest:`).

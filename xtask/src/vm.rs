@@ -29,7 +29,7 @@ use crate::kernels::arch::Arch;
 use crate::util::say;
 use crate::util::signal::{catch_signals, signalled};
 
-pub use accel::{choose_accel, Accel};
+pub use accel::{choose_accel, Accel, Clock};
 
 /// What the guest init prints when it is about to run the command.
 pub const MARKER: &str = "vmtest: guest up";
@@ -83,8 +83,8 @@ pub struct Vm<'a> {
     pub rundir: &'a Path,
     /// The host directory shared read-write as 9p tag `out`.
     pub out: Option<&'a Path>,
-    /// Clock the guest by its instructions (TCG only).
-    pub exact: bool,
+    /// What the guest's clock counts (instructions: TCG only).
+    pub clock: Clock,
     /// A TCG plugin and its arguments (`-plugin FILE,ARG=VALUE...`).
     pub plugin: Option<(&'a Path, Vec<(&'static str, PathBuf)>)>,
 }
@@ -142,7 +142,7 @@ impl Vm<'_> {
             .iter()
             .map(|s| s.to_string())
             .collect();
-        if self.exact {
+        if self.clock == Clock::Instructions {
             a.extend(ICOUNT.iter().map(|s| s.to_string()));
         }
         if let Some((file, args)) = &self.plugin {
@@ -642,7 +642,7 @@ mod tests {
             ),
             rundir: Path::new("/tmp/vmtest.x"),
             out: None,
-            exact: false,
+            clock: Clock::Time,
             plugin: None,
         };
         let a = vm.qemu_args().join(" ");
@@ -694,7 +694,7 @@ mod tests {
             cmdline: cmdline(Arch::Arm64, true, Path::new("/tmp/vmtest.x"), true, ""),
             rundir: Path::new("/tmp/vmtest.x"),
             out: Some(Path::new("/o")),
-            exact: false,
+            clock: Clock::Time,
             plugin: None,
         };
         let a = vm.qemu_args().join(" ");

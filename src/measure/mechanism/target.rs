@@ -2,6 +2,8 @@
 //! assembly so that their first instruction is the one measured, and
 //! checked to be before a run.
 
+pub use bpf_overhead_common::document::Site;
+
 use crate::measure::error::{Error, Result};
 use crate::measure::kernel::features;
 
@@ -158,30 +160,16 @@ impl Target {
     }
 }
 
-/// What a probe left at the probed instruction, read back from this
-/// process's own text while it is attached and after it fired: a uprobe
-/// writes an int3 there, which a kernel that optimizes the probe then
-/// rewrites into a call (a system call into a trampoline, no trap).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Site {
-    /// An int3 at the probed instruction: every hit traps.
-    Int3,
-    /// The kernel rewrote the instruction into a call: no trap.
-    Call,
-    /// The instruction as built: nothing of the probe shows here.
-    Untouched,
-}
-
-impl Site {
-    /// What `now`, read at a probe placed on `built` (whose last
-    /// `operands` bytes are a nop's operands), says.
-    pub fn of(built: &[u8], now: &[u8], operands: usize) -> Site {
-        match now.first() {
-            Some(0xcc) => Site::Int3,
-            _ if same_instruction(built, now, operands) => Site::Untouched,
-            _ => Site::Call,
-        }
+/// What a probe left at `now`, read back at a probe placed on `built`
+/// (whose last `operands` bytes are a nop's operands) from this process's
+/// own text while it is attached and after it fired: a uprobe writes an
+/// int3 there, which a kernel that optimizes the probe then rewrites into
+/// a call (a system call into a trampoline, no trap).
+pub fn site_of(built: &[u8], now: &[u8], operands: usize) -> Site {
+    match now.first() {
+        Some(0xcc) => Site::Int3,
+        _ if same_instruction(built, now, operands) => Site::Untouched,
+        _ => Site::Call,
     }
 }
 
@@ -254,7 +242,7 @@ impl Target {
         // as long as the bytes it was built with.
         let now = unsafe { std::slice::from_raw_parts((f as *const u8).add(at), built.len()) };
         log::debug!("{}+{at} reads {now:02x?}", self.symbol());
-        Some(Site::of(built, now, self.operands()))
+        Some(site_of(built, now, self.operands()))
     }
 }
 
@@ -434,13 +422,13 @@ mod tests {
         let left = [0x66, 0x2e, 0x0f, 0x1f, 0x84, 0xe8, 0xd6, 0x9c, 0x10, 0x00];
         assert!(same_instruction(&built, &left, 5));
         assert!(!same_instruction(&built, &left, 0));
-        assert_eq!(Site::of(&built, &left, 5), Site::Untouched);
+        assert_eq!(site_of(&built, &left, 5), Site::Untouched);
         let mut trapping = left;
         trapping[0] = 0xcc;
-        assert_eq!(Site::of(&built, &trapping, 5), Site::Int3);
+        assert_eq!(site_of(&built, &trapping, 5), Site::Int3);
         // lea -0x80(%rsp),%rsp; call: the optimized uprobe
         let optimized = [0x48, 0x8d, 0x64, 0x24, 0x80, 0xe8, 0xd6, 0x9c, 0x10, 0x00];
-        assert_eq!(Site::of(&built, &optimized, 5), Site::Call);
+        assert_eq!(site_of(&built, &optimized, 5), Site::Call);
         let other = [0x66, 0x2e, 0x0f, 0x1f, 0x44, 0x00, 0x00, 0x00, 0x00, 0x00];
         assert!(!same_instruction(&built, &other, 5));
     }

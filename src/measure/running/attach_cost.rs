@@ -4,21 +4,7 @@
 use std::fs;
 use std::time::Instant;
 
-use serde::{Deserialize, Serialize};
-
-/// The cost of one attach call.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct AttachCost {
-    /// Functions the link is on.
-    pub functions: u64,
-    /// Wall time of the attach call, in seconds.
-    pub seconds: f64,
-    /// How much the kernel's own allocations grew over the attach call, in
-    /// KiB: unreclaimable slab, vmalloc and per-CPU memory (what a link's
-    /// arrays and ftrace's hash take), give or take what else the kernel
-    /// did meanwhile. Null where /proc/meminfo could not tell.
-    pub memory_kib: Option<i64>,
-}
+pub use bpf_overhead_common::document::AttachCost;
 
 /// An attach call being timed: [`Timing::start`] just before it,
 /// [`Timing::done`] just after.

@@ -9,30 +9,8 @@ use std::time::Instant;
 
 use nix::sys::resource::{getrusage, UsageWho};
 use nix::sys::time::TimeVal;
-use serde::{Deserialize, Serialize};
 
-/// The conditions of a run, over its whole length.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Context {
-    /// The measuring CPU.
-    pub cpu: usize,
-    /// Wall time covered, in s.
-    pub secs: f64,
-    /// Share of that CPU's time stolen by the hypervisor (/proc/stat).
-    pub steal_pct: f64,
-    /// Share of that CPU's time busy with anything but this process
-    /// (other processes, interrupts): what else ran there.
-    pub other_pct: f64,
-    /// Involuntary context switches of the measuring thread: another task
-    /// took the CPU from it.
-    pub involuntary_switches: u64,
-    /// The 1-minute load average at the start and at the end.
-    pub load_start: f64,
-    pub load_end: f64,
-    /// The CPU's clock in MHz at the end, where readable (cpufreq, else
-    /// /proc/cpuinfo).
-    pub mhz: Option<f64>,
-}
+pub use bpf_overhead_common::document::Context;
 
 /// The counters at one moment, taken on the measuring thread.
 #[derive(Clone, Debug)]

@@ -22,9 +22,9 @@ use crate::measure::mechanism::trigger::Trigger;
 use crate::measure::objects::consumer::Consumer;
 use crate::measure::objects::object;
 use crate::measure::running::attach_cost::{AttachCost, Timing};
-use crate::measure::settings::bpf_consts::{EXTRA_COUNT, EXTRA_WORK, MAX_SLOTS};
 use crate::measure::settings::options::Options;
 use crate::measure::skel::{types, OpenOverheadSkel, OverheadSkel, OverheadSkelBuilder};
+use bpf_overhead_common::bpf_consts::{EXTRA_COUNT, EXTRA_WORK, MAX_SLOTS};
 
 /// The BPF object loaded for one run: the mechanism's program (attached
 /// by [`Loaded::attach`]) and the trigger's driver, if it has one. Dropping
@@ -371,7 +371,7 @@ fn with_libbpf_reason(err: &libbpf_rs::Error) -> String {
     }
 }
 
-/// The skeleton's per-CPU arrays are [`MAX_SLOTS`] long, as bpf_consts.rs
+/// The skeleton's per-CPU arrays are [`MAX_SLOTS`] long, as common/src/bpf_consts.rs
 /// says: this does not compile otherwise.
 const _: fn(&types::bss) -> (&[types::counter; MAX_SLOTS], &[u32; MAX_SLOTS]) =
     |bss| (&bss.counters, &bss.producer_tids);

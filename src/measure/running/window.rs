@@ -1,5 +1,5 @@
 //! Counting windows for `cargo xtask vmtest --exact --explain`: each timed
-//! run's events sit between two marks (marks.rs) that the TCG plugin
+//! run's events sit between two marks (common/src/marks.rs) that the TCG plugin
 //! sees, and what the plugin needs to name its addresses is written
 //! beside them. Off (no marks, nothing written) unless
 //! [`WINDOWS_ENV`](crate::env_vars::WINDOWS_ENV) names a folder.
@@ -26,12 +26,12 @@ use std::sync::{Mutex, OnceLock};
 
 use super::ksymbols::Ksymbols;
 // The marks are x86-64 nops: elsewhere no window is marked.
-#[cfg(target_arch = "x86_64")]
-use super::marks::{CLOSE, NOPL_DISP32, OPEN};
 use crate::env_vars::WINDOWS_ENV;
 use crate::measure::online_cpus;
 use crate::measure::{Error, Mechanism, Result};
 use crate::safe_write;
+#[cfg(target_arch = "x86_64")]
+use bpf_overhead_common::marks::{CLOSE, NOPL_DISP32, OPEN};
 
 struct Windows {
     log: Mutex<Log>,

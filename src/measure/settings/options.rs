@@ -4,8 +4,9 @@
 
 use std::num::{NonZeroU64, NonZeroUsize};
 
-use super::bpf_consts::{COUNT_ATOMIC, COUNT_FILTER, COUNT_PLAIN, MAX_PROG_WORK};
 use crate::measure::mechanism::trigger::{DEFAULT_BATCH, MAX_BATCH};
+use bpf_overhead_common::bpf_consts::MAX_PROG_WORK;
+pub use bpf_overhead_common::document::Counting;
 
 /// test_overhead's MAX_CNT.
 pub const DEFAULT_ITERATIONS: NonZeroU64 = NonZeroU64::new(100_000).unwrap();
@@ -101,98 +102,20 @@ impl ProgWork {
     }
 }
 
-/// Which events the programs of the comm and call triggers count, and how
-/// (`--counting`). By default only the untimed lead-in before each timed
-/// run is counted, and checked exactly; during the timed events the
-/// programs do what test_overhead's do, so the figure is the mechanism's,
-/// not our counting's. The `every*` modes count (or check) each timed
-/// event too, to measure what that costs (docs/benchmark.md). The kernel
-/// loop counts every event atomically whatever this says, as upstream's
-/// bench does, and session programs always count.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Counting {
-    /// The lead-in's events counted (the thread check and a plain add),
-    /// the timed events not: hits are the lead-in's.
-    #[default]
-    LeadIn,
-    /// Every event counted with the thread check and a plain add, the
-    /// least an exact count needs (before: `plain`).
-    Every,
-    /// Every event counted with the thread check and a lock-prefixed add,
-    /// as upstream's bench counts (before: `atomic`).
-    EveryAtomic,
-    /// Every event runs the thread check alone: no count, none checked
-    /// (before: `filter`).
-    EveryCheck,
-    /// Nothing counted, the lead-in included: test_overhead's programs
-    /// throughout, and no hits checked.
-    None,
-}
-
-impl Counting {
-    pub const ALL: [Counting; 5] = [
-        Self::LeadIn,
-        Self::Every,
-        Self::EveryAtomic,
-        Self::EveryCheck,
-        Self::None,
-    ];
-
-    /// The program's `counting` value: how it counts while counting is on.
-    pub fn bpf_value(self) -> u32 {
-        match self {
-            Self::LeadIn | Self::Every | Self::None => COUNT_PLAIN,
-            Self::EveryAtomic => COUNT_ATOMIC,
-            Self::EveryCheck => COUNT_FILTER,
+#[cfg(test)]
+mod tests {
+    /// The program takes every shared constant from the generated header
+    /// and defines none of them itself.
+    #[test]
+    fn the_bpf_program_takes_its_constants_from_the_header() {
+        use bpf_overhead_common::bpf_consts::{c_header, C_DEFINES, C_HEADER};
+        let src = include_str!("../../../bpf/overhead.bpf.c");
+        assert!(src.contains(&format!("#include \"{C_HEADER}\"")));
+        for (name, _) in C_DEFINES {
+            assert!(!src.contains(&format!("#define {name}")), "{name}");
+            assert!(src.contains(name), "{name} is unused");
         }
-    }
-
-    /// Whether the lead-in's hits are counted, and so checked.
-    pub fn counts_lead_in(self) -> bool {
-        matches!(self, Self::LeadIn | Self::Every | Self::EveryAtomic)
-    }
-
-    /// Whether the timed events' hits are counted, and so checked.
-    pub fn counts_timed(self) -> bool {
-        matches!(self, Self::Every | Self::EveryAtomic)
-    }
-
-    /// Whether the program's switch is on during the timed events: they
-    /// run the thread check (and the count, if any).
-    pub fn on_when_timed(self) -> bool {
-        matches!(self, Self::Every | Self::EveryAtomic | Self::EveryCheck)
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::LeadIn => "lead-in",
-            Self::Every => "every",
-            Self::EveryAtomic => "every-atomic",
-            Self::EveryCheck => "every-check",
-            Self::None => "none",
-        }
-    }
-
-    /// A mode by its name, or by the name results written before the
-    /// lead-in count gave it (`plain`, `atomic`, `filter`: every event).
-    pub fn parse(s: &str) -> Result<Self, String> {
-        let old = match s {
-            "plain" => Some(Self::Every),
-            "atomic" => Some(Self::EveryAtomic),
-            "filter" => Some(Self::EveryCheck),
-            _ => None,
-        };
-        old.or_else(|| Self::ALL.into_iter().find(|c| c.name() == s))
-            .ok_or_else(|| {
-                format!(
-                    "counting {s:?}: expected lead-in, every, every-atomic, every-check or none"
-                )
-            })
-    }
-}
-
-impl std::fmt::Display for Counting {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
+        let built = include_str!(concat!(env!("OUT_DIR"), "/bpf_consts.h"));
+        assert_eq!(built, c_header(), "the header the object was built with");
     }
 }

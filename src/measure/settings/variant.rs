@@ -5,6 +5,8 @@
 
 use std::fmt;
 
+use bpf_overhead_common::document::Variant as Recorded;
+
 use super::options::{Counting, Options, ProgWork};
 use crate::measure::mechanism::catalogue::Mechanism;
 use crate::measure::objects::builds::Against;
@@ -57,7 +59,18 @@ impl Variant {
         }
     }
 
-    /// `prog-work=N` or `bpf-stats`; the error says what is accepted.
+    /// As a result records it: what B changed, without B's pairing.
+    pub fn recorded(&self) -> Recorded {
+        match self {
+            Variant::ProgWork(work) => Recorded::ProgWork(work.get()),
+            Variant::BpfStats => Recorded::BpfStats,
+            Variant::Counting(c) => Recorded::Counting(*c),
+            Variant::Stacktrace => Recorded::Stacktrace,
+            Variant::Object(against) => Recorded::Object(against.path.display().to_string()),
+        }
+    }
+
+    /// Any of the forms [`Variant`] lists; the error says what is accepted.
     pub fn parse(s: &str) -> Result<Self, String> {
         const ACCEPTED: &str =
             "expected prog-work=N, bpf-stats, counting=MODE, stacktrace or object=FILE";
@@ -76,7 +89,7 @@ impl Variant {
                 .ok_or_else(|| {
                     format!(
                         "prog-work={n}: N must be 0 to {}",
-                        super::bpf_consts::MAX_PROG_WORK
+                        bpf_overhead_common::bpf_consts::MAX_PROG_WORK
                     )
                 }),
             _ => Err(format!("unknown variant {s:?}: {ACCEPTED}")),
@@ -86,13 +99,7 @@ impl Variant {
 
 impl fmt::Display for Variant {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Variant::ProgWork(work) => write!(f, "prog-work={work}"),
-            Variant::BpfStats => f.write_str("bpf-stats"),
-            Variant::Counting(c) => write!(f, "counting={c}"),
-            Variant::Stacktrace => f.write_str("stacktrace"),
-            Variant::Object(against) => write!(f, "object={}", against.path.display()),
-        }
+        self.recorded().fmt(f)
     }
 }
 

@@ -1,10 +1,12 @@
-//! xtask's command line, parsed with clap (derive): `vmtest` and `ci`.
+//! xtask's command line, parsed with clap (derive): one `Task` enum whose
+//! variants are the tasks, each with its room's options; their names are
+//! clap's, from the enum ([`tasks`]).
 //!
-//! Bad input gives one line (no usage block) and exit 2, as before clap.
+//! Bad input gives one line (no usage block) and exit 2.
 
 use anyhow::{bail, ensure, Result};
 use clap::error::{ContextKind, ContextValue, ErrorKind};
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 use crate::cli::help::{
     CI_ABOUT, CI_AFTER, HISTORY_AFTER, KSELFTEST_AFTER, VMTEST_ABOUT, VMTEST_AFTER, VMTEST_USAGE,
@@ -14,7 +16,7 @@ use crate::tasks::ci::options::CiArgs;
 use crate::tasks::flakes::FlakesArgs;
 use crate::tasks::history::HistoryArgs;
 use crate::tasks::kselftest::KselftestArgs;
-use crate::tasks::vmtest::Args;
+use crate::tasks::vmtest::{Args, Exact, Mode};
 use crate::util::values::{directory, env_pair, percent, positive, secs};
 use crate::vm::job::{Job, EXACT_ROUNDS};
 use crate::vm::Accel;
@@ -54,8 +56,14 @@ enum Task {
     History(Box<HistoryArgs>),
 }
 
-/// The tasks, each its room's name under tasks/.
-pub const TASKS: &[&str] = &["vmtest", "ci", "kselftest", "flakes", "history"];
+/// The tasks' names, as clap derives them from [`Task`]: each its room's
+/// name under tasks/.
+pub fn tasks() -> Vec<String> {
+    Cli::command()
+        .get_subcommands()
+        .map(|c| c.get_name().to_owned())
+        .collect()
+}
 
 #[derive(clap::Args, Debug)]
 struct VmtestCli {
@@ -208,13 +216,6 @@ pub enum Parsed {
 /// Parses xtask's arguments (without the program name). `env_accel`:
 /// $VMTEST_ACCEL. Errors are one line, without the task's prefix.
 pub fn parse(argv: &[String], env_accel: Option<&str>) -> Result<Parsed> {
-    if let Some(t) = argv.first().filter(|t| !t.starts_with('-')) {
-        ensure!(
-            TASKS.contains(&t.as_str()),
-            "unknown task '{t}'; tasks: {} (cargo xtask --help)",
-            TASKS.join(", ")
-        );
-    }
     let cli = match Cli::try_parse_from(std::iter::once("xtask").chain(argv.iter().map(|s| &**s))) {
         Ok(c) => c,
         Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
@@ -296,13 +297,17 @@ fn vmtest_args(v: Box<VmtestCli>, dashdash: bool, env_accel: Option<&str>) -> Re
         against_modules: v.against_modules,
         against_config: v.against_config,
         absent: v.absent,
-        across_configs: v.across_configs,
         sessions: v.sessions,
-        exact: v.exact,
-        threshold: v.threshold,
-        explain: v.explain,
-        calibration: v.calibration,
-        rounds: v.rounds,
+        mode: match v.exact {
+            true => Mode::Exact(Exact {
+                explain: v.explain,
+                rounds: v.rounds,
+                threshold: v.threshold,
+                across_configs: v.across_configs,
+                calibration: v.calibration,
+            }),
+            false => Mode::Timed,
+        },
     })
 }
 
@@ -328,9 +333,14 @@ fn one_line(e: &clap::Error) -> String {
         ErrorKind::MissingSubcommand | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
             format!(
                 "no task given; tasks: {} (cargo xtask --help)",
-                TASKS.join(", ")
+                tasks().join(", ")
             )
         }
+        ErrorKind::InvalidSubcommand => format!(
+            "unknown task '{}'; tasks: {} (cargo xtask --help)",
+            context(e, ContextKind::InvalidSubcommand).unwrap_or_default(),
+            tasks().join(", ")
+        ),
         ErrorKind::MissingRequiredArgument => format!("{opt} is needed too (see --help)"),
         ErrorKind::ArgumentConflict => {
             let other = context(e, ContextKind::PriorArg).unwrap_or_default();
@@ -471,7 +481,13 @@ mod tests {
         let a = p(&["6.1", "--against", "6.12", "--exact"])
             .unwrap()
             .unwrap();
-        assert!(a.exact && a.threshold == 1.0 && a.smp == 1);
+        assert_eq!(a.smp, 1);
+        let x = |a: Args| match a.mode {
+            Mode::Exact(x) => x,
+            Mode::Timed => panic!("--exact gives the exact mode"),
+        };
+        assert_eq!(x(a).threshold, 1.0);
+        assert_eq!(p(&["6.1"]).unwrap().unwrap().mode, Mode::Timed);
         assert_eq!(
             p(&["6.1", "--exact", "--smp", "2"]).unwrap().unwrap().smp,
             2
@@ -479,15 +495,14 @@ mod tests {
         let a = p(&["6.1", "--exact", "--threshold", "0.5"])
             .unwrap()
             .unwrap();
-        assert_eq!(a.threshold, 0.5);
+        assert_eq!(x(a).threshold, 0.5);
         assert!(e(&["6.1", "--threshold", "2"]).contains("--exact"));
         assert!(e(&["6.1", "--explain"]).contains("--exact"));
-        assert!(
-            p(&["6.1", "--exact", "--explain"])
-                .unwrap()
-                .unwrap()
-                .explain
-        );
+        assert!(p(&["6.1", "--exact", "--explain"])
+            .unwrap()
+            .unwrap()
+            .mode
+            .explains());
         assert!(e(&["6.1", "--exact", "--threshold", "0"]).contains("between 0 and 100"));
     }
 

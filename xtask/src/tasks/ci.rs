@@ -119,13 +119,21 @@ fn say(s: &str) {
 pub struct CiKernel {
     pub kernel: String,
     pub arch: Arch,
-    /// `--kselftest`: the guest runs the kselftest collection from its
-    /// tarball (`cargo xtask kselftest`) through run_kselftest.sh, in a
-    /// busybox-only root (scripts/kselftest-guest), instead of the suite.
-    pub kselftest: bool,
+    pub run: Run,
+}
+
+/// What a CI kernel's guest runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Run {
+    /// The suite, then the command.
+    Suite,
+    /// `--kselftest`: the kselftest collection from its tarball (`cargo
+    /// xtask kselftest`) through run_kselftest.sh, in a busybox-only root
+    /// (scripts/kselftest-guest).
+    Kselftest,
     /// `--exact`: the command's counts under the instruction clock
-    /// (`vmtest --exact --accel tcg`) instead of the suite.
-    pub exact: bool,
+    /// (`vmtest --exact --accel tcg`).
+    Exact,
 }
 
 impl CiKernel {
@@ -138,7 +146,7 @@ impl CiKernel {
             bail!(usage());
         };
         ensure!(!kernel.starts_with('-'), usage());
-        let (mut arch, mut kselftest, mut exact) = (Arch::X86_64, false, false);
+        let (mut arch, mut run) = (Arch::X86_64, Run::Suite);
         loop {
             rest = match rest {
                 [] => break,
@@ -146,23 +154,21 @@ impl CiKernel {
                     arch = Arch::parse(a).with_context(|| format!("'{line}': --arch"))?;
                     more
                 }
-                ["--kselftest", more @ ..] => {
-                    kselftest = true;
+                ["--kselftest", more @ ..] if run == Run::Suite => {
+                    run = Run::Kselftest;
                     more
                 }
-                ["--exact", more @ ..] => {
-                    exact = true;
+                ["--exact", more @ ..] if run == Run::Suite => {
+                    run = Run::Exact;
                     more
                 }
                 _ => bail!(usage()),
             };
         }
-        ensure!(!(kselftest && exact), usage());
         Ok(CiKernel {
             kernel: (*kernel).to_owned(),
             arch,
-            kselftest,
-            exact,
+            run,
         })
     }
 
@@ -172,10 +178,10 @@ impl CiKernel {
     /// `-exact` for counts (`6.12-exact`).
     pub fn name(&self) -> String {
         let name = self.arch.tagged(&self.kernel);
-        match (self.kselftest, self.exact) {
-            (true, _) => format!("{name}-kselftest"),
-            (_, true) => format!("{name}{EXACT_SUFFIX}"),
-            _ => name,
+        match self.run {
+            Run::Kselftest => format!("{name}-kselftest"),
+            Run::Exact => format!("{name}{EXACT_SUFFIX}"),
+            Run::Suite => name,
         }
     }
 }
@@ -207,8 +213,8 @@ pub fn matrix(kernels: &[CiKernel]) -> serde_json::Value {
                 "name": k.name(),
                 "kernel": k.kernel,
                 "arch": k.arch.name(),
-                "kselftest": k.kselftest,
-                "exact": k.exact,
+                "kselftest": k.run == Run::Kselftest,
+                "exact": k.run == Run::Exact,
             })
         })
         .collect();
@@ -390,7 +396,7 @@ fn vm_steps(c: &CiArgs, kernels: &[CiKernel]) -> Result<Vec<Done>> {
     // The guests' kselftest output through the parsers kernel CI uses.
     let outputs: Vec<_> = kernels
         .iter()
-        .filter(|k| k.kselftest)
+        .filter(|k| k.run == Run::Kselftest)
         .map(|k| kernel_dir(out, &k.name()).join(KSELFTEST_OUTPUT))
         .collect();
     if !outputs.is_empty() {
@@ -479,7 +485,7 @@ fn against(out: &Path) -> Result<Done> {
 fn archs(kernels: &[CiKernel], kselftest: bool) -> Vec<Arch> {
     let mut archs: Vec<Arch> = kernels
         .iter()
-        .filter(|k| k.kselftest == kselftest)
+        .filter(|k| (k.run == Run::Kselftest) == kselftest)
         .map(|k| k.arch)
         .collect();
     archs.sort_by_key(|a| a.name());
@@ -540,11 +546,14 @@ fn run_kernel(exe: &Path, k: &CiKernel, out: &Path, stdout: &Mutex<()>) -> Kerne
             .arg(&k.kernel)
             .arg("--out")
             .arg(&dir);
-        if k.kselftest {
-            cmd.arg("--cmd").arg(kselftest_cmd(out, k.arch)?);
-        }
-        if k.exact {
-            cmd.args(["--exact", "--accel", "tcg"]);
+        match k.run {
+            Run::Suite => {}
+            Run::Kselftest => {
+                cmd.arg("--cmd").arg(kselftest_cmd(out, k.arch)?);
+            }
+            Run::Exact => {
+                cmd.args(["--exact", "--accel", "tcg"]);
+            }
         }
         let mut child = cmd
             .stdin(Stdio::null())
@@ -592,18 +601,17 @@ mod tests {
             CiKernel {
                 kernel: "newest".into(),
                 arch: Arch::Arm64,
-                kselftest: false,
-                exact: false,
+                run: Run::Suite,
             }
         );
         let ex = read_kernels("6.12 --exact\n6.12 --arch arm64 --exact\n").unwrap();
         assert_eq!(names(&ex), ["6.12-exact", "6.12-arm64-exact"]);
-        assert!(ex.iter().all(|k| k.exact && !k.kselftest));
+        assert!(ex.iter().all(|k| k.run == Run::Exact));
         assert_eq!(archs(&ex, false), [Arch::Arm64, Arch::X86_64]);
         assert!(read_kernels("6.12 --exact --kselftest\n").is_err());
         let ks = read_kernels("6.12 --kselftest\n6.12 --arch arm64 --kselftest\n").unwrap();
         assert_eq!(names(&ks), ["6.12-kselftest", "6.12-arm64-kselftest"]);
-        assert!(ks.iter().all(|k| k.kselftest));
+        assert!(ks.iter().all(|k| k.run == Run::Kselftest));
         assert_eq!(ks[1].arch, Arch::Arm64);
         assert_eq!(archs(&ks, true), [Arch::Arm64, Arch::X86_64]);
         assert!(archs(&ks, false).is_empty());

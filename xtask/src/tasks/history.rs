@@ -24,10 +24,10 @@ use std::process::Command;
 use std::time::Instant;
 
 use anyhow::{bail, ensure, Context, Result};
-use serde_json::Value;
 
 use crate::kernels::arch::Arch;
 use crate::kernels::debian::{self, Apt};
+use crate::util::document::Document;
 use crate::util::{cache_dir, lock, repo_root, say, secs, which, write_whole, BadInput};
 use crate::vm;
 
@@ -243,7 +243,7 @@ fn history(a: &HistoryArgs, all: &[Build], setting: &Setting, runs: &Runs) -> Re
     let (kept_dir, failed) = (runs.kept, runs.failed);
     let mut lines: Vec<Line> = Vec::new();
     // Each build's result, read once: for its counts now, its steps below.
-    let mut docs: BTreeMap<&str, Value> = BTreeMap::new();
+    let mut docs: BTreeMap<&str, Document> = BTreeMap::new();
     // Each build's stable list, for the steps that end at it.
     let mut stables: BTreeMap<&str, Stables> = BTreeMap::new();
     for b in all {
@@ -297,7 +297,7 @@ fn history(a: &HistoryArgs, all: &[Build], setting: &Setting, runs: &Runs) -> Re
         }
     }
     for l in &mut lines {
-        let refs: Vec<(&str, Option<&Value>)> = l
+        let refs: Vec<(&str, Option<&Document>)> = l
             .builds
             .iter()
             .map(|c| (c.build.release.as_str(), docs.get(c.build.release.as_str())))
@@ -355,21 +355,12 @@ fn keep_stable(kept_dir: &Path, k: &mut Kept, (b, after): (&Build, &str), cache:
 }
 
 /// A result's counts: each mechanism counted (bases aside).
-fn counts_of(doc: &Value) -> Vec<(String, f64)> {
-    doc["mechanisms"]
-        .as_array()
-        .map(|ms| {
-            ms.iter()
-                .filter(|m| m["name"] != m["base"] && m["status"] == "ok")
-                .filter_map(|m| {
-                    Some((
-                        m["name"].as_str()?.to_owned(),
-                        m["overhead_ns"]["median"].as_f64()?,
-                    ))
-                })
-                .collect()
-        })
-        .unwrap_or_default()
+fn counts_of(doc: &Document) -> Vec<(String, f64)> {
+    doc.mechanisms
+        .iter()
+        .filter(|m| !m.is_base() && m.is_ok())
+        .filter_map(|m| Some((m.name.clone(), m.overhead_ns.as_ref()?.median)))
+        .collect()
 }
 
 #[cfg(test)]

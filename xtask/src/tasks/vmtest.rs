@@ -30,7 +30,7 @@ use crate::vm::initramfs::{busybox, initramfs};
 use crate::vm::job::{guest_env, job_script, Bench, Expect, Job, Resume};
 use crate::vm::out::{self, Out};
 use crate::vm::summary::{self, VmtestJson};
-use crate::vm::{self, Accel, Rules, Timeouts, Vm};
+use crate::vm::{self, Accel, Clock, Rules, Timeouts, Vm};
 
 /// `cargo xtask vmtest`'s arguments, checked.
 #[derive(Debug, PartialEq)]
@@ -64,20 +64,50 @@ pub struct Args {
     pub against: Option<String>,
     pub against_modules: Option<String>,
     pub against_config: Option<String>,
-    /// `--across-configs`: an exact verdict across kernels whose
-    /// cost-changing options differ.
-    pub across_configs: bool,
+    /// `--sessions`: with `--against` in the timed mode, the duets.
     pub sessions: u32,
-    /// `--exact`: TCG clocked by instructions, figures in instructions per event.
-    pub exact: bool,
-    /// `--threshold`, in percent: with `--against --exact`.
-    pub threshold: f64,
-    /// `--explain`: with `--exact`, each count split by function.
+    pub mode: Mode,
+}
+
+/// What the guest's figures are: times, or (`--exact`) counts.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Mode {
+    /// The suite, then the command, timed; with `--against`, a duet.
+    Timed,
+    /// `--exact`: TCG clocked by instructions, the command's figures in
+    /// instructions per event; with `--against`, kernels counted in turn.
+    Exact(Exact),
+}
+
+/// `--exact`'s options.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Exact {
+    /// `--explain`: each count split by function.
     pub explain: bool,
-    /// `--calibration`: with `--against --exact --explain`, a host's prices.
-    pub calibration: Option<PathBuf>,
-    /// `--rounds`: with `--exact`, the command's rounds.
+    /// `--rounds`: the command's rounds.
     pub rounds: u32,
+    /// `--threshold`, in percent: with `--against`.
+    pub threshold: f64,
+    /// `--across-configs`: with `--against`, a verdict across kernels
+    /// whose cost-changing options differ.
+    pub across_configs: bool,
+    /// `--calibration`: with `--against --explain`, a host's prices.
+    pub calibration: Option<PathBuf>,
+}
+
+impl Mode {
+    /// What the guest's clock counts.
+    pub fn clock(&self) -> Clock {
+        match self {
+            Mode::Timed => Clock::Time,
+            Mode::Exact(_) => Clock::Instructions,
+        }
+    }
+
+    /// Whether each count is split by function (`--exact --explain`).
+    pub fn explains(&self) -> bool {
+        matches!(self, Mode::Exact(Exact { explain: true, .. }))
+    }
 }
 
 pub fn main(a: Args) -> i32 {
@@ -106,7 +136,7 @@ fn run(a: &Args) -> Result<i32> {
     let fetch = start.elapsed();
     check_signal()?;
     let initrd = initramfs(&k, &bb)?;
-    let accel = vm::choose_accel(a.accel, a.arch, a.exact)?;
+    let accel = vm::choose_accel(a.accel, a.arch, a.mode.clock())?;
     let plugin = plugin(a, &repo)?;
     let (rundir, rundir_path) = vm::job_dir()?;
     let out = open_out(a, &repo, &k.release)?;
@@ -125,7 +155,7 @@ fn run(a: &Args) -> Result<i32> {
         cmdline: vm::cmdline(a.arch, !a.arch.is_host(), &rundir_path, true, &append(a)),
         rundir: &rundir_path,
         out: Some(out.staging.path()),
-        exact: a.exact,
+        clock: a.mode.clock(),
         plugin: plugin.as_deref().map(|p| {
             (
                 p,
@@ -145,7 +175,7 @@ fn run(a: &Args) -> Result<i32> {
     let (rc, why) = judge(a, &b.last, b.status.as_deref(), job.runs_tests(&b.resume));
     let (rc, why) = crate::vm::crash::judged(&b.resume.crashed, rc, why);
     let (rc, dir) = finish_out(out, rc);
-    if a.exact {
+    if a.mode.clock() == Clock::Instructions {
         mitigations_said(&dir);
     }
     let rc = explained(a, &dir, rc);
@@ -257,10 +287,13 @@ fn write_kconfig(k: &Kernel, rundir: &Path) -> Result<Option<PathBuf>> {
 /// `--explain`'s TCG plugin, built.
 fn plugin(a: &Args, repo: &Path) -> Result<Option<PathBuf>> {
     ensure!(
-        !a.explain || a.arch == Arch::X86_64,
+        !a.mode.explains() || a.arch == Arch::X86_64,
         "--explain: the windows' marks are x86_64 instructions; explain an x86_64 kernel"
     );
-    a.explain.then(|| tcg_plugin::build(repo)).transpose()
+    a.mode
+        .explains()
+        .then(|| tcg_plugin::build(repo))
+        .transpose()
 }
 
 /// With `--explain`, a run that saved its result explained: its counts
@@ -269,7 +302,7 @@ fn plugin(a: &Args, repo: &Path) -> Result<Option<PathBuf>> {
 fn explained(a: &Args, dir: &Path, rc: i32) -> i32 {
     // A run that saved its result is explained, a regression too (exit 1
     // from the command's in-run --against): that is when it matters.
-    if !a.explain || !dir.join("result.json").is_file() {
+    if !a.mode.explains() || !dir.join("result.json").is_file() {
         return rc;
     }
     let written = explain::write(dir).and_then(|(split_rc, e)| {
@@ -333,9 +366,9 @@ fn save_summary(s: &VmtestJson, dir: &Path, rc: i32) -> i32 {
 /// that every boot lays the kernel out alike (a count may depend on where
 /// things are: hash buckets of addresses, alignment).
 fn append(a: &Args) -> String {
-    match a.exact {
-        true => format!("nokaslr {}", a.append).trim_end().to_owned(),
-        false => a.append.clone(),
+    match a.mode {
+        Mode::Exact(_) => format!("nokaslr {}", a.append).trim_end().to_owned(),
+        Mode::Timed => a.append.clone(),
     }
 }
 
@@ -405,26 +438,32 @@ fn prepare_job(
     };
     // Exact: the command alone (the suite proves attach and count, which
     // an instruction clock does not change; it would only cost time).
-    let exes = if a.exact { Vec::new() } else { exes };
+    let exact = match &a.mode {
+        Mode::Exact(x) => Some(x),
+        Mode::Timed => None,
+    };
+    let exes = if exact.is_some() { Vec::new() } else { exes };
     let bench = match (&a.job, command) {
-        (Job::Tests(_), _) if a.exact && !a.bench => {
+        (Job::Tests(_), _) if exact.is_some() && !a.bench => {
             bail!(BadInput(
                 "--exact runs only the command: drop --no-bench".into()
             ))
         }
         (Job::Tests(t), _) if !a.bench || t.iter().any(|t| t == "--list") => None,
         (Job::Tests(_), None) => bail!("cargo test built no bpf-overhead command"),
-        (Job::Tests(_), Some(exe)) if a.exact => Some(Bench::exact(exe, a.rounds, &a.bench_args)),
-        (Job::Tests(_), Some(exe)) => Some(Bench::new(exe, accel, &a.bench_args)),
+        (Job::Tests(_), Some(exe)) => Some(match exact {
+            Some(x) => Bench::exact(exe, x.rounds, &a.bench_args),
+            None => Bench::new(exe, accel, &a.bench_args),
+        }),
         _ => None,
     };
     let (absent, strict) = declared_absences(a, &k.release, repo);
     let absent = absent.as_deref();
     let host: Vec<(String, String)> = env::vars().collect();
-    let emulator = a.exact.then(|| vm::qemu_version(a.arch)).transpose()?;
+    let emulator = exact.map(|_| vm::qemu_version(a.arch)).transpose()?;
     let mut env = guest_env(
         &a.job,
-        a.exact,
+        a.mode.clock(),
         &a.env,
         accel,
         Expect { strict, absent },
@@ -434,7 +473,7 @@ fn prepare_job(
     if let Some(f) = kconfig {
         env.push((KCONFIG_ENV.into(), Some(f.display().to_string())));
     }
-    if a.explain {
+    if a.mode.explains() {
         env.push((WINDOWS_ENV.into(), Some(vm::GUEST_OUT.into())));
     }
     Ok(Prepared {
@@ -539,7 +578,7 @@ pub fn absent_files(arch: Arch, series: &str) -> Vec<PathBuf> {
 /// the boot ran a test binary (one after a crash may run the command only).
 fn judge(a: &Args, o: &vm::Boot, status: Option<&str>, ran_tests: bool) -> (i32, Vec<String>) {
     let rules = Rules {
-        need_test_result: !a.exact
+        need_test_result: a.mode == Mode::Timed
             && ran_tests
             && matches!(&a.job, Job::Tests(t) if !t.iter().any(|t| t == "--list")),
         timeouts_secs: (a.timeout, a.alive_timeout, a.boot_timeout),

@@ -2,53 +2,14 @@
 //! against A's per mechanism by the one exact rule ([`super::exact_rule`]):
 //! what `vmtest --against --exact` and `history` both judge by.
 
+use std::path::Path;
+
 use anyhow::{ensure, Context, Result};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
+use super::document::{Document, MechanismResult, Status, Unit};
 use super::exact_rule::{judge_ranges, ExactChange};
-
-/// One mechanism's verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Verdict {
-    /// B costs more than A by more than the threshold.
-    #[serde(rename = "REGRESSED")]
-    Regressed,
-    /// B costs less than A by more than the threshold.
-    Improved,
-    /// Within the threshold.
-    Unchanged,
-    /// Only B has it.
-    New,
-    /// A counted it, B's kernel lacks it (skipped): not compared.
-    Absent,
-    /// A counted it and B failed to: fails the run.
-    #[serde(rename = "LOST")]
-    Lost,
-    /// Not judged: a link on every function catches the kernel's other
-    /// work, and its rounds spread beyond the threshold.
-    Spread,
-    /// Not judged: its kinds of events changed (a trap or a system call
-    /// more or fewer), and no host's prices were given to weigh them.
-    #[serde(rename = "path changed")]
-    PathChanged,
-}
-
-impl Verdict {
-    pub fn word(self) -> &'static str {
-        match self {
-            Verdict::Regressed => "REGRESSED",
-            Verdict::Improved => "improved",
-            Verdict::Unchanged => "unchanged",
-            Verdict::New => "new",
-            Verdict::Absent => "absent in B",
-            Verdict::Lost => "LOST",
-            Verdict::Spread => "spread: not judged",
-            Verdict::PathChanged => "path changed: not judged",
-        }
-    }
-}
+pub use super::verdict::Verdict;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Row {
@@ -83,28 +44,22 @@ const EVERY_FUNCTION: u64 = 1000;
 /// Whatever else the kernel runs during a round (the tick, RCU's work)
 /// runs the program on each function it calls, so few rounds run clean
 /// and the fewest of 7 is not the same from boot to boot.
-fn spread(m: &Value) -> Option<f64> {
-    if m["attach"]["functions"].as_u64()? < EVERY_FUNCTION {
+fn spread(m: &MechanismResult) -> Option<f64> {
+    if m.attach?.functions < EVERY_FUNCTION {
         return None;
     }
     let ins = round_ins(m)?;
     let (lo, hi) = ins.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), v| {
         (lo.min(*v), hi.max(*v))
     });
-    let count = m["overhead_ns"]["median"].as_f64()?;
+    let count = m.overhead_ns.as_ref()?.median;
     (!ins.is_empty()).then(|| (hi - lo) / count.abs().max(1.0))
 }
 
 /// Each round's instructions per event (from its events per million).
-fn round_ins(m: &Value) -> Option<Vec<f64>> {
-    Some(
-        m["k_events_per_sec"]["samples"]
-            .as_array()?
-            .iter()
-            .filter_map(Value::as_f64)
-            .map(|k| 1e6 / k)
-            .collect(),
-    )
+fn round_ins(m: &MechanismResult) -> Option<Vec<f64>> {
+    let rates = &m.k_events_per_sec.as_ref()?.samples;
+    Some(rates.iter().map(|k| 1e6 / k).collect())
 }
 
 /// How far above its fewest a mechanism's rounds recur: the most
@@ -112,7 +67,7 @@ fn round_ins(m: &Value) -> Option<Vec<f64>> {
 /// instruction) less the fewest. A value one round alone reached is an
 /// interrupt's (a tick adds ~15000 instructions to the run it lands in),
 /// not a second value of the count.
-fn rounds(m: &Value) -> Option<f64> {
+fn rounds(m: &MechanismResult) -> Option<f64> {
     let ins = round_ins(m)?;
     let lo = ins.iter().copied().fold(f64::INFINITY, f64::min);
     let recurring = ins
@@ -123,39 +78,46 @@ fn rounds(m: &Value) -> Option<f64> {
     (!ins.is_empty()).then_some(recurring - lo)
 }
 
+/// The result document at `path`, as the command wrote it.
+pub fn read_document(path: &Path) -> Result<Document> {
+    let text = super::document::read_result_file(path)
+        .map_err(anyhow::Error::msg)
+        .with_context(|| format!("reading {}", path.display()))?;
+    Document::from_json(&text)
+        .map_err(anyhow::Error::msg)
+        .with_context(|| format!("parsing {}", path.display()))
+}
+
 /// A result document's counts: each mechanism (bases aside), its
 /// instructions per event over its base, and whether it was skipped.
 /// Refuses a document that is not exact.
-fn counts(doc: &Value, name: &str) -> Result<Vec<Count>> {
-    let unit = doc["unit"].as_str().unwrap_or("ns");
+fn counts(doc: &Document, name: &str) -> Result<Vec<Count>> {
     ensure!(
-        unit == "instructions",
-        "{name}: counts {unit}, not instructions: not an exact run"
+        doc.unit == Unit::Instructions,
+        "{name}: counts {}, not instructions: not an exact run",
+        doc.unit
     );
-    let ms = doc["mechanisms"]
-        .as_array()
-        .with_context(|| format!("{name}: no mechanisms"))?;
-    Ok(ms
+    Ok(doc
+        .mechanisms
         .iter()
-        .filter(|m| m["name"] != m["base"])
-        .map(|m| {
-            let ok = m["status"] == "ok";
-            let count = ok.then(|| m["overhead_ns"]["median"].as_f64()).flatten();
-            let skipped = m["status"] == "skipped";
-            Count {
-                name: m["name"].as_str().unwrap_or("?").to_owned(),
-                count,
-                skipped,
-                every: spread(m),
-                rounds: rounds(m).unwrap_or(0.0),
-            }
+        .filter(|m| !m.is_base())
+        .map(|m| Count {
+            name: m.name.clone(),
+            count: m
+                .overhead_ns
+                .as_ref()
+                .filter(|_| m.is_ok())
+                .map(|o| o.median),
+            skipped: m.status == Status::Skipped,
+            every: spread(m),
+            rounds: rounds(m).unwrap_or(0.0),
         })
         .collect())
 }
 
 /// B against A, per mechanism either counted, in A's order then B's new
 /// ones. `threshold`: a share (0.01 for 1%) of A's count.
-pub fn verdicts(a: &Value, b: &Value, threshold: f64) -> Result<Vec<Row>> {
+pub fn verdicts(a: &Document, b: &Document, threshold: f64) -> Result<Vec<Row>> {
     let (ca, cb) = (counts(a, "A")?, counts(b, "B")?);
     fn of<'c>(c: &'c [Count], n: &str) -> Option<&'c Count> {
         c.iter().find(|x| x.name == n)
@@ -238,7 +200,7 @@ pub fn table(rows: &[Row], name_a: &str, name_b: &str, threshold: f64) -> String
             f(diff),
             r.change
                 .map_or("-".into(), |c| format!("{:+.2}%", c * 100.0)),
-            r.verdict.word().into(),
+            r.verdict.exact_word().into(),
         ]);
     }
     let widths: Vec<usize> = (0..6)
@@ -283,22 +245,30 @@ pub fn table(rows: &[Row], name_a: &str, name_b: &str, threshold: f64) -> String
 mod tests {
     use super::*;
 
-    fn doc(unit: &str, ms: &[(&str, &str, Option<f64>)]) -> Value {
-        let ms: Vec<Value> = ms
+    use crate::util::document::{fixtures, AttachCost, Summary};
+
+    /// A document of `unit` whose mechanisms are `(name, base, count)`;
+    /// a name ending in `!` failed, one without a count was skipped.
+    fn doc(unit: Unit, ms: &[(&str, &str, Option<f64>)]) -> Document {
+        let mut d = fixtures::document();
+        d.unit = unit;
+        let template = d.mechanisms[2].clone();
+        d.mechanisms = ms
             .iter()
-            .map(|(n, base, c)| {
-                serde_json::json!({
-                    "name": n.trim_end_matches('!'), "base": base,
-                    "status": match (c, *n == *base, n.ends_with("!")) {
-                        (_, _, true) => "failed",
-                        (Some(_), _, _) | (_, true, _) => "ok",
-                        _ => "skipped",
-                    },
-                    "overhead_ns": c.map(|c| serde_json::json!({"median": c})),
-                })
+            .map(|(n, base, c)| MechanismResult {
+                name: n.trim_end_matches('!').into(),
+                base: (*base).into(),
+                status: match (c, *n == *base, n.ends_with("!")) {
+                    (_, _, true) => Status::Failed,
+                    (Some(_), _, _) | (_, true, _) => Status::Ok,
+                    _ => Status::Skipped,
+                },
+                overhead_ns: c.and_then(|c| Summary::of(&[c])),
+                k_events_per_sec: None,
+                ..template.clone()
             })
             .collect();
-        serde_json::json!({"unit": unit, "mechanisms": ms})
+        d
     }
 
     #[test]
@@ -307,11 +277,11 @@ mod tests {
         // rounds 1257.9 or 1271.5 (+230.0 or +243.6) on one, all 1270.5 on the other.
         let fexit = |count: f64, ins: &[f64]| {
             let mut d = doc(
-                "instructions",
+                Unit::Instructions,
                 &[("base", "base", None), ("fexit", "base", Some(count))],
             );
             let k: Vec<f64> = ins.iter().map(|i| 1e6 / i).collect();
-            d["mechanisms"][1]["k_events_per_sec"] = serde_json::json!({"samples": k});
+            d.mechanisms[1].k_events_per_sec = Summary::of(&k);
             d
         };
         let a = fexit(230.0, &[1257.9, 1257.9, 1257.9, 1271.5, 1271.5]);
@@ -328,7 +298,7 @@ mod tests {
         // second value, and the step of +33 is judged.
         let raw_tp = |count: f64, ins: &[f64]| {
             let mut d = fexit(count, ins);
-            d["mechanisms"][1]["name"] = "raw_tp".into();
+            d.mechanisms[1].name = "raw_tp".into();
             d
         };
         let before = raw_tp(121.0, &[1077.8, 1077.8, 1077.8, 1077.8, 1155.0]);
@@ -347,7 +317,7 @@ mod tests {
     #[test]
     fn verdicts_by_threshold_alone() {
         let a = doc(
-            "instructions",
+            Unit::Instructions,
             &[
                 ("base", "base", None),
                 ("raw_tp", "base", Some(100.0)),
@@ -358,7 +328,7 @@ mod tests {
             ],
         );
         let b = doc(
-            "instructions",
+            Unit::Instructions,
             &[
                 ("base", "base", None),
                 ("raw_tp", "base", Some(101.5)),
@@ -390,11 +360,15 @@ mod tests {
         // threshold: not judged, whichever way it moved.
         let every = |count: f64, rates: &[f64]| {
             let mut d = doc(
-                "instructions",
+                Unit::Instructions,
                 &[("base", "base", None), ("all", "base", Some(count))],
             );
-            d["mechanisms"][1]["attach"] = serde_json::json!({"functions": 46248});
-            d["mechanisms"][1]["k_events_per_sec"] = serde_json::json!({"samples": rates});
+            d.mechanisms[1].attach = Some(AttachCost {
+                functions: 46248,
+                seconds: 1.0,
+                memory_kib: None,
+            });
+            d.mechanisms[1].k_events_per_sec = Summary::of(rates);
             d
         };
         // 1e6/k: 500 and 505 instructions per event, 1% of a count of 500.
@@ -413,7 +387,7 @@ mod tests {
         let rows = verdicts(&a, &a, 0.01).unwrap();
         assert!(rows.iter().all(|r| r.verdict == Verdict::Unchanged));
         assert_eq!(exit_code(&rows), 0);
-        let cheaper = doc("instructions", &[("raw_tp", "base", Some(98.0))]);
+        let cheaper = doc(Unit::Instructions, &[("raw_tp", "base", Some(98.0))]);
         let r = verdicts(&a, &cheaper, 0.01).unwrap();
         assert_eq!(r[0].verdict, Verdict::Improved);
         let text = table(&r, "6.1", "6.12", 0.01);
@@ -426,11 +400,11 @@ mod tests {
 
     #[test]
     fn a_timed_run_is_refused() {
-        let timed = doc("ns", &[("raw_tp", "base", Some(100.0))]);
-        let exact = doc("instructions", &[("raw_tp", "base", Some(100.0))]);
+        let timed = doc(Unit::Ns, &[("raw_tp", "base", Some(100.0))]);
+        let exact = doc(Unit::Instructions, &[("raw_tp", "base", Some(100.0))]);
         let e = verdicts(&exact, &timed, 0.01).unwrap_err().to_string();
         assert_eq!(e, "B: counts ns, not instructions: not an exact run");
-        let old = serde_json::json!({"mechanisms": []});
+        let old = doc(Unit::Ns, &[]);
         assert!(verdicts(&old, &exact, 0.01).is_err());
     }
 }

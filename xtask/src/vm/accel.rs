@@ -17,6 +17,16 @@ pub enum Accel {
     Tcg,
 }
 
+/// What the guest's clock counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Clock {
+    /// Time, the host's (KVM) or TCG's.
+    Time,
+    /// The guest's instructions (`--exact`): TCG with `-icount shift=0`,
+    /// 1 ns a guest instruction, so that a run's time is a count.
+    Instructions,
+}
+
 impl Accel {
     pub fn name(self) -> &'static str {
         match self {
@@ -28,8 +38,8 @@ impl Accel {
 
 /// The accelerator: `forced`, else KVM where it is hardware virtualization;
 /// a foreign architecture runs under TCG only.
-pub fn choose_accel(forced: Option<Accel>, arch: Arch, exact: bool) -> Result<Accel> {
-    let (accel, why) = pick_accel(forced, arch, exact, host_kvm)?;
+pub fn choose_accel(forced: Option<Accel>, arch: Arch, clock: Clock) -> Result<Accel> {
+    let (accel, why) = pick_accel(forced, arch, clock, host_kvm)?;
     say!("accel={} ({why})", accel.name());
     Ok(accel)
 }
@@ -66,10 +76,10 @@ fn host_kvm() -> KvmProbe {
 pub fn pick_accel(
     forced: Option<Accel>,
     arch: Arch,
-    exact: bool,
+    clock: Clock,
     probe: impl FnOnce() -> KvmProbe,
 ) -> Result<(Accel, String)> {
-    if exact {
+    if clock == Clock::Instructions {
         ensure!(
             forced != Some(Accel::Kvm),
             crate::util::BadInput(
@@ -126,21 +136,21 @@ mod tests {
             }
         };
         for dev in [true, false] {
-            let (accel, why) = pick_accel(None, host, true, kvm(dev)).unwrap();
+            let (accel, why) = pick_accel(None, host, Clock::Instructions, kvm(dev)).unwrap();
             assert_eq!(
                 (accel, why.as_str()),
                 (Accel::Tcg, "--exact counts instructions under TCG only")
             );
         }
         assert_eq!(
-            pick_accel(None, host, false, kvm(true)).unwrap().0,
+            pick_accel(None, host, Clock::Time, kvm(true)).unwrap().0,
             Accel::Kvm
         );
         assert_eq!(
-            pick_accel(None, host, false, kvm(false)).unwrap().0,
+            pick_accel(None, host, Clock::Time, kvm(false)).unwrap().0,
             Accel::Tcg
         );
-        let e = pick_accel(Some(Accel::Kvm), host, true, kvm(true)).unwrap_err();
+        let e = pick_accel(Some(Accel::Kvm), host, Clock::Instructions, kvm(true)).unwrap_err();
         assert_eq!(crate::util::error_status(&e), 2, "{e}");
     }
 }

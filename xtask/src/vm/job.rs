@@ -3,20 +3,17 @@
 
 use std::path::Path;
 
+use crate::build::guest_build::test_name;
+use crate::util::document::Emulation;
 use crate::util::env_vars::{
     ABSENT_ENV, CACHE_ENV, EMULATED_ENV, EMULATOR_ENV, ENV_PREFIX, KTAP_ENV, PROGRESS_ENV,
     STRICT_ENV,
 };
-use crate::vm::Accel;
-
-/// What the command calls an emulator clocked by instructions (its
-/// `host::EXACT`; xtask does not depend on the main crate).
-pub const EXACT: &str = "tcg-icount";
-use crate::build::guest_build::test_name;
 use crate::util::sh_quote;
 use crate::vm;
 use crate::vm::crash::{self, Crash};
 use crate::vm::summary;
+use crate::vm::{Accel, Clock};
 
 #[derive(Debug, PartialEq, Eq, Clone)]
 pub enum Job {
@@ -89,7 +86,7 @@ pub struct Expect<'a> {
 /// the user's `--env` pairs, last.
 pub fn guest_env(
     job: &Job,
-    exact: bool,
+    clock: Clock,
     extra: &[(String, String)],
     accel: Accel,
     expect: Expect<'_>,
@@ -118,13 +115,13 @@ pub fn guest_env(
     // Rates under TCG are not performance figures: the suite labels them.
     // Exact: the guest's clock counts its instructions, and the command
     // records which emulator counted them.
-    let emulated = match (accel, exact) {
-        (Accel::Tcg, true) => Some(EXACT.into()),
-        (Accel::Tcg, false) => Some("tcg".into()),
+    let emulated = match (accel, clock) {
+        (Accel::Tcg, Clock::Instructions) => Some(Emulation::TcgIcount),
+        (Accel::Tcg, Clock::Time) => Some(Emulation::Tcg),
         (Accel::Kvm, _) => None,
     };
-    env.push((EMULATED_ENV.into(), emulated));
-    if exact {
+    env.push((EMULATED_ENV.into(), emulated.map(String::from)));
+    if clock == Clock::Instructions {
         env.push((EMULATOR_ENV.into(), emulator.map(String::from)));
     }
     if let Some(f) = expect.absent {
@@ -318,7 +315,7 @@ mod tests {
         ];
         let env = guest_env(
             &a.job,
-            a.exact,
+            a.mode.clock(),
             &a.env,
             Accel::Tcg,
             Expect {
@@ -358,7 +355,15 @@ mod tests {
         assert!(s.ends_with(want), "{s}");
         assert!(!s.contains("BPF_OVERHEAD_CACHE") && !s.contains("HOME=/root\n"));
         let a = args(&["6.1", "--exec", "/bin/x", "a b"]);
-        let env = guest_env(&a.job, a.exact, &a.env, Accel::Kvm, STRICT, &[], None);
+        let env = guest_env(
+            &a.job,
+            a.mode.clock(),
+            &a.env,
+            Accel::Kvm,
+            STRICT,
+            &[],
+            None,
+        );
         let s = job_script(Path::new("/r"), &env, &a.job, &[], None);
         assert!(s.contains("unset BPF_OVERHEAD_EMULATED\n"));
         assert!(!s.contains("BPF_OVERHEAD_ABSENT"));
@@ -373,7 +378,15 @@ mod tests {
     #[test]
     fn the_command_saves_its_result_after_the_tests() {
         let a = args(&["6.1"]);
-        let env = guest_env(&a.job, a.exact, &a.env, Accel::Tcg, STRICT, &[], None);
+        let env = guest_env(
+            &a.job,
+            a.mode.clock(),
+            &a.env,
+            Accel::Tcg,
+            STRICT,
+            &[],
+            None,
+        );
         let bench = Bench::new(
             "/r/target/debug/bpf-overhead".into(),
             Accel::Tcg,

@@ -10,6 +10,7 @@ use std::time::Duration;
 use anyhow::{bail, ensure, Context, Result};
 use base64::Engine;
 
+use crate::util::counts::read_document;
 use crate::util::{cargo, repo_root};
 use crate::vm::summary::VmtestJson;
 
@@ -88,17 +89,13 @@ pub const EXACT_SUFFIX: &str = "-exact";
 /// An exact run's proof: its result counts instructions and measured
 /// something.
 fn exact_result(dir: &Path) -> Result<()> {
-    let path = dir.join("result.json");
-    let text = fs::read_to_string(&path).with_context(|| format!("no {}", path.display()))?;
-    let doc: serde_json::Value = serde_json::from_str(&text).context("result.json")?;
+    let doc = read_document(&dir.join("result.json"))?;
     ensure!(
-        doc["unit"] == "instructions",
+        doc.exact(),
         "result.json counts {}, not instructions",
-        doc["unit"]
+        doc.unit
     );
-    let measured = doc["mechanisms"]
-        .as_array()
-        .is_some_and(|ms| ms.iter().any(|m| m["status"] == "ok"));
+    let measured = doc.mechanisms.iter().any(|m| !m.is_base() && m.is_ok());
     ensure!(measured, "result.json: no mechanism counted");
     Ok(())
 }
@@ -378,14 +375,18 @@ mod tests {
         let dir = d.path().join("6.12-exact");
         fs::create_dir_all(&dir).unwrap();
         assert!(exact_result(&dir).is_err());
-        let doc = |unit: &str, status: &str| {
-            format!(r#"{{"unit": "{unit}", "mechanisms": [{{"status": "{status}"}}]}}"#)
+        use crate::util::document::{fixtures, Status};
+        let write = |doc: &crate::util::document::Document| {
+            fs::write(dir.join("result.json"), doc.to_json()).unwrap()
         };
-        fs::write(dir.join("result.json"), doc("ns", "ok")).unwrap();
-        assert!(exact_result(&dir).is_err());
-        fs::write(dir.join("result.json"), doc("instructions", "skipped")).unwrap();
-        assert!(exact_result(&dir).is_err());
-        fs::write(dir.join("result.json"), doc("instructions", "ok")).unwrap();
+        write(&fixtures::document());
+        assert!(exact_result(&dir).is_err(), "a timed run's result");
+        let mut counted = fixtures::counted(&[("raw_tp", 121.0)]);
+        counted.mechanisms[1].status = Status::Skipped;
+        write(&counted);
+        assert!(exact_result(&dir).is_err(), "only its base counted");
+        counted.mechanisms[1].status = Status::Ok;
+        write(&counted);
         assert!(exact_result(&dir).is_ok());
     }
 

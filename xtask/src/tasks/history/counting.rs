@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
@@ -16,6 +16,7 @@ use serde_json::Value;
 use super::builds::{self, Build};
 use super::kept::{self, Kept, Stables};
 use super::options::{HistoryArgs, Setting, EVERY_FUNCTION};
+use crate::util::document::Document;
 use crate::util::signal::check_signal;
 use crate::util::{say, secs};
 
@@ -38,7 +39,7 @@ pub(super) fn count_all(
     dirs: &Dirs,
 ) -> Result<BTreeMap<String, (String, i32)>> {
     let failed = Mutex::new(BTreeMap::new());
-    let next = AtomicUsize::new(0);
+    let (next, done) = (AtomicUsize::new(0), AtomicUsize::new(0));
     let t = Instant::now();
     std::thread::scope(|s| {
         for _ in 0..a.jobs.min(todo.len().max(1)) {
@@ -49,7 +50,16 @@ pub(super) fn count_all(
                     break;
                 }
                 say!("counting {} ({} of {})", b.release, i + 1, todo.len());
-                match count(a, (b, &builds::before(all, b)), setting, dirs) {
+                let counted = count(a, (b, &builds::before(all, b)), setting, dirs);
+                let d = done.fetch_add(1, Ordering::SeqCst) + 1;
+                if let Some(left) = time_left(t.elapsed(), d, todo.len()) {
+                    say!(
+                        "{d} of {} build(s) done in {}; about {left} left",
+                        todo.len(),
+                        secs(t.elapsed())
+                    );
+                }
+                match counted {
                     Ok(k) if k.result.is_some() => {}
                     Ok(k) => {
                         let why = k.why.first().cloned().unwrap_or_else(|| "no result".into());
@@ -79,6 +89,21 @@ pub(super) fn count_all(
         );
     }
     Ok(failed)
+}
+
+/// The time the builds not yet done will take at the pace of those done
+/// (the jobs at once included), rounded to the minute past ten minutes;
+/// none when all are done or none is.
+fn time_left(elapsed: Duration, done: usize, total: usize) -> Option<String> {
+    if done == 0 || done >= total {
+        return None;
+    }
+    let left = elapsed.as_secs_f64() * (total - done) as f64 / done as f64;
+    Some(if left >= 600.0 {
+        format!("{:.0} min", left / 60.0)
+    } else {
+        format!("{left:.0}s")
+    })
 }
 
 /// Runs `vmtest BUILD --exact` and keeps what it counted (or why its VM
@@ -115,9 +140,9 @@ fn count(
             last.unwrap_or_else(|| "vmtest wrote no summary".into())
         ),
     };
-    let result: Option<Value> = fs::read_to_string(dir.join("result.json"))
+    let result = fs::read_to_string(dir.join("result.json"))
         .ok()
-        .and_then(|s| serde_json::from_str(&s).ok());
+        .and_then(|s| Document::from_json(&s).ok());
     let f = |k: &str| summary[k].as_f64();
     let kept = Kept {
         key: setting.key(b),
@@ -200,4 +225,22 @@ pub(super) fn relay(mut cmd: Command, prefix: &str) -> Result<Option<String>> {
     });
     child.wait().context("waiting for vmtest")?;
     Ok(last)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::time_left;
+    use std::time::Duration;
+
+    #[test]
+    fn time_left_is_the_pace_of_the_builds_done() {
+        let min = |m: u64| Duration::from_secs(60 * m);
+        assert_eq!(time_left(min(10), 2, 6).as_deref(), Some("20 min"));
+        assert_eq!(
+            time_left(Duration::from_secs(90), 3, 5).as_deref(),
+            Some("60s")
+        );
+        assert_eq!(time_left(min(10), 0, 6), None);
+        assert_eq!(time_left(min(10), 6, 6), None);
+    }
 }

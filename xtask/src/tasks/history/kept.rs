@@ -13,10 +13,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use super::changelog::{self, Stable};
 use crate::kernels::debian::version_cmp;
+use crate::util::document::Document;
 use crate::util::{fnv, write_whole, FNV_START};
 
 /// What a count depends on besides the kernel's build.
@@ -74,7 +74,7 @@ pub struct Kept {
     pub downloaded_bytes: Option<u64>,
     pub vm_s: Option<f64>,
     /// The command's result document (instructions per event), if it wrote one.
-    pub result: Option<Value>,
+    pub result: Option<Document>,
     /// The stable releases its changelog lists since the build before it
     /// (None: not read, an older kept file or a package with no changelog).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -149,7 +149,7 @@ pub const COUNTED_SOURCES: [&str; 4] = [
     "src/measure/mechanism/trigger.rs",
     "src/measure/mechanism/target.rs",
     "src/measure/running/run.rs",
-    "src/measure/settings/bpf_consts.rs",
+    "common/src/bpf_consts.rs",
 ];
 
 /// The digest a kept count is keyed by: the BPF programs' sources under
@@ -210,7 +210,9 @@ mod tests {
             fetch_s: Some(12.0),
             downloaded_bytes: Some(1),
             vm_s: Some(60.0),
-            result: Some(serde_json::json!({"unit": "instructions"})),
+            result: Some(crate::util::document::fixtures::counted(&[(
+                "raw_tp", 121.0,
+            )])),
             stable: None,
         };
         save(dir.path(), &k).unwrap();
@@ -227,7 +229,7 @@ mod tests {
             assert!(load(dir.path(), &other).is_none(), "{other:?}");
         }
         // A kept file from before stable lists were kept still loads.
-        let mut old: Value = serde_json::to_value(&k).unwrap();
+        let mut old: serde_json::Value = serde_json::to_value(&k).unwrap();
         assert!(old.get("stable").is_none());
         old.as_object_mut().unwrap().remove("stable");
         fs::write(key().path(dir.path()), old.to_string()).unwrap();

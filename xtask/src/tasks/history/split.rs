@@ -195,7 +195,7 @@ fn kept_splits(dir: &Path, prefix: &str) -> (Vec<String>, Vec<Value>, Vec<Row>) 
 /// instructions alone (docs/exact.md).
 fn judge_path(s: &mut Step, paths: &[Row]) {
     if let Some(r) = paths.iter().find(|r| r.mechanism == s.mechanism) {
-        s.verdict = r.verdict.word().to_owned();
+        s.verdict = r.verdict.exact_word().to_owned();
         s.path = r.path.clone();
     }
 }

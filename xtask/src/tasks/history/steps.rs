@@ -5,9 +5,9 @@
 
 use anyhow::Result;
 use serde::Serialize;
-use serde_json::Value;
 
 use crate::util::counts::{verdicts, Verdict};
+use crate::util::document::Document;
 
 /// A function's share of a step, from `--explain` on its two builds.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -43,8 +43,8 @@ pub struct Step {
 
 /// The steps between each counted build of a line and the next one:
 /// `docs` are the builds' results in line order (None: not counted).
-pub fn steps(builds: &[(&str, Option<&Value>)], threshold: f64) -> Result<Vec<Step>> {
-    let counted: Vec<(&str, &Value)> = builds
+pub fn steps(builds: &[(&str, Option<&Document>)], threshold: f64) -> Result<Vec<Step>> {
+    let counted: Vec<(&str, &Document)> = builds
         .iter()
         .filter_map(|(r, d)| d.map(|d| (*r, d)))
         .collect();
@@ -65,7 +65,7 @@ pub fn steps(builds: &[(&str, Option<&Value>)], threshold: f64) -> Result<Vec<St
                 a: r.a,
                 b: r.b,
                 change: r.change,
-                verdict: r.verdict.word().to_owned(),
+                verdict: r.verdict.exact_word().to_owned(),
                 functions: Vec::new(),
                 explained: None,
                 path: None,
@@ -119,15 +119,7 @@ pub fn pairs(steps: &[Step]) -> Vec<(String, String, Vec<String>)> {
 mod tests {
     use super::*;
 
-    fn doc(counts: &[(&str, f64)]) -> Value {
-        let mut ms = vec![serde_json::json!({"name": "base", "base": "base", "status": "ok"})];
-        for (n, c) in counts {
-            ms.push(serde_json::json!({
-                "name": n, "base": "base", "status": "ok", "overhead_ns": {"median": c}
-            }));
-        }
-        serde_json::json!({"unit": "instructions", "mechanisms": ms})
-    }
+    use crate::util::document::fixtures::counted as doc;
 
     #[test]
     fn a_step_at_the_first_build_that_shows_it() {

@@ -125,7 +125,7 @@ fn run(a: &Args) -> Result<i32> {
     }
     let (_, exe) = build_tests(&repo, a.arch, false, &a.cargo_args)?;
     let exe = exe.context("cargo test built no bpf-overhead command")?;
-    let accel = vm::choose_accel(a.accel, a.arch, a.exact)?;
+    let accel = vm::choose_accel(a.accel, a.arch, a.mode.clock())?;
     let plan = plan(accel, &a.bench_args);
     let dir = out_dir(a, &repo, &ka.release, &kb.release);
     clear_out(&dir)?;

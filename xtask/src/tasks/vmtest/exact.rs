@@ -17,13 +17,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use anyhow::{ensure, Context, Result};
+use anyhow::{bail, ensure, Context, Result};
 use serde::Serialize;
-use serde_json::Value;
 
 use crate::tasks::vmtest::explain::{self, change, Explained};
-use crate::tasks::vmtest::Args;
-use crate::util::counts::{exit_code, table, verdicts, Row, Verdict};
+use crate::tasks::vmtest::{Args, Exact, Mode};
+use crate::util::counts::{exit_code, read_document, table, verdicts, Row, Verdict};
+use crate::util::document::Document;
 use crate::util::kconfig::{self, KernelConfig};
 use crate::util::signal::check_signal;
 use crate::util::{repo_root, say, secs};
@@ -32,6 +32,14 @@ use crate::vm::{self, Accel};
 
 pub fn main(a: Args) -> i32 {
     vm::task_main(|| run(&a))
+}
+
+/// `--exact`'s options, which this mode runs with.
+fn exact(a: &Args) -> Result<&Exact> {
+    match &a.mode {
+        Mode::Exact(x) => Ok(x),
+        Mode::Timed => bail!("--against: kernels are counted in turn with --exact only"),
+    }
 }
 
 /// What the two kernels' configs say before a verdict: the lines to say
@@ -77,11 +85,6 @@ fn configs(a: &Args, b_kernel: &str) -> Result<[Option<KernelConfig>; 2]> {
     Ok([ka, kb].map(|k| k.config.as_ref().map(|c| c.record())))
 }
 
-/// A result document's `kernel_config`, if it has one.
-fn doc_config(doc: &Value) -> Option<KernelConfig> {
-    serde_json::from_value(doc.get("kernel_config")?.clone()).ok()
-}
-
 #[derive(Serialize)]
 struct Summary<'a> {
     kernel: &'a str,
@@ -102,6 +105,7 @@ struct Summary<'a> {
 
 fn run(a: &Args) -> Result<i32> {
     let start = Instant::now();
+    let x = exact(a)?;
     let b_kernel = a.against.as_deref().context("--against")?;
     ensure!(
         matches!(&a.job, Job::Tests(_)) && a.bench,
@@ -114,7 +118,7 @@ fn run(a: &Args) -> Result<i32> {
     // Before any boot: kernels that differ in cost-changing options get no
     // verdict unless asked for.
     let [ca, cb] = configs(a, b_kernel)?;
-    let (lines, refuse) = config_gate(ca.as_ref(), cb.as_ref(), a.across_configs);
+    let (lines, refuse) = config_gate(ca.as_ref(), cb.as_ref(), x.across_configs);
     for l in &lines {
         say!("{l}");
     }
@@ -131,8 +135,8 @@ fn run(a: &Args) -> Result<i32> {
         rows,
         release,
         differences,
-    } = judge_sides(a, &dir, known, differences, &mut why)?;
-    let exit = match a.explain && !rows.is_empty() {
+    } = judge_sides(x, &dir, known, differences, &mut why)?;
+    let exit = match x.explain && !rows.is_empty() {
         true => explain_changes(&dir, &rows).map_or_else(
             |e| {
                 say!("--explain: {}", crate::util::one_line(&e));
@@ -160,7 +164,7 @@ fn run(a: &Args) -> Result<i32> {
         kernel_config: ca,
         against_kernel_config: cb,
         config_differences,
-        threshold: a.threshold,
+        threshold: x.threshold,
         rows: &rows,
         exit,
         why,
@@ -192,30 +196,23 @@ struct Judged {
 /// own configs (read from /proc/config.gz where the runner could read
 /// none) differ and no verdict across configs was asked for.
 fn judge_sides(
-    a: &Args,
+    x: &Exact,
     dir: &Path,
     known: bool,
     mut differences: Option<String>,
     why: &mut Vec<String>,
 ) -> Result<Judged> {
-    let read = |side: &str| -> Result<Value> {
-        let f = dir.join(side).join("result.json");
-        let text = fs::read_to_string(&f).with_context(|| format!("reading {}", f.display()))?;
-        serde_json::from_str(&text).with_context(|| format!("parsing {}", f.display()))
-    };
+    let read = |side: &str| read_document(&dir.join(side).join("result.json"));
     let (mut rows, mut release) = (Vec::new(), (String::new(), String::new()));
     let exit = match (read("a"), read("b")) {
         (Ok(ra), Ok(rb)) => {
-            release = (
-                ra["kernel_release"].as_str().unwrap_or("?").to_owned(),
-                rb["kernel_release"].as_str().unwrap_or("?").to_owned(),
-            );
+            release = (ra.kernel_release.clone(), rb.kernel_release.clone());
             // What the guests read themselves (/proc/config.gz) where
             // the runner could not.
-            let (da, db) = (doc_config(&ra), doc_config(&rb));
+            let (da, db) = (ra.kernel_config.clone(), rb.kernel_config.clone());
             let (after, refuse) = match known {
                 true => (Vec::new(), false),
-                false => config_gate(da.as_ref(), db.as_ref(), a.across_configs),
+                false => config_gate(da.as_ref(), db.as_ref(), x.across_configs),
             };
             for l in after.iter().filter(|l| l.starts_with("kernels differ")) {
                 say!("{l}");
@@ -225,7 +222,7 @@ fn judge_sides(
                 say!("{}", after[1]);
                 2
             } else {
-                let prices = a
+                let prices = x
                     .calibration
                     .as_deref()
                     .map(path::Prices::read)
@@ -233,7 +230,7 @@ fn judge_sides(
                 rows = judge(
                     &ra,
                     &rb,
-                    a.threshold / 100.0,
+                    x.threshold / 100.0,
                     &release,
                     dir,
                     prices.as_ref(),
@@ -263,8 +260,8 @@ fn judge_sides(
 /// B's counts against A's: the table printed and written into DIR
 /// (compare.txt), the rows too (compare.json).
 fn judge(
-    ra: &Value,
-    rb: &Value,
+    ra: &Document,
+    rb: &Document,
     threshold: f64,
     release: &(String, String),
     dir: &Path,
@@ -296,7 +293,7 @@ fn explain_changes(dir: &Path, rows: &[Row]) -> Result<()> {
     let changed: Vec<(String, String)> = rows
         .iter()
         .filter(|r| matches!(r.verdict, Verdict::Regressed | Verdict::Improved))
-        .map(|r| (r.mechanism.clone(), r.verdict.word().to_owned()))
+        .map(|r| (r.mechanism.clone(), r.verdict.exact_word().to_owned()))
         .collect();
     let c = change::changes(&ea, &eb, &changed);
     let text = change::table(&c);
@@ -340,6 +337,7 @@ fn clear_out(dir: &Path) -> Result<()> {
 /// Counts each kernel with its own `vmtest --exact`, A then B, into
 /// DIR/a and DIR/b; why either failed.
 fn run_sides(a: &Args, b_kernel: &str, dir: &Path) -> Result<Vec<String>> {
+    let x = exact(a)?;
     let xtask = std::env::current_exe().context("finding xtask's own executable")?;
     let mut why = Vec::new();
     for (side, k, modules, config) in [
@@ -359,11 +357,11 @@ fn run_sides(a: &Args, b_kernel: &str, dir: &Path) -> Result<Vec<String>> {
             a.arch.name(),
         ]);
         cmd.arg("--out").arg(&out);
-        if a.explain {
+        if x.explain {
             cmd.arg("--explain");
         }
         cmd.args(["--memory", &a.memory, "--smp", &a.smp.to_string()]);
-        cmd.args(["--rounds", &a.rounds.to_string()]);
+        cmd.args(["--rounds", &x.rounds.to_string()]);
         cmd.args(["--timeout", &a.timeout.to_string()]);
         if !a.append.is_empty() {
             cmd.args(["--append", &a.append]);
@@ -433,8 +431,5 @@ mod tests {
         // Unknown: said, not refused.
         let (lines, refuse) = config_gate(Some(&a), None, false);
         assert!(!refuse && lines[0].starts_with("B's kernel config is unknown"));
-        let doc = serde_json::json!({"kernel_config": serde_json::to_value(&b).unwrap()});
-        assert_eq!(doc_config(&doc), Some(b));
-        assert_eq!(doc_config(&serde_json::json!({})), None);
     }
 }

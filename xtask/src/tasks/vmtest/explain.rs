@@ -25,8 +25,9 @@ use std::path::Path;
 
 use anyhow::{bail, ensure, Context, Result};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
+use crate::util::counts::read_document;
+use crate::util::document::{Document, MechanismResult};
 use symbols::{Elf, Made, Map, Name, Region, Sorted, Symbols};
 
 /// What the plugin writes (`-plugin ...,out=`), in the run's folder.
@@ -241,27 +242,22 @@ pub(super) fn side_by_side(
     fewest::side_by_side(a, b)
 }
 
-fn ids(v: &Value) -> Option<Vec<u64>> {
-    v.as_array()?.iter().map(Value::as_u64).collect()
-}
-
 /// The suffix of B's side of an in-run comparison (`--against VARIANT`).
 pub const B_SIDE: &str = " (B)";
 
 /// Each counted mechanism of the result `doc`, split by function, and
 /// after each its B side of an in-run comparison, if any (`raw_tp (B)`).
-fn splits(doc: &Value, per: &PerWindow, kinds: &kinds::KindWindows) -> Result<Vec<Split>> {
+fn splits(doc: &Document, per: &PerWindow, kinds: &kinds::KindWindows) -> Result<Vec<Split>> {
     ensure!(
-        doc["unit"] == "instructions",
+        doc.exact(),
         "the result is not an exact run's (unit: {})",
-        doc["unit"]
+        doc.unit
     );
     let mut out = Vec::new();
-    for m in doc["mechanisms"].as_array().into_iter().flatten() {
-        let name = m["name"].as_str().unwrap_or("?").to_owned();
-        out.extend(split(m, name.clone(), per, kinds));
-        if m["against"].is_object() {
-            out.extend(split(&m["against"], name + B_SIDE, per, kinds));
+    for m in &doc.mechanisms {
+        out.extend(split(m, m.name.clone(), per, kinds));
+        if let Some(b) = &m.side_b {
+            out.extend(split(b, m.name.clone() + B_SIDE, per, kinds));
         }
     }
     Ok(out)
@@ -269,14 +265,14 @@ fn splits(doc: &Value, per: &PerWindow, kinds: &kinds::KindWindows) -> Result<Ve
 
 /// One mechanism's split, if it was counted in windows.
 fn split(
-    m: &Value,
+    m: &MechanismResult,
     mechanism: String,
     per: &PerWindow,
     kinds: &kinds::KindWindows,
 ) -> Option<Split> {
-    let count = m["overhead_ns"]["median"].as_f64()?;
-    let (runs, bases) = (ids(&m["windows"])?, ids(&m["base_windows"])?);
-    let mut parts: Vec<Part> = side_by_side(&least(&runs, per), &least(&bases, per))
+    let count = m.overhead_ns.as_ref()?.median;
+    let (runs, bases) = (m.windows.as_ref()?, m.base_windows.as_ref()?);
+    let mut parts: Vec<Part> = side_by_side(&least(runs, per), &least(bases, per))
         .into_iter()
         .map(|((region, function), a, b)| Part {
             function,
@@ -294,12 +290,12 @@ fn split(
     let sum: f64 = parts.iter().map(|p| p.per_event).sum();
     Some(Split {
         mechanism,
-        base: m["base"].as_str().unwrap_or("?").to_owned(),
+        base: m.base.clone(),
         count,
         functions: parts,
         sum,
         residual: count - sum,
-        kinds: kinds::over_base(&runs, &bases, kinds),
+        kinds: kinds::over_base(runs, bases, kinds),
     })
 }
 
@@ -309,7 +305,7 @@ pub fn explain(dir: &Path) -> Result<Explained> {
     let read = |f: &str| {
         fs::read_to_string(dir.join(f)).with_context(|| format!("{}", dir.join(f).display()))
     };
-    let doc: Value = serde_json::from_str(&read("result.json")?).context("result.json")?;
+    let doc = read_document(&dir.join("result.json"))?;
     let (maps, recorded) = parse_log(&read(WINDOWS_LOG)?)?;
     let counts = parse_counts(&read(COUNTS_FILE)?)?;
     let mut elves = HashMap::new();
@@ -328,8 +324,8 @@ pub fn explain(dir: &Path) -> Result<Explained> {
     let kinds = kinds::per_window(&counts, &events, &symbols.kernel);
     Ok(Explained {
         unit: "instructions".into(),
-        kernel: doc["kernel_release"].as_str().unwrap_or("?").to_owned(),
-        emulator: doc["emulator"].as_str().unwrap_or("?").to_owned(),
+        kernel: doc.kernel_release.clone(),
+        emulator: doc.emulator.clone().unwrap_or_else(|| "?".into()),
         mechanisms: splits(&doc, &per, &kinds)?,
     })
 }
@@ -469,15 +465,10 @@ mod tests {
         // The mechanism: the loop, the probe; a tick in the first run.
         per.insert(1, window(&[("loop", 10.0), ("probe", 30.0), ("tick", 5.0)]));
         per.insert(3, window(&[("loop", 10.0), ("probe", 30.0)]));
-        let doc = serde_json::json!({
-            "unit": "instructions",
-            "mechanisms": [
-                {"name": "base", "base": "base", "overhead_ns": null,
-                 "windows": [0, 2], "base_windows": null},
-                {"name": "raw_tp", "base": "base", "overhead_ns": {"median": 30.0},
-                 "windows": [1, 3], "base_windows": [0, 2]},
-            ]
-        });
+        let mut doc = crate::util::document::fixtures::counted(&[("raw_tp", 30.0)]);
+        doc.mechanisms[0].windows = Some(vec![0, 2]);
+        doc.mechanisms[1].windows = Some(vec![1, 3]);
+        doc.mechanisms[1].base_windows = Some(vec![0, 2]);
         let s = splits(&doc, &per, &kinds::KindWindows::new()).unwrap();
         assert_eq!(s.len(), 1);
         assert_eq!(
@@ -528,7 +519,7 @@ mod tests {
         let doc =
             std::fs::read_to_string(crate::util::repo_root().join("docs/explain.md")).unwrap();
         let v = serde_json::to_value(explained(0.0)).unwrap();
-        let keys = |v: &Value| -> Vec<String> {
+        let keys = |v: &serde_json::Value| -> Vec<String> {
             let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
             k.sort();
             k

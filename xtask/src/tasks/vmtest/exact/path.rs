@@ -138,7 +138,7 @@ pub fn rejudge(
                     pb - pa,
                     p.host,
                     rel * 100.0,
-                    r.verdict.word()
+                    r.verdict.exact_word()
                 ));
             }
             None => {

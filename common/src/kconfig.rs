@@ -2,8 +2,7 @@
 //! whole, the options that change what a mechanism costs, and how two
 //! kernels differ in those. Also the IKCONFIG block of a kernel image and a
 //! config fragment's needs (ci/vmtest.config). Pure functions of text and
-//! bytes. xtask includes this file by path (`#[path]`), so it must stand
-//! alone: no `crate::` or `super::` paths.
+//! bytes.
 
 use std::collections::BTreeMap;
 

@@ -19,9 +19,6 @@
 //!   opened: a link swapped in after the check is refused, not followed.
 //! - A file is written whole or not at all: a new file beside it, synced,
 //!   renamed over it. Nothing is left behind when that fails.
-//!
-//! xtask includes this file by path (`#[path]`), so it stands alone: std
-//! and libc, no `crate::` or `super::` paths.
 
 use std::collections::VecDeque;
 use std::ffi::{OsStr, OsString};
@@ -31,8 +28,6 @@ use std::io::{self, Write as _};
 use std::os::fd::{AsRawFd as _, OwnedFd};
 use std::path::{Component, Path, PathBuf};
 
-// Paths relative to this file: xtask includes it by path too.
-#[path = "safe_write/at.rs"]
 mod at;
 use at::{become_user, fstat, fstatat, group_list, mkdirat, open_path, openat, readlinkat};
 use at::{user_name, Temp};

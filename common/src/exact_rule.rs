@@ -1,9 +1,7 @@
 //! The exact verdict rule, written once: an exact count (instructions per
 //! event under QEMU's instruction clock) has no noise, so B against A is
 //! judged by a threshold alone. The command's in-run gate
-//! (`gate::against`) and xtask's `vmtest --exact --against` both use it;
-//! xtask includes this file by path (`#[path]`), so it stands alone: no
-//! `crate::` or `super::` paths.
+//! (`gate::against`) and xtask's `vmtest --exact --against` both use it.
 
 /// What a change in an exact count is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

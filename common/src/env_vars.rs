@@ -1,6 +1,5 @@
 //! The environment variables the suite, the command and xtask read or set,
-//! written only here. xtask includes this file by path (`#[path]`), so it
-//! must stand alone: no `crate::` or `super::` paths.
+//! written only here.
 
 /// What every one of them starts with: xtask passes the host's into the
 /// guest (but [`CACHE_ENV`]).
@@ -50,9 +49,7 @@ pub const CACHE_ENV: &str = "BPF_OVERHEAD_CACHE";
 
 /// tests/mutated_objects.rs's: how many damaged objects it tries, from
 /// which seed, and the folder it copies the failing ones to
-/// (scripts/mutate-objects sets them for long runs). xtask, which
-/// includes this file, reads none of them.
-#[allow(dead_code)]
+/// (scripts/mutate-objects sets them for long runs).
 pub mod mutants {
     pub const COUNT_ENV: &str = "BPF_OVERHEAD_MUTANTS";
     pub const SEED_ENV: &str = "BPF_OVERHEAD_MUTANTS_SEED";

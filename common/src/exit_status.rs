@@ -1,8 +1,7 @@
 //! The exit statuses of `bpf-overhead` (the command, `report`, `compare`)
 //! and of `cargo xtask vmtest` and `history`: one meaning each, written
 //! only here. `--help` and docs/gate.md show [`TABLE`]; a test checks
-//! that the page shows it as it is. xtask includes this file by path
-//! (`#[path]`), so it stands alone: no `crate::` or `super::` paths.
+//! that the page shows it as it is.
 
 /// Done: everything asked for was measured (skips beside measured
 /// mechanisms included), and no gate found a regression.

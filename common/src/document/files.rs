@@ -6,7 +6,7 @@ use std::io::Read as _;
 use std::os::unix::fs::{FileTypeExt as _, OpenOptionsExt as _};
 use std::path::{Path, PathBuf};
 
-use super::schema::Document;
+use super::Document;
 use crate::safe_write::{self, Replace, Writer};
 
 /// What a reader needs of a result file. Either way every figure must

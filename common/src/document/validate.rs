@@ -3,9 +3,8 @@
 
 use std::time::{Duration, SystemTime};
 
-use super::schema::{Document, MechanismResult, UNIT_INSTRUCTIONS, UNIT_NS};
-use crate::measure::kernel::host::EXACT;
-use crate::stats::Summary;
+use super::Summary;
+use super::{Document, MechanismResult, Unit};
 
 /// The most any count (events, hits, runs) may be: 2^53, the largest
 /// integer an f64 holds exactly, as the figures made from counts are.
@@ -146,24 +145,23 @@ impl Document {
         Ok(())
     }
 
-    /// One unit: instructions only where the emulator counts them ([`EXACT`]),
-    /// ns everywhere else (version 1 had no unit: ns by default).
+    /// One unit: instructions only where the emulator counts them
+    /// (`tcg-icount`), ns everywhere else (version 1 had no unit: ns by
+    /// default, and either under the emulator).
     fn check_unit(&self) -> Result<(), String> {
-        let exact = self.emulated.as_deref() == Some(EXACT);
+        let exact = self
+            .emulated
+            .as_ref()
+            .is_some_and(|e| e.counts_instructions());
         let want = if exact && self.schema_version >= 2 {
-            UNIT_INSTRUCTIONS
+            Unit::Instructions
         } else if exact {
-            return match self.unit.as_str() {
-                UNIT_NS | UNIT_INSTRUCTIONS => Ok(()),
-                u => Err(format!(
-                    "unit is \"{u}\", neither {UNIT_NS} nor {UNIT_INSTRUCTIONS}"
-                )),
-            };
+            return Ok(());
         } else {
-            UNIT_NS
+            Unit::Ns
         };
         if self.unit != want {
-            let emulated = self.emulated.as_deref().unwrap_or("null");
+            let emulated = self.emulated.as_ref().map_or("null", |e| e.word());
             return Err(format!(
                 "unit is \"{}\", but a run emulated {emulated} counts {want}",
                 self.unit
@@ -179,7 +177,7 @@ impl Document {
         m: &MechanismResult,
         at: &dyn Fn(&str) -> String,
     ) -> Result<(), String> {
-        if let Some(b) = &m.against {
+        if let Some(b) = &m.side_b {
             let at_b = |field: &str| at(&format!("against.{field}"));
             self.check_figures(b, &at_b)?;
             self.check_producers(b, &at_b)?;

@@ -1,6 +1,5 @@
 //! A cycle among modules' imports: the layer tests of the library
-//! (`src/lib.rs`) and of xtask (`xtask/src/main.rs`, which includes this
-//! file by path) both ask it.
+//! (`src/lib.rs`) and of xtask (`xtask/src/layers.rs`) both ask it.
 
 /// The first import cycle among `modules`, where `uses[i]` names the
 /// modules that `modules[i]` imports (names that are not modules are

@@ -2,8 +2,7 @@
 //! (tcg-plugin/, `cargo xtask vmtest --exact --explain`): a long nop,
 //! `nopl DISP32(%rax)`, whose displacement says which. The plugin sees
 //! the bytes when it translates the instruction; on real hardware and
-//! under plain TCG it is a nop. tcg-plugin includes this file by path, so
-//! it must stand alone.
+//! under plain TCG it is a nop.
 
 /// The opcode and ModRM byte of `nopl disp32(%rax)`; four displacement
 /// bytes follow, little-endian.
@@ -14,7 +13,6 @@ pub const OPEN: u32 = 0x424f_0001;
 pub const CLOSE: u32 = 0x424f_0002;
 
 /// The mark an instruction's bytes are, if any.
-#[allow(dead_code)]
 pub fn mark_of(bytes: &[u8]) -> Option<u32> {
     match bytes {
         [a, b, c, d @ ..] if [*a, *b, *c] == NOPL_DISP32 && d.len() == 4 => {

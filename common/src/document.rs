@@ -1,10 +1,20 @@
-//! The result document's types, and their JSON.
+//! The result document's types, and their JSON: what the command writes
+//! and every reader reads (the command's gate and renderers, xtask).
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::stats::Summary;
+mod files;
+#[cfg(any(test, feature = "fixtures"))]
+pub mod fixtures;
+mod records;
+mod settings;
+mod validate;
+
+pub use files::{read_result_file, set_files, Need, ReadError, MAX_FILE_BYTES};
+pub use records::{mean, median, stddev, AttachCost, Context, Site, Summary};
+pub use settings::{Counting, Emulation, Order, Unit, Variant};
 
 /// Value of the document's `schema` field.
 pub const SCHEMA: &str = "bpf-overhead-result";
@@ -13,21 +23,6 @@ pub const SCHEMA_VERSION: u32 = 2;
 /// Older versions this one reads: version 1 had no `context`, no
 /// `detectable` and exactly `repeats` runs of everything.
 pub const READS_VERSIONS: [u32; 2] = [1, 2];
-
-/// The `unit` of a document whose times are times.
-pub const UNIT_NS: &str = "ns";
-/// The `unit` of a document whose times count the guest's instructions.
-pub const UNIT_INSTRUCTIONS: &str = "instructions";
-
-fn unit_ns() -> String {
-    UNIT_NS.into()
-}
-
-/// How the runs of different mechanisms were ordered (the `order` field).
-pub const ORDER_ROUND_ROBIN: &str = "round-robin";
-/// Rounds in which each base runs before and after each of its mechanisms
-/// (the `order` of version 2).
-pub const ORDER_BRACKETED: &str = "bracketed";
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Document {
@@ -41,6 +36,11 @@ pub struct Document {
     pub timestamp: String,
     /// `uname -r`.
     pub kernel_release: String,
+    /// The running kernel's GNU build id in hex (`/sys/kernel/notes`):
+    /// two builds of one release differ in it. Null where the kernel has
+    /// none, and in older results.
+    #[serde(default)]
+    pub kernel_build_id: Option<String>,
     /// The CPU's model name from /proc/cpuinfo.
     pub cpu_model: String,
     /// The machine's architecture as Rust names it (`x86_64`, `aarch64`):
@@ -56,12 +56,12 @@ pub struct Document {
     pub cpu: usize,
     /// The emulator in use (`tcg`, `tcg-icount`), or null on real or
     /// virtualised hardware.
-    pub emulated: Option<String>,
-    /// What every time in the document counts: [`UNIT_NS`], or
-    /// [`UNIT_INSTRUCTIONS`] under an emulator whose clock advances 1 ns
-    /// a guest instruction. Absent from older results: ns.
-    #[serde(default = "unit_ns")]
-    pub unit: String,
+    pub emulated: Option<Emulation>,
+    /// What every time in the document counts: ns, or instructions under
+    /// an emulator whose clock advances 1 ns a guest instruction. Absent
+    /// from older results: ns.
+    #[serde(default)]
+    pub unit: Unit,
     /// The emulator's own version line (`QEMU emulator version 7.2.22
     /// ...`), given by whoever started it; null when not said.
     #[serde(default)]
@@ -81,9 +81,8 @@ pub struct Document {
     pub run_secs: Option<f64>,
     /// Untimed runs per mechanism before the timed ones.
     pub warmup_runs: usize,
-    /// How runs were ordered: [`ORDER_BRACKETED`] ([`ORDER_ROUND_ROBIN`]
-    /// in version 1).
-    pub order: String,
+    /// How runs were ordered: bracketed (round-robin in version 1).
+    pub order: Order,
     /// Whether the extra run with BPF run-time stats was asked for.
     pub prog_stats: bool,
     /// Loop iterations per driver run for the kernel-loop trigger
@@ -101,7 +100,7 @@ pub struct Document {
     /// written before it existed, whose programs added atomically:
     /// `atomic`.
     #[serde(default = "atomic")]
-    pub counting: String,
+    pub counting: Counting,
     /// Whether every program also took the kernel stack on each hit
     /// (`--stacktrace`). Absent from older results: false.
     #[serde(default)]
@@ -122,17 +121,18 @@ pub struct Document {
     /// What else the machine did on the measuring CPU during the run.
     /// Null where /proc could not tell, and in version 1.
     #[serde(default)]
-    pub context: Option<crate::measure::running::context::Context>,
+    pub context: Option<Context>,
     /// Seconds the run waited before it started for its CPU, which another
     /// measuring run held (a per-CPU lock: two runs on one CPU would both
     /// be wrong). Absent from older results: 0.
     #[serde(default)]
     pub cpu_wait_s: f64,
-    /// The variant B ran with in an in-run comparison (`--against`:
-    /// `prog-work=16`, `bpf-stats`), or null. Each mechanism's B side is
-    /// then its `against`, and the B − A pairs its `pairs_ns`.
-    #[serde(default)]
-    pub against: Option<String>,
+    /// What B changed of A (JSON `against`): the variant of an in-run
+    /// comparison (`--against prog-work=16`, `bpf-stats`), or B's kernel
+    /// of a duet; null without B. Each mechanism's B side is then its
+    /// `side_b`, and the B − A pairs its `pairs_ns`.
+    #[serde(default, rename = "against")]
+    pub variant: Option<Variant>,
     /// The object files the run measured (`--object`, and B's with
     /// `--against object=`). Absent in older results: none.
     #[serde(default)]
@@ -269,11 +269,11 @@ pub struct MechanismResult {
     /// overhead, or 5% of its base's time if that is more.
     #[serde(default)]
     pub detectable: Option<f64>,
-    /// With `--against`: the same mechanism as B, in the same rounds, its
-    /// runs bracketed by the same base runs as A's (a base has none).
-    /// Null otherwise.
-    #[serde(default)]
-    pub against: Option<Box<MechanismResult>>,
+    /// With `--against` (JSON `against`): the same mechanism as B, in the
+    /// same rounds, its runs bracketed by the same base runs as A's (a base
+    /// has none). Null otherwise.
+    #[serde(default, rename = "against")]
+    pub side_b: Option<Box<MechanismResult>>,
     /// With `--against`: per round, B's overhead minus A's in ns, the
     /// pairs B is judged against A on. Null otherwise.
     #[serde(default)]
@@ -282,7 +282,7 @@ pub struct MechanismResult {
     /// function): the functions, and the median attach time and memory of
     /// the timed runs. Null otherwise, and in older results.
     #[serde(default)]
-    pub attach: Option<crate::measure::AttachCost>,
+    pub attach: Option<AttachCost>,
     /// Under `cargo xtask vmtest --exact --explain`: the counting windows
     /// its timed runs ran in, and its base's runs around them, by number
     /// (src/measure/running/window.rs). Null otherwise.
@@ -295,7 +295,7 @@ pub struct MechanismResult {
     /// (`int3`: it traps; `call`: the kernel rewrote it, optimized).
     /// Null otherwise, and in older results.
     #[serde(default)]
-    pub site: Option<crate::measure::Site>,
+    pub site: Option<Site>,
 }
 
 /// One producer of a multi-producer run.
@@ -318,8 +318,8 @@ fn default_batch() -> u32 {
     100
 }
 
-fn atomic() -> String {
-    "atomic".into()
+fn atomic() -> Counting {
+    Counting::EveryAtomic
 }
 
 /// `arch` of documents written before it was recorded: those versions
@@ -339,29 +339,21 @@ impl MechanismResult {
 }
 
 impl Document {
-    /// Whether its figures count instructions ([`UNIT_INSTRUCTIONS`]).
+    /// Whether its figures count instructions: an exact run.
     pub fn exact(&self) -> bool {
-        self.unit == UNIT_INSTRUCTIONS
+        self.unit == Unit::Instructions
     }
 
     /// What one of its figures per event counts, for a line of text:
     /// `ns/event`, or `instructions/event` in an exact run.
     pub fn per_event(&self) -> &'static str {
-        if self.exact() {
-            "instructions/event"
-        } else {
-            "ns/event"
-        }
+        self.unit.per_event()
     }
 
     /// The unit of its times, for a figure in text: `ns`, or
     /// `instructions` in an exact run.
     pub fn unit_word(&self) -> &'static str {
-        if self.exact() {
-            UNIT_INSTRUCTIONS
-        } else {
-            UNIT_NS
-        }
+        self.unit.word()
     }
 
     pub fn mechanism(&self, name: &str) -> Option<&MechanismResult> {
@@ -372,22 +364,18 @@ impl Document {
     /// options would have written it (bases as they were: a variant never
     /// changes a base); `None` for a run without `--against`.
     pub fn side_b(&self) -> Option<Document> {
-        let variant = self.against.clone()?;
+        let variant = self.variant.clone()?;
         let mut b = self.side_a();
         for (m, orig) in b.mechanisms.iter_mut().zip(&self.mechanisms) {
-            if let Some(side) = &orig.against {
+            if let Some(side) = &orig.side_b {
                 *m = (**side).clone();
             }
         }
-        b.against = None;
-        if let Some(n) = variant
-            .strip_prefix("prog-work=")
-            .and_then(|n| n.parse().ok())
-        {
-            b.prog_work = n;
-        }
-        if let Some(mode) = variant.strip_prefix("counting=") {
-            b.counting = mode.into();
+        match variant {
+            Variant::ProgWork(n) => b.prog_work = n,
+            Variant::Counting(mode) => b.counting = mode,
+            Variant::Stacktrace => b.stacktrace = true,
+            Variant::BpfStats | Variant::Object(_) | Variant::Kernel(_) => {}
         }
         Some(b)
     }
@@ -396,9 +384,9 @@ impl Document {
     /// would have written it; any other document as it is.
     pub fn side_a(&self) -> Document {
         let mut a = self.clone();
-        a.against = None;
+        a.variant = None;
         for m in &mut a.mechanisms {
-            m.against = None;
+            m.side_b = None;
             m.pairs_ns = None;
         }
         a
@@ -482,7 +470,7 @@ fn where_wrong(text: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::document::fixtures::document;
+    use fixtures::document;
 
     #[test]
     fn round_trips_through_json() {
@@ -559,18 +547,6 @@ mod tests {
     }
 
     #[test]
-    fn an_input_file_is_its_size_and_sha256() {
-        let f = InputFile::of(std::path::Path::new("/x/agent.bpf.o"), b"abc");
-        assert_eq!(f.size, 3);
-        // sha256("abc"), FIPS 180-2's example.
-        assert_eq!(
-            f.sha256,
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-        );
-        assert_eq!(f.short(), "agent.bpf.o (3 bytes, sha256 ba7816bf8f01)");
-    }
-
-    #[test]
     fn all_skipped_means_every_mechanism_but_the_bases() {
         let mut doc = document();
         assert!(!doc.all_skipped(), "raw_tp and tp were measured");
@@ -583,5 +559,17 @@ mod tests {
         doc.mechanisms.retain(|m| m.is_base());
         doc.mechanism_mut("base").unwrap().status = Status::Ok;
         assert!(!doc.all_skipped(), "a run of bases alone skipped nothing");
+    }
+
+    #[test]
+    fn an_input_file_is_its_size_and_sha256() {
+        let f = InputFile::of(std::path::Path::new("/x/agent.bpf.o"), b"abc");
+        assert_eq!(f.size, 3);
+        // sha256("abc"), FIPS 180-2's example.
+        assert_eq!(
+            f.sha256,
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        assert_eq!(f.short(), "agent.bpf.o (3 bytes, sha256 ba7816bf8f01)");
     }
 }
