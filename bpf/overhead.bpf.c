@@ -370,6 +370,38 @@ int prog_fexit(void *ctx)
 	RETURN_AFTER_EXTRAS(0);
 }
 
+/* fsession (7.3): one trampoline program on entry and exit, counted as
+ * the kprobe sessions are. */
+SEC("?fsession/__set_task_comm")
+int prog_fsession(void *ctx)
+{
+	return session_hit(ctx, producer_slot(), counting == COUNT_ATOMIC);
+}
+
+/*
+ * Tracing programs on many functions (7.3), here on __set_task_comm
+ * alone: libbpf 1.7 knows no such section, so user space sets their type
+ * and attach type before load and makes their link itself
+ * (src/measure/kernel/tracing_multi.rs); the hook is given then.
+ */
+SEC("?fentry.multi")
+int prog_fentry_multi(void *ctx)
+{
+	RETURN_AFTER_EXTRAS(0);
+}
+
+SEC("?fexit.multi")
+int prog_fexit_multi(void *ctx)
+{
+	RETURN_AFTER_EXTRAS(0);
+}
+
+SEC("?fsession.multi")
+int prog_fsession_multi(void *ctx)
+{
+	return session_hit(ctx, producer_slot(), counting == COUNT_ATOMIC);
+}
+
 /*
  * fmod_ret cannot target __set_task_comm (upstream dropped that test in
  * 2020): the verifier lets BPF_MODIFY_RETURN attach only to functions on the
@@ -604,6 +636,56 @@ int prog_loop_fexit(void *ctx)
 {
 	count_loop_hit(ctx);
 	return 0;
+}
+
+SEC("?fsession/bpf_get_numa_node_id")
+int prog_loop_fsession(void *ctx)
+{
+	return session_hit(ctx, driver_slot(), true);
+}
+
+SEC("?fentry.multi")
+int prog_loop_fentry_multi(void *ctx)
+{
+	count_loop_hit(ctx);
+	return 0;
+}
+
+SEC("?fexit.multi")
+int prog_loop_fexit_multi(void *ctx)
+{
+	count_loop_hit(ctx);
+	return 0;
+}
+
+SEC("?fsession.multi")
+int prog_loop_fsession_multi(void *ctx)
+{
+	return session_hit(ctx, driver_slot(), true);
+}
+
+/* The same on every function, as kprobe.multi-all-loop: counted on the
+ * loop's function only. */
+SEC("?fentry.multi")
+int prog_loop_fentry_multi_all(void *ctx)
+{
+	count_loop_hit_at(ctx);
+	return 0;
+}
+
+SEC("?fexit.multi")
+int prog_loop_fexit_multi_all(void *ctx)
+{
+	count_loop_hit_at(ctx);
+	return 0;
+}
+
+SEC("?fsession.multi")
+int prog_loop_fsession_multi_all(void *ctx)
+{
+	if (bpf_get_func_ip(ctx) != loop_fn_ip)
+		return 0;
+	return session_hit(ctx, driver_slot(), true);
 }
 
 SEC("?raw_tp/bpf_trigger_tp")

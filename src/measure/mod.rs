@@ -17,6 +17,7 @@ pub mod kernel {
     pub mod progress;
     pub mod round_trip;
     pub mod tracefs;
+    pub mod tracing_multi;
     pub(super) mod verifier_log;
 }
 
@@ -30,6 +31,7 @@ pub mod cpu {
 /// triggers that fire them and the programs they load.
 pub mod mechanism {
     pub mod catalogue;
+    mod entry;
     pub mod kind;
     pub(super) mod program;
     pub mod syscall;

@@ -16,7 +16,6 @@ use std::fmt;
 use bpf_overhead::document::{Document, MechanismResult};
 use bpf_overhead::expect::{Conclusion, Expectations};
 use bpf_overhead::measure::kernel::host::{emulated, Host};
-use bpf_overhead::measure::mechanism::kind::Attach;
 use bpf_overhead::measure::Privileged;
 use bpf_overhead::pipeline::{self, Plan};
 use bpf_overhead::render::KtapResult;
@@ -182,7 +181,7 @@ fn check_counts(doc: &Document, m: &MechanismResult, planned: u64) -> TestResult
 /// kernel with fprobe (the count is exact, unlike the time it took).
 fn check_attach_cost(mechanism: Mechanism, m: &MechanismResult) -> TestResult {
     let name = &m.name;
-    let every = matches!(mechanism.kind().spec().attach, Attach::EveryFunction { .. });
+    let every = mechanism.kind().spec().attach.every_function();
     match &m.attach {
         Some(cost) => {
             ensure!(every, "{name}: one hook, yet its result has an attach cost");

@@ -166,13 +166,14 @@ impl Mechanism {
             // Privileges were checked before loading, so EPERM here is the
             // kernel refusing trampoline programs (seen under PVM), like
             // ENOTSUPP/EOPNOTSUPP on arches without trampolines.
-            (Trampoline | Lsm, Some(n @ (libc::EPERM | libc::EOPNOTSUPP | ENOTSUPP))) => {
-                Error::unsupported(format!(
-                    "kernel refused the tracing (BPF trampoline) program at load with {} \
+            (
+                Trampoline | Lsm | Fsession | TracingMulti { .. },
+                Some(n @ (libc::EPERM | libc::EOPNOTSUPP | ENOTSUPP)),
+            ) => Error::unsupported(format!(
+                "kernel refused the tracing (BPF trampoline) program at load with {} \
                      although we are privileged: this kernel cannot run fentry/fexit/fmod_ret/lsm",
-                    errno_name(n)
-                ))
-            }
+                errno_name(n)
+            )),
             // A user's hook this kernel lacks is a skip, as a missing feature
             // is; a built-in's target is always there.
             (Trampoline | Lsm | BtfTracepoint, Some(libc::ESRCH)) if self.object().is_some() => {

@@ -24,6 +24,7 @@ const EXCLUDED: &[(&str, &str)] = &[
     // that cost the measurement's own time, not the loop function's.
     ("migrate_disable", "called around every BPF program run"),
     ("migrate_enable", "called around every BPF program run"),
+    ("___migrate_enable", "called around every BPF program run"),
     ("preempt_count_*", "called around every BPF program run"),
     ("__rcu_read_*", "called around every BPF program run"),
 ];

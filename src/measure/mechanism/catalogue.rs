@@ -13,8 +13,10 @@ use std::hash::{Hash, Hasher};
 use std::str::FromStr;
 use std::sync::Mutex;
 
-use super::kind::every_kind;
+use super::entry::*;
+pub use super::entry::{Entry, LOOP_TRACEPOINT};
 pub use super::kind::Kind;
+use super::kind::Multi;
 use super::program::{builtin, Program};
 use super::target::{Target, USDT_NOP10_PROBE, USDT_NOP5_PROBE, USDT_PROBE};
 use super::trigger::{Driver, Trigger};
@@ -29,160 +31,6 @@ pub const FMOD_RET_KFUNC: &str = "security_file_permission";
 pub const LSM_HOOK: &str = "file_permission";
 /// The tracepoint behind raw_tp, tp and tp_btf.
 pub const TRACEPOINT: &str = "task/task_rename";
-/// The tracepoint the kernel-loop kfunc fires.
-pub const LOOP_TRACEPOINT: &str = "bpf_test_run/bpf_trigger_tp";
-
-/// One mechanism, as the catalogue describes it.
-#[derive(Debug)]
-pub struct Entry {
-    /// Stable name: `-m`, test names, selftest lines, JSON.
-    pub name: &'static str,
-    /// What fires it, once per event.
-    pub trigger: Trigger,
-    pub kind: Kind,
-    /// Its program, `builtin!(field)` of the skeleton; `None` for a base.
-    pub program: Option<Program>,
-    /// Where it attaches, written only here: uprobes attach to it, and a
-    /// test checks each program's `SEC()` against it (load.rs).
-    pub hook: &'static str,
-    /// What the kernel must have, for `--list` and the README table.
-    pub needs: &'static str,
-}
-
-const fn base(name: &'static str, trigger: Trigger) -> Entry {
-    Entry {
-        name,
-        trigger,
-        kind: Kind::Base,
-        program: None,
-        hook: "nothing attached",
-        needs: match trigger {
-            Trigger::Call(Nop5 | Target::UsdtNop5) => NOP5,
-            Trigger::Call(Nop10 | Target::UsdtNop10) => NOP10,
-            Trigger::Call(Nop | Push | Ret | Target::Usdt)
-            | Trigger::TaskRename
-            | Trigger::Loop(_)
-            | Trigger::Syscall(_)
-            | Trigger::TestRun(_) => "nothing",
-        },
-    }
-}
-
-const KPROBES: &str = "CONFIG_KPROBES (kprobe PMU or kprobe_events)";
-const UPROBES: &str = "CONFIG_UPROBES (uprobe PMU or uprobe_events)";
-/// nop5 is an x86 instruction: no other architecture has its target
-/// ([`Target::arches`]), and its mechanisms skip there.
-const NOP5: &str = "x86_64 (the target's nopl is an x86 instruction)";
-const UPROBES_NOP5: &str = "CONFIG_UPROBES (uprobe PMU or uprobe_events), x86_64 (nopl)";
-/// nop10 likewise: x86's.
-const NOP10: &str = "x86_64 (the target's cs nopw is an x86 instruction)";
-const UPROBES_NOP10: &str = "CONFIG_UPROBES (uprobe PMU or uprobe_events), x86_64 (cs nopw)";
-const TRAMPOLINES: &str = "BTF (CONFIG_DEBUG_INFO_BTF), BPF trampolines";
-
-const fn kernel(
-    name: &'static str,
-    kind: Kind,
-    program: Program,
-    hook: &'static str,
-    needs: &'static str,
-) -> Entry {
-    Entry {
-        name,
-        trigger: Trigger::TaskRename,
-        kind,
-        program: Some(program),
-        hook,
-        needs,
-    }
-}
-
-const fn on_loop(
-    name: &'static str,
-    driver: Driver,
-    kind: Kind,
-    program: Program,
-    needs: &'static str,
-) -> Entry {
-    let hook = match (driver, kind) {
-        (Driver::Kfunc, RawTracepoint | Tracepoint | BtfTracepoint) => LOOP_TRACEPOINT,
-        (Driver::Kfunc | Driver::Helper, every_kind!()) => driver.function(),
-    };
-    Entry {
-        name,
-        trigger: Trigger::Loop(driver),
-        kind,
-        program: Some(program),
-        hook,
-        needs,
-    }
-}
-
-const fn uprobe(name: &'static str, target: Target, ret: bool) -> Entry {
-    Entry {
-        name,
-        trigger: Trigger::Call(target),
-        kind: Kind::Uprobe { ret },
-        program: Some(if ret {
-            builtin!(prog_uretprobe)
-        } else {
-            builtin!(prog_uprobe)
-        }),
-        hook: target.symbol(),
-        needs: match target {
-            Nop5 | Target::UsdtNop5 => UPROBES_NOP5,
-            Nop10 | Target::UsdtNop10 => UPROBES_NOP10,
-            Nop | Push | Ret | Target::Usdt => UPROBES,
-        },
-    }
-}
-
-/// uprobe.multi (`ret`: uretprobe.multi) on `target`.
-const fn uprobe_multi(name: &'static str, target: Target, ret: bool) -> Entry {
-    let program = if ret {
-        builtin!(prog_uretprobe_multi)
-    } else {
-        builtin!(prog_uprobe_multi)
-    };
-    let needs = match target {
-        Nop5 | Target::UsdtNop5 | Nop10 | Target::UsdtNop10 => UPROBE_MULTI_X86,
-        Nop | Push | Ret | Target::Usdt => UPROBE_MULTI,
-    };
-    on_target(name, target, UprobeMulti { ret }, program, needs)
-}
-
-const fn uprobe_session(name: &'static str, target: Target) -> Entry {
-    on_target(
-        name,
-        target,
-        UprobeSession,
-        builtin!(prog_uprobe_session),
-        UPROBE_SESSION,
-    )
-}
-
-const fn on_target(
-    name: &'static str,
-    target: Target,
-    kind: Kind,
-    program: Program,
-    needs: &'static str,
-) -> Entry {
-    Entry {
-        name,
-        trigger: Trigger::Call(target),
-        kind,
-        program: Some(program),
-        hook: target.symbol(),
-        needs,
-    }
-}
-
-const UPROBE_MULTI: &str = "CONFIG_UPROBES, the uprobe.multi attach type (6.6)";
-const UPROBE_MULTI_X86: &str = "CONFIG_UPROBES, the uprobe.multi attach type (6.6), x86_64";
-const UPROBE_SESSION: &str = "CONFIG_UPROBES, the uprobe.session attach type (6.13)";
-const KPROBE_MULTI: &str = "CONFIG_FPROBE, the kprobe.multi attach type (5.18)";
-const KPROBE_MULTI_ALL: &str = "CONFIG_FPROBE, the kprobe.multi attach type (5.18), tracefs";
-const KPROBE_SESSION: &str = "CONFIG_FPROBE, the kprobe.session attach type (6.10)";
 
 use Driver::{Helper, Kfunc};
 use Kind::*;
@@ -222,6 +70,43 @@ pub static CATALOGUE: &[Entry] = &[
         builtin!(prog_kprobe_session),
         KFUNC,
         KPROBE_SESSION,
+    ),
+    kernel(
+        "fsession",
+        Fsession,
+        builtin!(prog_fsession),
+        KFUNC,
+        FSESSION,
+    ),
+    kernel(
+        "fentry.multi",
+        TracingMulti {
+            flavor: Multi::Fentry,
+            every: false,
+        },
+        builtin!(prog_fentry_multi),
+        KFUNC,
+        TRACING_MULTI,
+    ),
+    kernel(
+        "fexit.multi",
+        TracingMulti {
+            flavor: Multi::Fexit,
+            every: false,
+        },
+        builtin!(prog_fexit_multi),
+        KFUNC,
+        TRACING_MULTI,
+    ),
+    kernel(
+        "fsession.multi",
+        TracingMulti {
+            flavor: Multi::Fsession,
+            every: false,
+        },
+        builtin!(prog_fsession_multi),
+        KFUNC,
+        TRACING_MULTI,
     ),
     kernel(
         "raw_tp",
@@ -390,6 +275,73 @@ pub static CATALOGUE: &[Entry] = &[
         Trampoline,
         builtin!(prog_loop_fexit),
         TRAMPOLINES,
+    ),
+    on_loop(
+        "fsession-loop",
+        Helper,
+        Fsession,
+        builtin!(prog_loop_fsession),
+        FSESSION,
+    ),
+    on_loop(
+        "fentry.multi-loop",
+        Helper,
+        TracingMulti {
+            flavor: Multi::Fentry,
+            every: false,
+        },
+        builtin!(prog_loop_fentry_multi),
+        TRACING_MULTI,
+    ),
+    on_loop(
+        "fexit.multi-loop",
+        Helper,
+        TracingMulti {
+            flavor: Multi::Fexit,
+            every: false,
+        },
+        builtin!(prog_loop_fexit_multi),
+        TRACING_MULTI,
+    ),
+    on_loop(
+        "fsession.multi-loop",
+        Helper,
+        TracingMulti {
+            flavor: Multi::Fsession,
+            every: false,
+        },
+        builtin!(prog_loop_fsession_multi),
+        TRACING_MULTI,
+    ),
+    on_loop(
+        "fentry.multi-all-loop",
+        Helper,
+        TracingMulti {
+            flavor: Multi::Fentry,
+            every: true,
+        },
+        builtin!(prog_loop_fentry_multi_all),
+        TRACING_MULTI_ALL,
+    ),
+    on_loop(
+        "fexit.multi-all-loop",
+        Helper,
+        TracingMulti {
+            flavor: Multi::Fexit,
+            every: true,
+        },
+        builtin!(prog_loop_fexit_multi_all),
+        TRACING_MULTI_ALL,
+    ),
+    on_loop(
+        "fsession.multi-all-loop",
+        Helper,
+        TracingMulti {
+            flavor: Multi::Fsession,
+            every: true,
+        },
+        builtin!(prog_loop_fsession_multi_all),
+        TRACING_MULTI_ALL,
     ),
     base("base-loop-kfunc", Trigger::Loop(Kfunc)),
     on_loop(

@@ -31,6 +31,13 @@ pub enum Kind {
     KprobeMultiAll { ret: bool },
     /// kprobe.session: one program on entry and exit (6.10).
     KprobeSession,
+    /// fsession: one trampoline program on a function's entry and exit
+    /// (7.3).
+    Fsession,
+    /// fentry.multi, fexit.multi, fsession.multi: one tracing program on
+    /// many functions through one link (7.3), on the hook or, `every`, on
+    /// every function kprobe.multi-all attaches to.
+    TracingMulti { flavor: Multi, every: bool },
     /// uprobe.multi, uretprobe.multi on the target symbol (6.6).
     UprobeMulti { ret: bool },
     /// uprobe.session (6.13).
@@ -57,6 +64,8 @@ macro_rules! every_kind {
             | KprobeMulti
             | KprobeMultiAll { .. }
             | KprobeSession
+            | Fsession
+            | TracingMulti { .. }
             | UprobeMulti { .. }
             | UprobeSession
             | Usdt
@@ -68,6 +77,14 @@ pub(crate) use every_kind;
 use super::test_run::ProgType;
 use crate::measure::kernel::tracefs::ProbeType;
 use Kind::*;
+
+/// Which of the tracing programs a [`Kind::TracingMulti`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Multi {
+    Fentry,
+    Fexit,
+    Fsession,
+}
 
 /// Everything a [`Kind`] decides, in one place (as bench_trigger.c keeps a
 /// mechanism's setup in one place): the one match in [`Kind::spec`].
@@ -139,6 +156,12 @@ pub enum Attach {
     ///
     /// [`functions::traceable`]: crate::measure::kernel::functions::traceable
     EveryFunction { ret: bool },
+    /// A tracing_multi link ([`tracing_multi`]) on the hook, or on every
+    /// function of [`functions::traceable`] the BTF lets a trampoline take.
+    ///
+    /// [`tracing_multi`]: crate::measure::kernel::tracing_multi
+    /// [`functions::traceable`]: crate::measure::kernel::functions::traceable
+    TracingMulti { every: bool },
 }
 
 /// How a `SEC("kind/...")` writes the hook that [`Attach::Section`]
@@ -152,11 +175,22 @@ pub enum SectionHook {
 }
 
 impl Attach {
+    /// A link on every function, whose attach cost is a result of its own.
+    pub const fn every_function(self) -> bool {
+        matches!(
+            self,
+            Attach::EveryFunction { .. } | Attach::TracingMulti { every: true }
+        )
+    }
+
     /// Whether the hook is a symbol of this executable, attached by its path.
     pub const fn on_exe(self) -> bool {
         match self {
             Attach::Uprobe { .. } | Attach::UprobeMulti { .. } | Attach::Usdt => true,
-            Attach::Nothing | Attach::Section(_) | Attach::EveryFunction { .. } => false,
+            Attach::Nothing
+            | Attach::Section(_)
+            | Attach::EveryFunction { .. }
+            | Attach::TracingMulti { .. } => false,
         }
     }
 }
@@ -258,6 +292,36 @@ impl Kind {
                 access: Access::Load,
                 attach: Attach::Section(SectionHook::Whole),
                 sections: &["kprobe.session"],
+            },
+            Fsession => Spec {
+                link_type: Some("BPF_TRACE_FSESSION"),
+                session: true,
+                probe: Probe::Btf,
+                access: Access::Load,
+                attach: Attach::Section(SectionHook::Whole),
+                sections: &["fsession"],
+            },
+            TracingMulti { flavor, every } => Spec {
+                link_type: Some(match flavor {
+                    Multi::Fentry => "BPF_TRACE_FENTRY_MULTI",
+                    Multi::Fexit => "BPF_TRACE_FEXIT_MULTI",
+                    Multi::Fsession => "BPF_TRACE_FSESSION_MULTI",
+                }),
+                session: matches!(flavor, Multi::Fsession),
+                // Every function: tracefs's list of them (BTF is read
+                // for the link type first).
+                probe: if every { Probe::Tracefs } else { Probe::Btf },
+                access: if every {
+                    Access::ReadTracefs
+                } else {
+                    Access::Load
+                },
+                attach: Attach::TracingMulti { every },
+                sections: match flavor {
+                    Multi::Fentry => &["fentry.multi"],
+                    Multi::Fexit => &["fexit.multi"],
+                    Multi::Fsession => &["fsession.multi"],
+                },
             },
             UprobeMulti { ret } => Spec {
                 link_type: Some("BPF_TRACE_UPROBE_MULTI"),

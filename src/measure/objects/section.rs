@@ -142,7 +142,7 @@ pub(crate) fn needs(like: Kind) -> &'static str {
         Kind::RawTracepoint => "CONFIG_BPF_EVENTS",
         Kind::BtfTracepoint => "BTF (CONFIG_DEBUG_INFO_BTF)",
         Kind::Kprobe => "CONFIG_KPROBES",
-        Kind::Trampoline => "BTF, BPF trampolines",
+        Kind::Trampoline | Kind::Fsession | Kind::TracingMulti { .. } => "BTF, BPF trampolines",
         Kind::Lsm => "CONFIG_BPF_LSM, bpf among the active LSMs (lsm=...,bpf), BPF trampolines",
         Kind::Base
         | Kind::Uprobe { .. }

@@ -8,12 +8,12 @@ use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
-use libbpf_rs::{Link, OpenObject, ProgramMut, UprobeOpts};
+use libbpf_rs::{AsRawLibbpf as _, Link, OpenObject, ProgramMut, UprobeOpts};
 
 use libbpf_rs::MapCore as _;
 
 use crate::measure::error::{errno_of, Error, Result};
-use crate::measure::kernel::{exe, functions, libbpf_log};
+use crate::measure::kernel::{exe, functions, libbpf_log, tracing_multi};
 use crate::measure::mechanism::catalogue::Mechanism;
 use crate::measure::mechanism::kind::Attach;
 use crate::measure::mechanism::program::{Builtin, ObjectProgram, Program};
@@ -30,8 +30,10 @@ use bpf_overhead_common::bpf_consts::{EXTRA_COUNT, EXTRA_WORK, MAX_SLOTS};
 /// by [`Loaded::attach`]) and the trigger's driver, if it has one. Dropping
 /// it detaches and unloads everything.
 pub(crate) struct Loaded<'obj> {
-    // Declared first so it drops first: detach before unloading.
+    // Declared first so they drop first: detach before unloading.
     link: Option<Link>,
+    /// A link libbpf cannot make ([`tracing_multi`]).
+    raw_link: Option<OwnedFd>,
     prog_fd: Option<OwnedFd>,
     /// What the trigger runs by BPF_PROG_TEST_RUN: the kernel loop's
     /// driver, or a user's program under test run.
@@ -98,13 +100,29 @@ pub(crate) fn load<'obj>(
     rodata.prog_work = opts.prog_work.get();
     rodata.counting = opts.counting.bpf_value();
     rodata.stacktrace = u32::from(opts.stacktrace);
-    if let Attach::EveryFunction { .. } = mechanism.kind().spec().attach {
+    if mechanism.kind().spec().attach.every_function() {
         // Its program runs on every function and counts the hook's hits.
         rodata.loop_fn_ip =
             functions::kallsyms_address(mechanism.hook()).map_err(|e| e.of(mechanism))?;
     }
     for program in &wanted {
         enable(&mut open, *program);
+    }
+    if let (Some(program), Some(link_type), Attach::TracingMulti { .. }) = (
+        program,
+        mechanism.kind().attach_type(),
+        mechanism.kind().spec().attach,
+    ) {
+        // libbpf 1.7 knows no such section: the type and attach type set
+        // here, and no attach_btf_id, as 7.3's libbpf loads them.
+        let value = tracing_multi::attach_type(link_type).map_err(|e| e.of(mechanism))?;
+        let prog = (program.open)(&mut open);
+        let ptr = prog.as_libbpf_object().as_ptr();
+        // SAFETY: ptr is the open object's program, before load.
+        unsafe {
+            libbpf_sys::bpf_program__set_type(ptr, libbpf_sys::BPF_PROG_TYPE_TRACING);
+            libbpf_sys::bpf_program__set_expected_attach_type(ptr, value);
+        }
     }
     let skel = open
         .load()
@@ -119,6 +137,7 @@ pub(crate) fn load<'obj>(
     let test_run_fd = driver.map(fd_of).transpose()?;
     Ok(Some(Loaded {
         link: None,
+        raw_link: None,
         prog_fd,
         test_run_fd,
         held: Held::Skel {
@@ -156,6 +175,7 @@ fn load_object(mechanism: Mechanism, p: &'static ObjectProgram) -> Result<Loaded
     let consumer = Consumer::start(rings, here).map_err(|e| e.of(mechanism))?;
     Ok(Loaded {
         link: None,
+        raw_link: None,
         prog_fd: Some(prog_fd),
         test_run_fd,
         held: Held::Object {
@@ -198,6 +218,9 @@ impl Loaded<'_> {
         if mechanism.kind().spec().attach == Attach::Nothing {
             return Ok(());
         }
+        if let Attach::TracingMulti { every } = mechanism.kind().spec().attach {
+            return self.attach_multi(mechanism, every);
+        }
         // A link on every function: its functions, and the call timed.
         let every = match mechanism.kind().spec().attach {
             Attach::EveryFunction { .. } => {
@@ -230,6 +253,47 @@ impl Loaded<'_> {
         })?;
         self.link = Some(link);
         self.attach_cost = cost;
+        Ok(())
+    }
+
+    /// A tracing_multi link on the hook, or on every function a trampoline
+    /// may take, timed as kprobe.multi-all's is.
+    fn attach_multi(&mut self, mechanism: Mechanism, every: bool) -> Result<()> {
+        let names = match every {
+            true => functions::traceable(mechanism.hook())
+                .and_then(tracing_multi::unique_in_kallsyms)
+                .map_err(|e| e.of(mechanism))?,
+            false => vec![mechanism.hook().to_string()],
+        };
+        let link_type = mechanism
+            .kind()
+            .attach_type()
+            .ok_or_else(|| Error::failed("a tracing_multi kind without its attach type"))?;
+        let value = tracing_multi::attach_type(link_type).map_err(|e| e.of(mechanism))?;
+        let exits = !matches!(link_type, "BPF_TRACE_FENTRY_MULTI");
+        let ids = tracing_multi::btf_ids(&names, exits).map_err(|e| e.of(mechanism))?;
+        if ids.is_empty() {
+            return Err(Error::failed(format!(
+                "no function of {} is in the kernel's BTF",
+                names.join(", ")
+            ))
+            .of(mechanism));
+        }
+        let prog = self
+            .prog_fd
+            .as_ref()
+            .ok_or_else(|| Error::failed("no program to attach").of(mechanism))?;
+        let timing = Timing::start();
+        let link = tracing_multi::link(prog.as_fd(), value, &ids).map_err(|e| {
+            mechanism.attach_error(
+                e.raw_os_error(),
+                format!("BPF_LINK_CREATE of {} functions: {e}", ids.len()),
+            )
+        })?;
+        if every {
+            self.attach_cost = Some(timing.done(ids.len() as u64));
+        }
+        self.raw_link = Some(link);
         Ok(())
     }
 
@@ -292,6 +356,9 @@ fn attach_program(
         // Where their SEC() says (a base has no program to get here).
         Attach::Section(_) | Attach::Nothing => prog.attach(),
         Attach::EveryFunction { ret } => prog.attach_kprobe_multi(ret, every.unwrap_or_default()),
+        Attach::TracingMulti { .. } => Err(libbpf_rs::Error::from(std::io::Error::other(
+            "a tracing_multi link is made by Loaded::attach_multi",
+        ))),
     }
 }
 
@@ -534,7 +601,8 @@ mod tests {
                 Attach::Uprobe { .. }
                 | Attach::UprobeMulti { .. }
                 | Attach::Usdt
-                | Attach::EveryFunction { .. } => None,
+                | Attach::EveryFunction { .. }
+                | Attach::TracingMulti { .. } => None,
                 Attach::Nothing => panic!("{m} attaches nothing but has {name}"),
             };
             assert_eq!(

@@ -14,7 +14,13 @@ use crate::util::values::{percent, positive, positive_usize};
 /// exact run's instructions, and their counts spread beyond any
 /// threshold from boot to boot (docs/exact.md), so no step of theirs
 /// could be judged.
-pub const EVERY_FUNCTION: &[&str] = &["kprobe.multi-all-loop", "kretprobe.multi-all-loop"];
+pub const EVERY_FUNCTION: &[&str] = &[
+    "kprobe.multi-all-loop",
+    "kretprobe.multi-all-loop",
+    "fentry.multi-all-loop",
+    "fexit.multi-all-loop",
+    "fsession.multi-all-loop",
+];
 
 /// The command's rounds per build: a tick (every 4M instructions) lands in
 /// a run of 200 events at most one time in 5 (the return uprobes' 0.8M), so
@@ -55,7 +61,7 @@ pub struct HistoryArgs {
     #[arg(long = "no-explain")]
     pub no_explain: bool,
     /// Count the links on every function too (kprobe.multi-all-loop,
-    /// kretprobe.multi-all-loop): twice the time, and no step of theirs is judged
+    /// kretprobe.multi-all-loop, fentry/fexit/fsession.multi-all-loop): twice the time, and no step of theirs is judged
     #[arg(long = "every-function")]
     pub every_function: bool,
     /// Count only these mechanisms (and their bases), comma-separated or
