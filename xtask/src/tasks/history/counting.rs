@@ -172,7 +172,7 @@ pub(super) fn package_root(cache: &Path, release: &str) -> PathBuf {
 
 /// `xtask vmtest KERNEL --exact` into `dir`, as history runs it.
 pub(super) fn vmtest(a: &HistoryArgs, kernel: &str, dir: &Path) -> Command {
-    let xtask = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("xtask"));
+    let xtask = crate::util::own_exe();
     let mut cmd = Command::new(xtask);
     cmd.args(["vmtest", kernel, "--exact", "--accel", "tcg", "--arch"])
         .arg(a.arch.name())
