@@ -33,6 +33,8 @@ pub use measure::{Error, Mechanism, Result, Target, Trigger};
 mod tests {
     use std::path::Path;
 
+    use bpf_overhead_common::imports;
+
     /// The core's files, as (folder, module, text): `folder` is the
     /// sub-folder of src/measure/ (empty for its own files), without mod.rs.
     fn core_files() -> Vec<(String, String, String)> {
@@ -129,51 +131,6 @@ mod tests {
         assert!(files.len() > 20, "{files:?}");
     }
 
-    /// The modules of `src/measure/` that `text` (one of them, its tests
-    /// and comments left out) uses: `super::name`, `crate::measure::name`,
-    /// nested groups (`super::{load::{self, Loaded}, sys}`), and a name
-    /// that `measure/mod.rs` or `lib.rs` re-exports (`super::with_attached`,
-    /// `crate::Error`), counted as a use of the module it comes from, so
-    /// that a re-export cannot hide a cycle.
-    fn core_imports(text: &str, modules: &[String], reexports: &[(String, String)]) -> Vec<String> {
-        let text = &without_folders(text);
-        let code: String = text
-            .split("#[cfg(test)]")
-            .next()
-            .unwrap_or(text)
-            .lines()
-            .map(|l| l.split("//").next().unwrap_or(""))
-            .collect::<Vec<_>>()
-            .join("\n");
-        let mut used = Vec::new();
-        let mut add = |name: &str| {
-            let module = if modules.iter().any(|m| m == name) {
-                Some(name)
-            } else {
-                reexports
-                    .iter()
-                    .find(|(n, _)| n == name)
-                    .map(|(_, m)| m.as_str())
-            };
-            if let Some(m) = module {
-                if !used.iter().any(|u: &String| u == m) {
-                    used.push(m.to_string());
-                }
-            }
-        };
-        for prefix in ["super::", "crate::measure::", "crate::"] {
-            for (at, _) in code.match_indices(prefix) {
-                if prefix == "crate::" && code[at..].starts_with("crate::measure::") {
-                    continue;
-                }
-                for name in first_names(&code[at + prefix.len()..]) {
-                    add(&name);
-                }
-            }
-        }
-        used
-    }
-
     /// The core's folders, each a module of `measure/mod.rs` that only
     /// declares its files.
     const FOLDERS: [&str; 7] = [
@@ -186,82 +143,59 @@ mod tests {
         "running",
     ];
 
-    /// `text` with each folder's name left out of its paths
-    /// (`crate::measure::running::run` reads `crate::measure::run`):
-    /// file names are unique across the core.
-    fn without_folders(text: &str) -> String {
-        let mut out = text.to_string();
-        for folder in FOLDERS {
-            let from = format!("{folder}::");
-            let mut kept = String::with_capacity(out.len());
-            let mut rest = out.as_str();
-            while let Some(at) = rest.find(&from) {
-                let before = rest[..at].chars().next_back();
-                let joins = before.is_some_and(|c| c.is_alphanumeric() || c == '_');
-                kept.push_str(&rest[..at]);
-                if joins {
-                    kept.push_str(&from);
-                }
-                rest = &rest[at + from.len()..];
-            }
-            kept.push_str(rest);
-            out = kept;
-        }
-        out
+    /// The module of the core a path from the crate's root names: its
+    /// first name after `measure::` and the folders (file names are unique
+    /// across the core), or the module a re-exported name comes from.
+    fn core_module<'m>(
+        path: &str,
+        modules: &'m [String],
+        reexports: &'m [(String, String)],
+    ) -> Option<&'m String> {
+        let names: Vec<&str> = path.split("::").collect();
+        let names = names.strip_prefix(&["measure"]).unwrap_or(&names);
+        let first = *names.iter().find(|n| !FOLDERS.contains(n))?;
+        modules
+            .iter()
+            .find(|m| *m == first)
+            .or_else(|| reexports.iter().find(|(n, _)| n == first).map(|(_, m)| m))
     }
 
-    /// The first name of each path at the start of `rest`: one path, or
-    /// each top-level item of a `{...}` group.
-    fn first_names(rest: &str) -> Vec<String> {
-        let ident = |s: &str| -> String {
-            s.trim_start()
-                .chars()
-                .take_while(|c| c.is_alphanumeric() || *c == '_')
-                .collect()
-        };
-        let Some(group) = rest.strip_prefix('{') else {
-            return vec![ident(rest)];
-        };
-        let (mut depth, mut items, mut start) = (0, Vec::new(), 0);
-        for (i, c) in group.char_indices() {
-            match c {
-                '{' => depth += 1,
-                '}' if depth == 0 => {
-                    items.push(ident(&group[start..i]));
-                    break;
+    /// The modules of `src/measure/` that `text`, the file of `module`
+    /// (`measure::running::run`), uses, as common's import parser reads
+    /// it: `super::name`, `crate::measure::name`, nested groups, and a
+    /// name that `measure/mod.rs` or `lib.rs` re-exports (`crate::Error`),
+    /// counted as a use of the module it comes from, so that a re-export
+    /// cannot hide a cycle.
+    fn core_imports(
+        module: &str,
+        text: &str,
+        modules: &[String],
+        reexports: &[(String, String)],
+    ) -> Vec<String> {
+        let mut used: Vec<String> = Vec::new();
+        for path in imports::paths_in(module, &imports::code(text)) {
+            if let Some(m) = core_module(&path, modules, reexports) {
+                if !used.contains(m) {
+                    used.push(m.clone());
                 }
-                '}' => depth -= 1,
-                ',' if depth == 0 => {
-                    items.push(ident(&group[start..i]));
-                    start = i + 1;
-                }
-                _ => {}
             }
         }
-        items
+        used
     }
 
-    /// `pub use module::{A, B};` lines of `text` as (name, module) pairs.
+    /// `pub use module::{A, B};` lines of `text` (measure/mod.rs) as
+    /// (name, module) pairs.
     fn reexports(text: &str, modules: &[String]) -> Vec<(String, String)> {
         let mut pairs = Vec::new();
-        for item in without_folders(text).split(';') {
-            let item = item.trim();
-            let Some(path) = item
-                .rsplit("pub use ")
-                .next()
-                .filter(|_| item.contains("pub use "))
-            else {
+        for item in imports::code(text).split(';') {
+            let Some((_, path)) = item.split_once("pub use ") else {
                 continue;
             };
-            let path = path.strip_prefix("measure::").unwrap_or(path);
-            let Some((module, rest)) = path.split_once("::") else {
-                continue;
-            };
-            if !modules.iter().any(|m| m == module) {
-                continue;
-            }
-            for name in first_names(rest) {
-                pairs.push((name, module.to_string()));
+            for path in imports::tree(path) {
+                let name = path.rsplit("::").next().unwrap_or_default().to_owned();
+                if let Some(m) = core_module(&path, modules, &[]) {
+                    pairs.push((name, m.clone()));
+                }
             }
         }
         pairs
@@ -276,11 +210,22 @@ mod tests {
         );
         assert_eq!(
             core_imports(
+                "measure::support",
                 "//! [`x`](super::run)\nuse super::{error::{self, Error}, with_attached};\nfn f(_: crate::Result<()>) {}",
                 &modules,
                 &reexports,
             ),
             ["error", "run"]
+        );
+        // A folder is no module: its files are.
+        assert_eq!(
+            core_imports(
+                "measure::environment::support",
+                "use crate::measure::running::run;\nuse super::super::kernel::{tracefs, error};",
+                &modules,
+                &reexports,
+            ),
+            ["run", "error"]
         );
     }
 
@@ -300,8 +245,12 @@ mod tests {
         );
         let uses: Vec<Vec<String>> = files
             .iter()
-            .map(|(_, name, text)| {
-                let mut used = core_imports(text, &modules, &reexported);
+            .map(|(folder, name, text)| {
+                let module = match folder.as_str() {
+                    "" => format!("measure::{name}"),
+                    f => format!("measure::{f}::{name}"),
+                };
+                let mut used = core_imports(&module, text, &modules, &reexported);
                 used.retain(|u| u != name);
                 used
             })
@@ -348,17 +297,6 @@ mod tests {
         }
     }
 
-    #[test]
-    fn folders_are_left_out_of_paths() {
-        assert_eq!(
-            without_folders(
-                "use crate::measure::running::run;\nuse super::{kernel::tracefs, cpu::pin};"
-            ),
-            "use crate::measure::run;\nuse super::{tracefs, pin};"
-        );
-        assert_eq!(without_folders("my_kernel::x"), "my_kernel::x");
-    }
-
     /// The Rust files under `dirs` (from the package root).
     fn rust_files(dirs: &[&str]) -> Vec<std::path::PathBuf> {
         fn walk(dir: &Path, files: &mut Vec<std::path::PathBuf>) {
@@ -385,7 +323,7 @@ mod tests {
     /// `fn` line to the `}` at its indentation.
     #[test]
     fn no_function_runs_past_100_lines() {
-        let files = rust_files(&["src", "xtask/src", "tests", "tcg-plugin/src"]);
+        let files = rust_files(&["src", "common/src", "xtask/src", "tests", "tcg-plugin/src"]);
         let mut long = Vec::new();
         for path in &files {
             let text = std::fs::read_to_string(path).unwrap();

@@ -2,9 +2,9 @@
 //! TCG plugin share, in one small crate without libbpf: the result document
 //! and its verdicts, the exit statuses, the environment variables, the
 //! marks of a counting window, the constants the BPF program shares, kernel
-//! configs, the exact rule, the safe write and the import-cycle finder of
-//! the layer tests. Each reader uses these types; none re-reads their JSON
-//! by hand.
+//! configs, the exact rule, the safe write, and the import parser and
+//! cycle finder of the layer tests. Each reader uses these types; none
+//! re-reads their JSON by hand.
 
 pub mod bpf_consts;
 pub mod document;
@@ -12,6 +12,7 @@ pub mod env_vars;
 pub mod exact_rule;
 pub mod exit_status;
 pub mod import_cycle;
+pub mod imports;
 pub mod kconfig;
 pub mod marks;
 pub mod safe_write;

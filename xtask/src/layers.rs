@@ -1,25 +1,28 @@
 //! The layers of `main.rs`, checked the way the library's are: each
-//! module's imports (`crate::` and `super::` paths, its tests and comments
-//! left out), resolved to the modules they name, and the rules on them.
+//! module's imports, read by the library's own parser (common's
+//! `imports`), resolved to the modules they name, and the rules on them.
 
 use std::collections::BTreeMap;
 use std::path::Path;
+
+use bpf_overhead_common::imports::{code, paths_in};
 
 /// Each module of xtask/src by its path (`tasks::vmtest::duet`; main.rs and
 /// this file aside) and the modules its code uses; `main` for an item of
 /// main.rs.
 fn imports() -> BTreeMap<String, Vec<String>> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut code = BTreeMap::new();
+    let mut texts = BTreeMap::new();
     for (path, module) in modules(&src) {
         if module == "main" || module == "layers" {
             continue;
         }
         let text = std::fs::read_to_string(&path).unwrap();
-        code.insert(module, without_tests(&text));
+        texts.insert(module, code(&text));
     }
-    let names: Vec<String> = code.keys().cloned().collect();
-    code.iter()
+    let names: Vec<String> = texts.keys().cloned().collect();
+    texts
+        .iter()
         .map(|(m, text)| {
             let mut used: Vec<String> = Vec::new();
             for path in paths_in(m, text) {
@@ -59,104 +62,6 @@ fn modules(dir: &Path) -> Vec<(std::path::PathBuf, String)> {
     out
 }
 
-/// A file's code: before its tests, without comment lines.
-fn without_tests(text: &str) -> String {
-    let text = text.split("#[cfg(test)]").next().unwrap_or("");
-    text.lines()
-        .filter(|l| !l.trim_start().starts_with("//"))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-fn ident(s: &str) -> String {
-    s.chars()
-        .take_while(|c| c.is_alphanumeric() || *c == '_')
-        .collect()
-}
-
-/// The paths at the start of `rest`, a use tree: `a::{b::{self, C}, d}`
-/// gives `a::b::self`, `a::b::C` and `a::d`.
-fn tree(rest: &str) -> Vec<String> {
-    let rest = rest.trim_start();
-    if let Some(group) = rest.strip_prefix('{') {
-        let (mut out, mut depth, mut start) = (Vec::new(), 0, 0);
-        for (i, c) in group.char_indices() {
-            match c {
-                '{' => depth += 1,
-                '}' if depth == 0 => {
-                    out.extend(tree(&group[start..i]));
-                    break;
-                }
-                '}' => depth -= 1,
-                ',' if depth == 0 => {
-                    out.extend(tree(&group[start..i]));
-                    start = i + 1;
-                }
-                _ => {}
-            }
-        }
-        return out;
-    }
-    let name = ident(rest);
-    if name.is_empty() {
-        return Vec::new();
-    }
-    match rest[name.len()..].strip_prefix("::") {
-        Some(more) => match tree(more) {
-            subs if subs.is_empty() => vec![name],
-            subs => subs.into_iter().map(|s| format!("{name}::{s}")).collect(),
-        },
-        None => vec![name],
-    }
-}
-
-/// The paths `text`, the code of `module`, names from the crate's root:
-/// `crate::` (and a macro's `$crate::`) and `super::` resolved.
-fn paths_in(module: &str, text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for (at, _) in text.match_indices("crate::") {
-        let before = text[..at].chars().next_back();
-        if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
-            continue;
-        }
-        out.extend(tree(&text[at + 7..]));
-    }
-    for (at, _) in text.match_indices("super::") {
-        let before = text[..at].chars().next_back();
-        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
-            continue;
-        }
-        let mut base: Vec<&str> = module.split("::").collect();
-        let mut rest = &text[at..];
-        while let Some(r) = rest.strip_prefix("super::") {
-            base.pop();
-            rest = r;
-        }
-        let base = base.join("::");
-        for p in tree(rest) {
-            out.push(if base.is_empty() {
-                p
-            } else {
-                format!("{base}::{p}")
-            });
-        }
-    }
-    // A head's own modules, by their names (`lint::run` in ci.rs).
-    for line in text.lines() {
-        let Some(child) = line.trim().trim_start_matches("pub ").strip_prefix("mod ") else {
-            continue;
-        };
-        let child = ident(child);
-        for (at, _) in text.match_indices(&format!("{child}::")) {
-            let before = text[..at].chars().next_back();
-            if !before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
-                out.extend(tree(&text[at..]).iter().map(|p| format!("{module}::{p}")));
-            }
-        }
-    }
-    out
-}
-
 /// The module a path from the root names: its longest prefix that is one;
 /// `main` when none is (an item of main.rs).
 fn owner(path: &str, modules: &[String]) -> String {
@@ -181,22 +86,6 @@ fn task_room(module: &str) -> Option<String> {
 
 #[test]
 fn the_import_finder_finds_what_it_should() {
-    assert_eq!(
-        tree("kernels::{arch::Arch, debian::{self, Apt}};"),
-        [
-            "kernels::arch::Arch",
-            "kernels::debian::self",
-            "kernels::debian::Apt"
-        ]
-    );
-    assert_eq!(
-        paths_in("tasks::vmtest::duet", "fn f(a: &super::Args) {}"),
-        ["tasks::vmtest::Args"]
-    );
-    assert_eq!(
-        without_tests("/// [`crate::vm`]\nuse crate::util;\n#[cfg(test)]\nuse crate::cli;"),
-        "use crate::util;"
-    );
     let names = [
         "util".to_owned(),
         "kernels".to_owned(),

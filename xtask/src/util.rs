@@ -153,6 +153,19 @@ pub fn shown(cmd: &Command) -> String {
         .join(" ")
 }
 
+/// This very executable, to run a task of its own as a child: the kernel's
+/// `/proc/self/exe`, which still runs when cargo has since replaced the
+/// file at its path (a `cargo xtask` of a CI step relinks
+/// target/debug/xtask under a running `xtask ci`, and the path then reads
+/// "xtask (deleted)").
+pub fn own_exe() -> PathBuf {
+    let proc = PathBuf::from("/proc/self/exe");
+    if proc.exists() {
+        return proc;
+    }
+    std::env::current_exe().unwrap_or_else(|_| PathBuf::from("xtask"))
+}
+
 /// cargo, as cargo itself runs us (`CARGO`) or from PATH.
 pub fn cargo() -> Command {
     Command::new(env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
@@ -215,6 +228,21 @@ pub fn relay(from: impl Read, prefix: &str, log: &Mutex<File>, stdout: &Mutex<()
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The child is this test binary, whatever became of its path.
+    #[test]
+    fn own_exe_runs_this_very_executable() {
+        let out = Command::new(own_exe())
+            .args(["--list", "own_exe_runs_this_very_executable"])
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let listed = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            listed.contains("own_exe_runs_this_very_executable: test"),
+            "{listed}"
+        );
+    }
 
     #[test]
     fn quoting() {

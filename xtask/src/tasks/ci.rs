@@ -351,7 +351,7 @@ fn vm_steps(c: &CiArgs, kernels: &[CiKernel]) -> Result<Vec<Done>> {
     }
 
     // The kselftest kernels' tarballs, one per architecture.
-    let exe = env::current_exe().context("finding xtask's own executable")?;
+    let exe = crate::util::own_exe();
     for arch in archs(kernels, true) {
         let t = Instant::now();
         let mut cmd = Command::new(&exe);
@@ -428,7 +428,7 @@ const AGAINST: (&str, &str) = ("6.1", "6.12");
 /// split adds up to its count (docs/explain.md).
 fn against(out: &Path) -> Result<Done> {
     let t = Instant::now();
-    let exe = env::current_exe().context("finding xtask's own executable")?;
+    let exe = crate::util::own_exe();
     let dir = out.join("against");
     crate::util::create_dir_all(&dir)?;
     let log = Mutex::new(crate::util::create_file(dir.join("vmtest.log"))?);
@@ -515,7 +515,7 @@ fn kselftest_cmd(out: &Path, arch: Arch) -> Result<String> {
 /// Each kernel's `vmtest --out DIR/KERNEL`, `jobs` at a time; every kernel
 /// runs whatever the others do.
 fn run_kernels(kernels: &[CiKernel], out: &Path, jobs: usize) -> Result<Vec<KernelRun>> {
-    let exe = env::current_exe().context("finding xtask's own executable")?;
+    let exe = crate::util::own_exe();
     let queue = Mutex::new(kernels.iter().cloned().collect::<VecDeque<_>>());
     let runs = Mutex::new(Vec::new());
     let stdout = Mutex::new(());

@@ -26,6 +26,7 @@ use crate::build::tcg_plugin;
 use crate::kernels::arch::Arch;
 use crate::kernels::debian;
 use crate::kernels::kernel::{kernel, Kernel};
+use crate::util::counts::read_document;
 use crate::util::env_vars::{ABSENT_ENV, KCONFIG_ENV, WINDOWS_ENV};
 use crate::util::signal::check_signal;
 use crate::util::{cache_dir, one_line, repo_root, say, secs, which, BadInput};
@@ -140,11 +141,8 @@ fn run(a: &Args) -> Result<i32> {
 /// host's does: its counts leave out (or add) the return thunks and
 /// barriers that make a trap or a return dear here (docs/exact.md).
 fn mitigations_said(dir: &Path) {
-    let guest: Option<BTreeMap<String, String>> = fs::read_to_string(dir.join("result.json"))
-        .ok()
-        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-        .and_then(|d| serde_json::from_value(d["mitigations"].clone()).ok());
-    let Some(guest) = guest.filter(|g| !g.is_empty()) else {
+    let guest = read_document(&dir.join("result.json")).map(|d| d.mitigations);
+    let Some(guest) = guest.ok().filter(|g| !g.is_empty()) else {
         return;
     };
     if let Some(line) = mitigations_line(&guest, &host_mitigations()) {

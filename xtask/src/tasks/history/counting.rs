@@ -11,7 +11,6 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use serde_json::Value;
 
 use super::builds::{self, Build};
 use super::kept::{self, Kept, Stables};
@@ -19,6 +18,7 @@ use super::options::{HistoryArgs, Setting, EVERY_FUNCTION};
 use crate::util::document::Document;
 use crate::util::signal::check_signal;
 use crate::util::{say, secs};
+use crate::vm::summary::{self, VmtestJson};
 
 /// Where a counting keeps and writes: the kept counts, the runs, and
 /// the cache the packages are unpacked in.
@@ -133,31 +133,23 @@ fn count(
     let t = Instant::now();
     let last = relay(cmd, if a.jobs > 1 { &b.release } else { "" })?;
     let wall = t.elapsed();
-    let summary: Value = match fs::read_to_string(dir.join("vmtest.json")) {
-        Ok(s) => serde_json::from_str(&s).context("reading its vmtest.json")?,
-        Err(_) => bail!(
+    if !dir.join(summary::FILE).is_file() {
+        bail!(
             "{}",
             last.unwrap_or_else(|| "vmtest wrote no summary".into())
-        ),
-    };
+        );
+    }
+    let s = VmtestJson::load(&dir)?;
     let result = fs::read_to_string(dir.join("result.json"))
         .ok()
         .and_then(|s| Document::from_json(&s).ok());
-    let f = |k: &str| summary[k].as_f64();
     let kept = Kept {
         key: setting.key(b),
-        exit: summary["exit"].as_i64().unwrap_or(1) as i32,
-        why: summary["why"]
-            .as_array()
-            .map(|w| {
-                w.iter()
-                    .filter_map(|s| s.as_str().map(String::from))
-                    .collect()
-            })
-            .unwrap_or_default(),
-        fetch_s: f("fetch_s"),
-        downloaded_bytes: summary["downloaded_bytes"].as_u64(),
-        vm_s: f("vm_s"),
+        exit: s.exit,
+        why: s.why,
+        fetch_s: Some(s.fetch_s),
+        downloaded_bytes: Some(s.downloaded_bytes),
+        vm_s: Some(s.vm_s),
         result,
         stable: Stables::read(&package_root(dirs.cache, &b.release), after, &b.upstream),
     };
@@ -180,7 +172,7 @@ pub(super) fn package_root(cache: &Path, release: &str) -> PathBuf {
 
 /// `xtask vmtest KERNEL --exact` into `dir`, as history runs it.
 pub(super) fn vmtest(a: &HistoryArgs, kernel: &str, dir: &Path) -> Command {
-    let xtask = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("xtask"));
+    let xtask = crate::util::own_exe();
     let mut cmd = Command::new(xtask);
     cmd.args(["vmtest", kernel, "--exact", "--accel", "tcg", "--arch"])
         .arg(a.arch.name())

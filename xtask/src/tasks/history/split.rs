@@ -6,7 +6,7 @@ use std::fs;
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use serde_json::Value;
+use serde::{Deserialize, Serialize};
 
 use super::builds::{self, Build};
 use super::changelog;
@@ -61,48 +61,51 @@ pub(super) fn explain(
         {
             judge_path(s, &paths);
         }
-        let changes = (!covered.is_empty()).then_some(Value::Array(changes));
-        for s in found.iter_mut().filter(|s| s.from == from && s.to == to) {
-            if !mechs.contains(&s.mechanism) {
-                continue;
-            }
-            let changes = changes.as_ref().filter(|_| covered.contains(&s.mechanism));
-            let c = changes
-                .and_then(|v| v.as_array())
-                .and_then(|cs| cs.iter().find(|c| c["mechanism"] == s.mechanism.as_str()));
-            match (c, changes) {
-                (Some(c), _) => {
-                    let mut f: Vec<Moved> = c["functions"]
-                        .as_array()
-                        .map(|fs| {
-                            fs.iter()
-                                .filter_map(|d| {
-                                    Some(Moved {
-                                        function: d["function"].as_str()?.to_owned(),
-                                        a: d["a"].as_f64()?,
-                                        b: d["b"].as_f64()?,
-                                        change: d["change"].as_f64()?,
-                                    })
-                                })
-                                .collect()
-                        })
-                        .unwrap_or_default();
-                    f.sort_by(|x, y| y.change.abs().total_cmp(&x.change.abs()));
-                    f.truncate(8);
-                    s.functions = f;
-                    if let Some(r) = c["residual"].as_f64().filter(|r| r.abs() >= 0.5) {
-                        s.explained = Some(format!("{r:+.1} not in any function"));
-                    }
-                }
-                (None, Some(_)) => {
-                    s.explained =
-                        Some("not split: the recount of both builds did not see this step".into())
-                }
-                (None, None) => {}
-            }
+        for s in found
+            .iter_mut()
+            .filter(|s| s.from == from && s.to == to)
+            .filter(|s| mechs.contains(&s.mechanism) && covered.contains(&s.mechanism))
+        {
+            split_step(s, &changes);
         }
     }
     Ok(())
+}
+
+/// A step's split from its pair's changes: the functions that moved most,
+/// and what none accounts for; or that the recount did not see it.
+fn split_step(s: &mut Step, changes: &[Change]) {
+    let Some(c) = changes.iter().find(|c| c.mechanism == s.mechanism) else {
+        s.explained = Some("not split: the recount of both builds did not see this step".into());
+        return;
+    };
+    let mut f = c.functions.clone();
+    f.sort_by(|x, y| y.change.abs().total_cmp(&x.change.abs()));
+    f.truncate(8);
+    s.functions = f;
+    if c.residual.abs() >= 0.5 {
+        s.explained = Some(format!("{:+.1} not in any function", c.residual));
+    }
+}
+
+/// What history reads of one mechanism's change in vmtest's explain.json
+/// (a task does not import another's types; the rest is left unread).
+#[derive(Clone, Serialize, Deserialize)]
+struct Change {
+    mechanism: String,
+    functions: Vec<Moved>,
+    /// B − A less what the functions' changes add up to.
+    residual: f64,
+}
+
+/// One run's splits as kept: the mechanisms it split, their changes, and
+/// those whose path changed as vmtest judged them.
+#[derive(Serialize, Deserialize)]
+struct KeptSplit {
+    mechanisms: Vec<String>,
+    changes: Vec<Change>,
+    #[serde(default)]
+    paths: Vec<Row>,
 }
 
 /// One pair of builds' splits of `mechs`: the kept ones, and a run of
@@ -114,7 +117,7 @@ fn split_pair(
     dir: &Path,
     out: &Path,
     h: u64,
-) -> Result<(Vec<String>, Vec<Value>, Vec<Row>)> {
+) -> Result<(Vec<String>, Vec<Change>, Vec<Row>)> {
     let prefix = format!("{from}--{to}--{h:016x}--");
     let (mut covered, mut changes, mut paths) = kept_splits(dir, &prefix);
     let missing: Vec<String> = mechs
@@ -138,8 +141,8 @@ fn split_pair(
     check_signal()?;
     let got = fs::read_to_string(run.join("explain.json"))
         .ok()
-        .and_then(|t| serde_json::from_str::<Value>(&t).ok());
-    if let Some(Value::Array(got)) = got {
+        .and_then(|t| serde_json::from_str::<Vec<Change>>(&t).ok());
+    if let Some(got) = got {
         let mut hm = FNV_START;
         fnv(&mut hm, missing.join(",").as_bytes());
         // The rows whose path changed, as vmtest judged them.
@@ -150,23 +153,25 @@ fn split_pair(
             .into_iter()
             .filter(|r| r.path.is_some() && missing.contains(&r.mechanism))
             .collect();
-        let kept = serde_json::json!({
-            "mechanisms": missing, "changes": got, "paths": got_paths
-        });
+        let kept = KeptSplit {
+            mechanisms: missing,
+            changes: got,
+            paths: got_paths,
+        };
         write_whole(
             &dir.join(format!("{prefix}{hm:016x}.json")),
-            (kept.to_string() + "\n").as_bytes(),
+            (serde_json::to_string(&kept)? + "\n").as_bytes(),
         )?;
-        covered.extend(missing);
-        changes.extend(got);
-        paths.extend(got_paths);
+        covered.extend(kept.mechanisms);
+        changes.extend(kept.changes);
+        paths.extend(kept.paths);
     }
     Ok((covered, changes, paths))
 }
 
 /// The splits kept for one pair of builds (files named `prefix*`): the
 /// mechanisms each run split, and their changes.
-fn kept_splits(dir: &Path, prefix: &str) -> (Vec<String>, Vec<Value>, Vec<Row>) {
+fn kept_splits(dir: &Path, prefix: &str) -> (Vec<String>, Vec<Change>, Vec<Row>) {
     let (mut covered, mut changes, mut paths) = (Vec::new(), Vec::new(), Vec::new());
     let Ok(entries) = fs::read_dir(dir) else {
         return (covered, changes, paths);
@@ -175,16 +180,15 @@ fn kept_splits(dir: &Path, prefix: &str) -> (Vec<String>, Vec<Value>, Vec<Row>) 
         if !e.file_name().to_string_lossy().starts_with(prefix) {
             continue;
         }
-        let Some(v) = fs::read_to_string(e.path())
+        let Some(k) = fs::read_to_string(e.path())
             .ok()
-            .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+            .and_then(|t| serde_json::from_str::<KeptSplit>(&t).ok())
         else {
             continue;
         };
-        let names = v["mechanisms"].as_array().into_iter().flatten();
-        covered.extend(names.filter_map(|m| m.as_str().map(String::from)));
-        changes.extend(v["changes"].as_array().into_iter().flatten().cloned());
-        paths.extend(serde_json::from_value::<Vec<Row>>(v["paths"].clone()).unwrap_or_default());
+        covered.extend(k.mechanisms);
+        changes.extend(k.changes);
+        paths.extend(k.paths);
     }
     (covered, changes, paths)
 }

@@ -4,13 +4,13 @@
 //! judged by the same rule as `vmtest --against --exact`.
 
 use anyhow::Result;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::util::counts::{verdicts, Verdict};
 use crate::util::document::Document;
 
 /// A function's share of a step, from `--explain` on its two builds.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Moved {
     pub function: String,
     pub a: f64,

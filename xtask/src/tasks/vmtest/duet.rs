@@ -137,7 +137,7 @@ fn run(a: &Args) -> Result<i32> {
         plan.join(" "),
         dir.display()
     );
-    let xtask = std::env::current_exe().context("finding xtask's own executable")?;
+    let xtask = crate::util::own_exe();
     let mut sessions = Vec::new();
     let mut why = Vec::new();
     for s in 0..a.sessions as usize {

@@ -338,7 +338,7 @@ fn clear_out(dir: &Path) -> Result<()> {
 /// DIR/a and DIR/b; why either failed.
 fn run_sides(a: &Args, b_kernel: &str, dir: &Path) -> Result<Vec<String>> {
     let x = exact(a)?;
-    let xtask = std::env::current_exe().context("finding xtask's own executable")?;
+    let xtask = crate::util::own_exe();
     let mut why = Vec::new();
     for (side, k, modules, config) in [
         ("a", a.kernel.as_str(), &a.modules, &a.config),
