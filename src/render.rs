@@ -2,7 +2,7 @@
 //! table, KTAP for kselftest runners, test_overhead's own lines and the
 //! suite's detail line (of a result [`Document`]), the gate report (of a
 //! gate's [`Findings`]) and `--list` (of a survey). JSON is the document itself:
-//! [`Document::to_json`]. [`report`] renders several documents side by
+//! [`Document::to_json`]. [`matrix`] renders several documents side by
 //! side, as a table and an SVG chart; [`kcidb`] and [`squad`] as kernel
 //! CI's records. All tested on fixed values.
 

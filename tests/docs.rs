@@ -286,6 +286,20 @@ fn user_pages_read_in_minutes() {
     );
 }
 
+/// The most words of docs/architecture.md: the layers and the rules on
+/// them, read through before a change, not every file (layout.md's).
+const ARCHITECTURE_WORDS: usize = 1500;
+
+#[test]
+fn the_architecture_page_is_read_in_minutes() {
+    let words = read("docs/architecture.md").split_whitespace().count();
+    assert!(
+        words <= ARCHITECTURE_WORDS,
+        "docs/architecture.md has {words} words, over {ARCHITECTURE_WORDS}: name the layers \
+         and rules there, each file in layout.md"
+    );
+}
+
 #[test]
 fn the_readme_links_the_changed_kernel_page() {
     assert!(
