@@ -3,13 +3,15 @@
 //! table and the report ([`crate::tasks::ci::collect`]).
 //!
 //! The ci room: this task, its options ([`options`]), CI's table and
-//! report ([`collect`]) and actionlint ([`lint`]). It imports the parts
+//! report ([`collect`]), actionlint ([`lint`]) and the suite's test time
+//! ([`test_time`]). It imports the parts
 //! (vm, build, kernels, util), never another task.
 
 pub mod collect;
 pub mod kernels;
 pub mod lint;
 pub mod options;
+pub mod test_time;
 
 use std::collections::VecDeque;
 use std::env;
@@ -136,7 +138,7 @@ fn host_step(name: &str, repo: &Path) -> Done {
             }
             say(&format!("{name}: {}", shown(&cmd)));
             let status = if name == "host-tests" {
-                suite_status(cmd)
+                test_time::run(cmd)
             } else {
                 cmd.status()
             };
@@ -159,41 +161,6 @@ fn host_step(name: &str, repo: &Path) -> Done {
         ok,
         secs,
     }
-}
-
-/// Runs the README's test command with its output passed on, and says
-/// its test time: what a developer waits for beyond the build, the loop
-/// whose cost each addition should see.
-fn suite_status(mut cmd: Command) -> std::io::Result<ExitStatus> {
-    use std::io::{BufRead, BufReader, Write};
-    let mut child = cmd.stdout(Stdio::piped()).spawn()?;
-    let (mut total, mut binaries) = (0.0, 0);
-    for line in BufReader::new(child.stdout.take().expect("piped")).lines() {
-        let line = line?;
-        if let Some(s) = finished_in(&line) {
-            total += s;
-            binaries += 1;
-        }
-        let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{line}");
-    }
-    let status = child.wait()?;
-    say(&format!(
-        "host-tests: test time {total:.1}s (the sum of {binaries} test binaries' \"finished in\")"
-    ));
-    Ok(status)
-}
-
-/// The seconds of a libtest summary line (`test result: ... finished in
-/// 1.23s`).
-fn finished_in(line: &str) -> Option<f64> {
-    let rest = line.strip_prefix("test result: ")?;
-    rest.rsplit_once("finished in ")?
-        .1
-        .trim()
-        .strip_suffix('s')?
-        .parse()
-        .ok()
 }
 
 fn host_command(name: &str) -> Command {
@@ -519,15 +486,6 @@ fn exit_code(s: ExitStatus) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_test_binarys_time_is_its_summary_lines() {
-        let line = "test result: ok. 66 passed; 0 failed; 0 ignored; 0 measured; \
-                    0 filtered out; finished in 9.48s";
-        assert_eq!(finished_in(line), Some(9.48));
-        assert_eq!(finished_in("test foo ... ok"), None);
-        assert_eq!(finished_in("  test result: ok. finished in 1s"), None);
-    }
 
     #[test]
     fn the_kernels_file() {
