@@ -72,6 +72,24 @@ pub fn classify(bytes: &[u8]) -> Option<Class> {
 mod tests {
     use super::*;
 
+    /// Each class is spelled as one of the kinds xtask's --explain reads
+    /// and calibrate prices (common's one list).
+    #[test]
+    fn every_class_is_one_of_the_kinds() {
+        use bpf_overhead_common::kinds::KINDS;
+        for c in [
+            Class::Int3,
+            Class::Syscall,
+            Class::Iret,
+            Class::Sysret,
+            Class::Serializing,
+            Class::Indirect,
+            Class::Return,
+        ] {
+            assert!(KINDS.contains(&c.name()), "{c:?} is {}", c.name());
+        }
+    }
+
     #[test]
     fn classes_are_read_from_the_bytes() {
         let cases: [(&[u8], Option<Class>); 16] = [
