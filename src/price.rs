@@ -11,25 +11,21 @@
 //! error that says how far a price can be trusted on a mechanism the fit
 //! has not seen. Pure: the command reads the files and renders.
 
+use bpf_overhead_common::kinds::KINDS;
 use serde::{Deserialize, Serialize};
 
-/// What a fit weighs: instructions, then the kinds in this order: traps
-/// and system calls and their returns, barriers, and the returns and
-/// indirect branches a mitigation may make dear (a return thunk on every
-/// `ret`). Non-negative weights let the fit leave out what costs nothing
+/// What a fit weighs: instructions, then the kinds of events in common's
+/// order ([`KINDS`]). Non-negative weights let the fit leave out what costs nothing
 /// more on this host.
-pub const FEATURES: [&str; 10] = [
-    "instructions",
-    "int3",
-    "debug",
-    "page_fault",
-    "syscall",
-    "iret",
-    "sysret",
-    "serializing",
-    "indirect",
-    "ret",
-];
+pub const FEATURES: [&str; 1 + KINDS.len()] = {
+    let mut f = ["instructions"; 1 + KINDS.len()];
+    let mut i = 0;
+    while i < KINDS.len() {
+        f[i + 1] = KINDS[i];
+        i += 1;
+    }
+    f
+};
 
 /// Fewer events of a kind per event than this are an interrupt's or a
 /// window edge's, not the path's: left out of a point.

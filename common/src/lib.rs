@@ -14,6 +14,7 @@ pub mod exit_status;
 pub mod import_cycle;
 pub mod imports;
 pub mod kconfig;
+pub mod kinds;
 pub mod marks;
 pub mod safe_write;
 pub mod verdict;

@@ -24,7 +24,7 @@ pub mod values;
 // writes goes through safe_write; the probe before a write is the
 // command's alone.
 pub use bpf_overhead_common::{
-    document, env_vars, exact_rule, exit_status, kconfig, safe_write, verdict,
+    document, env_vars, exact_rule, exit_status, kconfig, kinds, safe_write, verdict,
 };
 // Exact counts read from result documents and judged by that rule.
 pub mod counts;

@@ -14,6 +14,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 
+use crate::util::kinds::{self, KINDS};
+
 use super::fewest::{least, side_by_side, Windows};
 use super::symbols::Sorted;
 
@@ -26,24 +28,12 @@ pub const ENTRIES: [(&str, &str); 2] = [
     ("asm_exc_page_fault", "page_fault"),
 ];
 
-/// The kinds in the order they are shown: traps and system calls, their
-/// returns and barriers (the [`PATH`]), then what every path has more or
-/// less of.
-pub const ORDER: [&str; 9] = [
-    "int3",
-    "debug",
-    "page_fault",
-    "syscall",
-    "iret",
-    "sysret",
-    "serializing",
-    "indirect",
-    "ret",
-];
+/// The kinds in the order they are shown (common's one list).
+pub const ORDER: [&str; 9] = KINDS;
 
 /// The kinds that make a path: a change of one of them is a change of
 /// path; returns and indirect branches change with any code.
-pub const PATH: &[&str] = ORDER.split_at(7).0;
+pub const PATH: &[&str] = ORDER.split_at(kinds::PATH).0;
 
 /// One kind's events per event over the base's.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
