@@ -21,38 +21,10 @@ use serde_json::Value;
 
 mod common;
 use common::cli::*;
+use common::rng::Rng;
 
 const SEED: u64 = 63;
 const REAL: &str = include_str!("fixtures/exact/6.1.json");
-
-/// splitmix64: a fixed sequence from a seed, no dependency.
-struct Rng(u64);
-
-impl Rng {
-    /// Mutation `n`'s own sequence: the same whatever ran before it, so
-    /// that the mutations can be shared among threads and one replayed.
-    fn for_mutation(seed: u64, n: usize) -> Rng {
-        let mut r = Rng(seed ^ (n as u64).wrapping_mul(0xd6e8_feb8_6659_fd93));
-        r.next();
-        r
-    }
-
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len())]
-    }
-}
 
 /// Every node's JSON pointer, the root aside.
 fn pointers(v: &Value, at: &str, out: &mut Vec<String>) {
@@ -272,7 +244,7 @@ fn fuzz(base: &str, seed: u64, ns: impl Iterator<Item = usize>, done: &AtomicUsi
     let orig = Document::parse(base, Need::Complete).expect("the unmutated document reads");
     let mut failures = Vec::new();
     for n in ns {
-        let mut rng = Rng::for_mutation(seed, n);
+        let mut rng = Rng::for_case(seed, n as u64);
         let mut log = String::new();
         let text = mutate(&value, &mut rng, &mut log);
         let outcome = catch_unwind(AssertUnwindSafe(|| {
@@ -339,7 +311,7 @@ fn mutated_documents_through_the_commands() {
     let good = TempFile::new("fuzz-good.json");
     std::fs::write(&good.0, REAL).unwrap();
     let file = TempFile::new("fuzz-mutated.json");
-    let mut rng = Rng::for_mutation(SEED + 2, 0);
+    let mut rng = Rng::for_case(SEED + 2, 0);
     for n in 0..8 {
         let mut log = String::new();
         std::fs::write(&file.0, mutate(&value, &mut rng, &mut log)).unwrap();

@@ -11,6 +11,7 @@
 
 mod common;
 use common::procs;
+use common::rng::Rng;
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -52,32 +53,9 @@ const ITERATIONS: &str = "10";
 /// Far beyond a refused object's milliseconds and a measured one's second.
 const HANG: Duration = Duration::from_secs(30);
 
-/// splitmix64: enough randomness for mutations, and no dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn for_mutant(seed: u64, i: u64) -> Rng {
-        let mut r = Rng(seed ^ i.wrapping_mul(0x9e37_79b9_7f4a_7c15));
-        r.next();
-        r
-    }
-
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
-
 /// Mutant `i` of `seed`: which object, what was done to it, its bytes.
 fn mutant(objects: &[(&str, Vec<u8>)], seed: u64, i: u64) -> (String, Vec<u8>) {
-    let mut rng = Rng::for_mutant(seed, i);
+    let mut rng = Rng::for_case(seed, i);
     let (name, original) = &objects[rng.below(objects.len())];
     let mut bytes = original.clone();
     let len = bytes.len();

@@ -3,7 +3,8 @@
 //! mechanism through the same pipeline as the `bpf-overhead` command, the
 //! way the kernel's test_overhead does, checked for what it should have
 //! done. In the submodules: running the command ([`cli`]), the suite's
-//! BPF objects ([`objects`]), what a process holds ([`procs`]), what a test
+//! BPF objects ([`objects`]), what a process holds ([`procs`]), the mutation tests' seeded
+//! sequences ([`rng`]), what a test
 //! needs of the machine ([`system`]), another user's files and sudo
 //! ([`users`]) and the suite's KTAP ([`ktap`]).
 //!
@@ -25,6 +26,7 @@ pub mod cli;
 pub mod ktap;
 pub mod objects;
 pub mod procs;
+pub mod rng;
 pub mod system;
 pub mod users;
 
