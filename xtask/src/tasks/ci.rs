@@ -3,14 +3,15 @@
 //! table and the report ([`crate::tasks::ci::collect`]).
 //!
 //! The ci room: this task, its options ([`options`]), CI's table and
-//! report ([`collect`]), actionlint ([`lint`]) and the suite's test time
-//! ([`test_time`]). It imports the parts
+//! report ([`collect`]), actionlint ([`lint`]), the suite's test time
+//! ([`test_time`]) and the room it needs ([`space`]). It imports the parts
 //! (vm, build, kernels, util), never another task.
 
 pub mod collect;
 pub mod kernels;
 pub mod lint;
 pub mod options;
+pub mod space;
 pub mod test_time;
 
 use std::collections::VecDeque;
@@ -68,6 +69,11 @@ fn run(c: &CiArgs) -> Result<i32> {
     if let Some(dir) = &c.collect {
         let ok = collect(dir, &names(&kernels), &[], c.markdown)?;
         return Ok(if ok { 0 } else { 1 });
+    }
+    let avail = space::available(&repo).with_context(|| format!("statvfs {}", repo.display()))?;
+    if let Some(line) = space::shortfall(avail, space::NEEDED, &repo) {
+        say(&line);
+        return Ok(2);
     }
     let start = Instant::now();
     let mut done = Vec::new();
