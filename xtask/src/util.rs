@@ -128,6 +128,13 @@ pub fn which(prog: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// A child's exit status as a shell says it: its code, or 128 and the
+/// signal that ended it.
+pub fn exit_code(s: std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0))
+}
+
 /// Quotes a word for sh.
 pub fn sh_quote(s: &str) -> String {
     if !s.is_empty()

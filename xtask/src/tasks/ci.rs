@@ -4,13 +4,16 @@
 //!
 //! The ci room: this task, its options ([`options`]), CI's table and
 //! report ([`collect`]), actionlint ([`lint`]), the suite's test time
-//! ([`test_time`]) and the room it needs ([`space`]). It imports the parts
-//! (vm, build, kernels, util), never another task.
+//! ([`test_time`]), the room it needs ([`space`]), the VMs' order
+//! ([`queue`]) and the exact comparison of two kernels ([`against`]).
+//! It imports the parts (vm, build, kernels, util), never another task.
 
+pub mod against;
 pub mod collect;
 pub mod kernels;
 pub mod lint;
 pub mod options;
+pub mod queue;
 pub mod space;
 pub mod test_time;
 
@@ -18,7 +21,7 @@ use std::collections::VecDeque;
 use std::env;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::thread;
 use std::time::Instant;
@@ -27,12 +30,14 @@ use anyhow::{Context, Result};
 
 use crate::build::guest_build::build_command;
 use crate::kernels::arch::Arch;
+use crate::tasks::ci::against::AGAINST;
 use crate::tasks::ci::collect::{collect, kernel_dir, KernelRun};
 use crate::tasks::ci::kernels::names;
 pub use crate::tasks::ci::kernels::{matrix, read_kernels, CiKernel, Run, KERNELS_FILE};
 use crate::tasks::ci::options::{CiArgs, CI_STEPS};
+use crate::tasks::ci::queue::Job;
 use crate::util::env_vars::KCIDB_PYTHON_ENV;
-use crate::util::{cargo, is_root, one_line, relay, repo_root, sh_quote, shown};
+use crate::util::{cargo, exit_code, is_root, one_line, relay, repo_root, sh_quote, shown};
 
 pub fn main(c: CiArgs) -> i32 {
     match run(&c) {
@@ -228,17 +233,11 @@ fn host_command(name: &str) -> Command {
     cmd
 }
 
-/// The guest build, the kernels, the table and the report.
-fn vm_steps(c: &CiArgs, kernels: &[CiKernel]) -> Result<Vec<Done>> {
-    let out = &c.out;
-    if out.exists() {
-        fs::remove_dir_all(out).with_context(|| format!("emptying {}", out.display()))?;
-    }
-    crate::util::create_dir_all(out)?;
+/// What the VMs run, built before they start: each vmtest's own build is
+/// then a no-op, and the kernels running at once do not wait on cargo's
+/// lock.
+fn builds(kernels: &[CiKernel], out: &Path) -> Vec<Done> {
     let mut done = Vec::new();
-
-    // Built once, before the VMs start: each vmtest's own build is then a
-    // no-op, and the kernels running at once do not wait on cargo's lock.
     // Once for each architecture (an arm64 guest's is a cross build).
     for arch in archs(kernels, false) {
         let t = Instant::now();
@@ -272,15 +271,43 @@ fn vm_steps(c: &CiArgs, kernels: &[CiKernel]) -> Result<Vec<Done>> {
         });
     }
 
+    done
+}
+
+/// The guest build, the kernels, the table and the report.
+fn vm_steps(c: &CiArgs, kernels: &[CiKernel]) -> Result<Vec<Done>> {
+    let out = &c.out;
+    if out.exists() {
+        fs::remove_dir_all(out).with_context(|| format!("emptying {}", out.display()))?;
+    }
+    crate::util::create_dir_all(out)?;
+    let mut done = builds(kernels, out);
+
     let t = Instant::now();
     let jobs = c.jobs.min(kernels.len()).max(1);
     let names = names(kernels);
+    let x86 = |k: &str| {
+        kernels
+            .iter()
+            .any(|c| c.kernel == k && c.arch == Arch::X86_64)
+    };
+    let mut queue: Vec<Job> = kernels.iter().cloned().map(Job::Kernel).collect();
+    if x86(AGAINST.0) && x86(AGAINST.1) {
+        queue.push(Job::Against);
+    }
+    let walls_file = crate::util::cache_dir().map(|d| d.join(queue::WALLS_FILE));
+    let read = |f: &Path| queue::read_walls(&fs::read_to_string(f).unwrap_or_default());
+    let mut cached = walls_file.as_deref().map(read).unwrap_or_default();
+    let mut walls = read(&repo_root().join(queue::WALLS_HINT));
+    walls.extend(cached.clone());
+    let queue = queue::order(queue, &walls);
     say(&format!(
-        "kernels: {} in VMs, {jobs} at a time, into {}",
+        "kernels: {} in VMs, {jobs} at a time (longest first: {}), into {}",
         names.join(" "),
+        queue.iter().map(Job::name).collect::<Vec<_>>().join(" "),
         out.display()
     ));
-    let runs = run_kernels(kernels, out, jobs)?;
+    let (runs, against) = run_jobs(queue, out, jobs)?;
     let vms_secs = t.elapsed().as_secs_f64();
     let ok = collect(out, &names, &runs, false)?;
     done.push(Done {
@@ -288,13 +315,20 @@ fn vm_steps(c: &CiArgs, kernels: &[CiKernel]) -> Result<Vec<Done>> {
         ok,
         secs: vms_secs,
     });
-    let x86 = |k: &str| {
-        kernels
-            .iter()
-            .any(|c| c.kernel == k && c.arch == Arch::X86_64)
-    };
-    if x86(AGAINST.0) && x86(AGAINST.1) {
-        done.push(against(out)?);
+    cached.extend(
+        runs.iter()
+            .map(|r| (r.kernel.clone(), r.wall.as_secs_f64())),
+    );
+    if let Some(a) = against {
+        let a = a?;
+        cached.insert(Job::Against.name(), a.secs);
+        done.push(a);
+    }
+    // The next run's order; a cache that cannot be written costs only that.
+    if let Ok(f) = &walls_file {
+        if let Err(e) = crate::util::write_whole(f, queue::walls_text(&cached).as_bytes()) {
+            say(&format!("the kernels' walls not kept: {}", one_line(&e)));
+        }
     }
 
     // The guests' kselftest output through the parsers kernel CI uses.
@@ -316,72 +350,6 @@ fn vm_steps(c: &CiArgs, kernels: &[CiKernel]) -> Result<Vec<Done>> {
         });
     }
     Ok(done)
-}
-
-/// Kernel against kernel, answered: B's exact counts against A's.
-const AGAINST: (&str, &str) = ("6.1", "6.12");
-
-/// `vmtest A --exact --against B` on [`AGAINST`] into DIR/against: each
-/// kernel booted in turn under QEMU's instruction clock, the command's
-/// instructions per event compared by the exact rule. Its verdicts are
-/// exact (the time-based duet's under TCG never were: UNSURE every time);
-/// which way they go is the kernels' business, so it passes on exit 0 or
-/// 1 with a compared row for each mechanism. Debian's two series differ
-/// in cost-changing options, named in its output: --across-configs. With
-/// --explain, so that CI proves the TCG plugin builds and loads and each
-/// split adds up to its count (docs/explain.md).
-fn against(out: &Path) -> Result<Done> {
-    let t = Instant::now();
-    let exe = crate::util::own_exe();
-    let dir = out.join("against");
-    crate::util::create_dir_all(&dir)?;
-    let log = Mutex::new(crate::util::create_file(dir.join("vmtest.log"))?);
-    let mut child = Command::new(exe)
-        .args(["vmtest", AGAINST.0, "--exact", "--against", AGAINST.1])
-        .args(["--accel", "tcg", "--across-configs", "--explain"])
-        .args(["--bench-arg=-m", "--bench-arg=raw_tp,kprobe"])
-        .arg("--out")
-        .arg(&dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .context("starting vmtest --exact --against")?;
-    let (o, e) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
-    let stdout = Mutex::new(());
-    thread::scope(|s| {
-        s.spawn(|| relay(o, "[against] ", &log, &stdout));
-        s.spawn(|| relay(e, "[against] ", &log, &stdout));
-    });
-    let rc = exit_code(child.wait()?);
-    let compared = fs::read_to_string(dir.join("compare.json"))
-        .ok()
-        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-        .and_then(|v| v.as_array().map(|rows| rows.len()))
-        .unwrap_or(0);
-    // --explain: each side's split adds up to its counts (the plugin built,
-    // loaded and counted), per mechanism a KTAP test.
-    let explained = ["a", "b"].iter().all(|side| {
-        fs::read_to_string(dir.join(side).join("explain.ktap"))
-            .is_ok_and(|k| k.contains("\nok ") && !k.contains("not ok"))
-    });
-    let ok = matches!(rc, 0 | 1) && compared >= 2 && explained;
-    say(&format!(
-        "against: {} against {}, exact: exit {rc}, {compared} mechanisms compared, \
-         explained: {}",
-        AGAINST.1,
-        AGAINST.0,
-        if explained {
-            "each split adds up"
-        } else {
-            "NO (see explain.ktap)"
-        }
-    ));
-    Ok(Done {
-        name: "against".into(),
-        ok,
-        secs: t.elapsed().as_secs_f64(),
-    })
 }
 
 /// The architectures of the kernels that run the suite (`kselftest`
@@ -416,25 +384,46 @@ fn kselftest_cmd(out: &Path, arch: Arch) -> Result<String> {
     ))
 }
 
-/// Each kernel's `vmtest --out DIR/KERNEL`, `jobs` at a time; every kernel
-/// runs whatever the others do.
-fn run_kernels(kernels: &[CiKernel], out: &Path, jobs: usize) -> Result<Vec<KernelRun>> {
+/// The queue's jobs, `jobs` at a time: each kernel's `vmtest --out
+/// DIR/KERNEL`, and the comparison; every job runs whatever the others do.
+fn run_jobs(
+    queue: Vec<Job>,
+    out: &Path,
+    jobs: usize,
+) -> Result<(Vec<KernelRun>, Option<Result<Done>>)> {
     let exe = crate::util::own_exe();
-    let queue = Mutex::new(kernels.iter().cloned().collect::<VecDeque<_>>());
+    let queue = Mutex::new(VecDeque::from(queue));
     let runs = Mutex::new(Vec::new());
+    let against_done = Mutex::new(None);
     let stdout = Mutex::new(());
     thread::scope(|s| {
         for _ in 0..jobs {
             s.spawn(|| loop {
-                let Some(k) = queue.lock().unwrap().pop_front() else {
+                let Some(job) = queue.lock().unwrap().pop_front() else {
                     break;
                 };
-                let r = run_kernel(&exe, &k, out, &stdout);
-                runs.lock().unwrap().push(r);
+                match job {
+                    Job::Kernel(k) => {
+                        let r = run_kernel(&exe, &k, out, &stdout);
+                        runs.lock().unwrap().push(r);
+                    }
+                    Job::Against => {
+                        let t = Instant::now();
+                        let done = against::run(out, &stdout).map(|ok| Done {
+                            name: Job::Against.name(),
+                            ok,
+                            secs: t.elapsed().as_secs_f64(),
+                        });
+                        *against_done.lock().unwrap() = Some(done);
+                    }
+                }
             });
         }
     });
-    Ok(runs.into_inner().unwrap())
+    Ok((
+        runs.into_inner().unwrap(),
+        against_done.into_inner().unwrap(),
+    ))
 }
 
 fn run_kernel(exe: &Path, k: &CiKernel, out: &Path, stdout: &Mutex<()>) -> KernelRun {
@@ -482,11 +471,6 @@ fn run_kernel(exe: &Path, k: &CiKernel, out: &Path, stdout: &Mutex<()>) -> Kerne
         exit,
         wall: t.elapsed(),
     }
-}
-
-fn exit_code(s: ExitStatus) -> i32 {
-    use std::os::unix::process::ExitStatusExt;
-    s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0))
 }
 
 #[cfg(test)]

@@ -30,7 +30,7 @@ use crate::build::guest_build::build_tests;
 use crate::tasks::vmtest::Args;
 use crate::util::kconfig::{self, KernelConfig};
 use crate::util::signal::{check_signal, signalled};
-use crate::util::{relay, repo_root, say, secs, sh_quote, shown, which};
+use crate::util::{exit_code, relay, repo_root, say, secs, sh_quote, shown, which};
 use crate::vm::job::Job;
 use crate::vm::out::STAGING;
 use crate::vm::{self, Accel};
@@ -437,11 +437,6 @@ fn allowed_cpus() -> Result<Vec<usize>> {
     Ok((0..libc::CPU_SETSIZE as usize)
         .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
         .collect())
-}
-
-fn exit_code(s: std::process::ExitStatus) -> i32 {
-    use std::os::unix::process::ExitStatusExt;
-    s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0))
 }
 
 #[cfg(test)]

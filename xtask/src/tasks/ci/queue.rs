@@ -1,0 +1,122 @@
+//! The order CI's VMs run in, `--jobs` at a time: longest first, by the
+//! walls the last run on this machine took (kept in the cache), else by
+//! those of [`WALLS_HINT`], so that the longest does not start last and
+//! run alone. A job neither has seen goes first: it may be the longest.
+
+use std::collections::BTreeMap;
+
+use crate::tasks::ci::kernels::CiKernel;
+
+/// What a VM lane runs: a kernel of ci/kernels, or the exact comparison
+/// of two kernels (two VMs, one after the other).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Job {
+    Kernel(CiKernel),
+    Against,
+}
+
+impl Job {
+    pub fn name(&self) -> String {
+        match self {
+            Job::Kernel(k) => k.name(),
+            Job::Against => "against".into(),
+        }
+    }
+}
+
+/// The walls' file in the cache: `NAME<TAB>SECONDS` a line.
+pub const WALLS_FILE: &str = "ci-walls.tsv";
+
+/// The walls a fresh clone starts from, in the repository: a CI run's.
+pub const WALLS_HINT: &str = "ci/walls.tsv";
+
+/// `jobs` longest first by `walls`, the unknown ones first of all; ties
+/// keep their order.
+pub fn order(mut jobs: Vec<Job>, walls: &BTreeMap<String, f64>) -> Vec<Job> {
+    jobs.sort_by(|a, b| {
+        let w = |j: &Job| walls.get(&j.name()).copied().unwrap_or(f64::INFINITY);
+        w(b).total_cmp(&w(a))
+    });
+    jobs
+}
+
+/// The walls in a file's text; a line that does not read is left out (the
+/// file is a hint: at worst the order is ci/kernels').
+pub fn read_walls(text: &str) -> BTreeMap<String, f64> {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| {
+            let (name, secs) = l.split_once('\t')?;
+            let secs: f64 = secs.trim().parse().ok()?;
+            (secs.is_finite() && secs >= 0.0).then(|| (name.to_owned(), secs))
+        })
+        .collect()
+}
+
+pub fn walls_text(walls: &BTreeMap<String, f64>) -> String {
+    walls
+        .iter()
+        .map(|(name, secs)| format!("{name}\t{secs:.1}\n"))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kernel(line: &str) -> Job {
+        Job::Kernel(CiKernel::from_line(line).unwrap())
+    }
+
+    #[test]
+    fn longest_first_and_the_unknown_before_them() {
+        let jobs = vec![
+            kernel("5.10"),
+            kernel("newest"),
+            kernel("6.12 --exact"),
+            Job::Against,
+            kernel("6.12 --arch arm64"),
+        ];
+        // The walls of CI's run of 2026-12-07 (2 at a time).
+        let walls = read_walls("5.10\t44.5\nnewest\t337.3\n6.12-exact\t247.3\n6.12-arm64\t47.8\n");
+        let names: Vec<String> = order(jobs, &walls).iter().map(Job::name).collect();
+        assert_eq!(
+            names,
+            ["against", "newest", "6.12-exact", "6.12-arm64", "5.10"]
+        );
+    }
+
+    #[test]
+    fn without_walls_the_order_is_the_files() {
+        let jobs = vec![kernel("5.10"), kernel("6.1"), Job::Against];
+        assert_eq!(order(jobs.clone(), &BTreeMap::new()), jobs);
+    }
+
+    #[test]
+    fn the_hint_names_only_ci_jobs() {
+        let repo = crate::util::repo_root();
+        let text = std::fs::read_to_string(repo.join(WALLS_HINT)).unwrap();
+        let hint = read_walls(&text);
+        let kernels = std::fs::read_to_string(repo.join(crate::tasks::ci::KERNELS_FILE)).unwrap();
+        let mut jobs: Vec<String> = crate::tasks::ci::read_kernels(&kernels)
+            .unwrap()
+            .iter()
+            .map(CiKernel::name)
+            .collect();
+        jobs.push(Job::Against.name());
+        let lines = text.lines().filter(|l| !l.starts_with('#')).count();
+        assert_eq!(hint.len(), lines, "every line reads");
+        let stale: Vec<&String> = hint.keys().filter(|n| !jobs.contains(n)).collect();
+        assert!(
+            stale.is_empty(),
+            "{WALLS_HINT} names no such job: {stale:?}"
+        );
+    }
+
+    #[test]
+    fn walls_read_back_and_bad_lines_are_left_out() {
+        let walls = read_walls("6.1\t56.3\nnewest\tNaN\n6.12 86\n5.10\t-1\nagainst\t120\n");
+        assert_eq!(walls_text(&walls), "6.1\t56.3\nagainst\t120.0\n");
+        assert_eq!(read_walls(&walls_text(&walls)), walls);
+    }
+}
