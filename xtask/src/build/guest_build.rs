@@ -45,15 +45,10 @@ pub fn test_build_args(all: bool, user: &[String]) -> Vec<String> {
     args
 }
 
-/// The cross build of an arm64 guest's binaries (Debian's Rust, the cross
-/// gcc, target/arm64; `scripts/setup --arm64` installs them): `cargo test
-/// --no-run --release --target aarch64-unknown-linux-gnu` with the arguments
-/// it is given.
-pub const CROSS_BUILD_ARM64: &str = "scripts/cross-build-arm64";
-
 /// The build of the guest's test binaries for `arch`: `cargo test --no-run`
 /// with [`test_build_args`], or for another architecture than the host's
-/// its cross build (always a release build), JSON on stdout with `json`.
+/// [`static_test_command`]'s cross build (`scripts/setup --arm64` installs
+/// what it needs), JSON on stdout with `json`.
 pub fn build_command(repo: &Path, arch: Arch, all: bool, user: &[String], json: bool) -> Command {
     let args = test_build_args(all, user);
     let json = json.then_some("--message-format=json-render-diagnostics");
@@ -62,12 +57,80 @@ pub fn build_command(repo: &Path, arch: Arch, all: bool, user: &[String], json: 
         c.args(["test", "--no-run"]).args(json).args(args);
         c
     } else {
-        let mut c = Command::new(repo.join(CROSS_BUILD_ARM64));
+        // Static, as the kselftest collection's (which then builds nothing
+        // again): the guest needs no arm64 libraries.
+        let mut c = static_test_command(repo, arch);
         c.args(json)
             .args(args.into_iter().filter(|a| a != "--release"));
         c
     };
     c.current_dir(repo).stdin(Stdio::null());
+    c
+}
+
+/// Rust's target for `arch`, always given: with `--target`, RUSTFLAGS
+/// reach only the target's artifacts, not build scripts and proc macros
+/// (which cannot be linked statically).
+pub fn rust_target(arch: Arch) -> &'static str {
+    match arch {
+        Arch::X86_64 => "x86_64-unknown-linux-gnu",
+        Arch::Arm64 => "aarch64-unknown-linux-gnu",
+    }
+}
+
+/// Where Debian keeps `arch`'s libraries, libelf.a and libz.a among them.
+fn multiarch_lib(arch: Arch) -> &'static str {
+    match arch {
+        Arch::X86_64 => "/usr/lib/x86_64-linux-gnu",
+        Arch::Arm64 => "/usr/lib/aarch64-linux-gnu",
+    }
+}
+
+/// The static build: `cargo test --release --no-run --features static`
+/// (which builds the command too), in its own target directory
+/// (`target/kselftest`, `target/kselftest-arm64`) so that the usual builds
+/// stay as they are; the tests to build are the caller's. Another
+/// architecture than the host's is a cross build with Debian's Rust and
+/// cross gcc. The kselftest collection's programs, and an arm64 guest's:
+/// one build serves both.
+pub fn static_test_command(repo: &Path, arch: Arch) -> Command {
+    let target = rust_target(arch);
+    let mut c = if arch.is_host() {
+        cargo()
+    } else {
+        let mut c = Command::new("/usr/bin/cargo");
+        c.env("RUSTC", "/usr/bin/rustc")
+            .env("RUSTDOC", "/usr/bin/rustdoc")
+            .env(
+                format!("CC_{}", target.replace('-', "_")),
+                "aarch64-linux-gnu-gcc",
+            );
+        c
+    };
+    c.args(["test", "--release", "--no-run", "--features", "static"])
+        .args(["--target", target])
+        .env(
+            "CARGO_TARGET_DIR",
+            repo.join(arch.tagged("target/kselftest")),
+        )
+        // Not static-pie: `file` and kernel CI's checks say "statically linked".
+        .env(
+            "RUSTFLAGS",
+            "-C target-feature=+crt-static -C relocation-model=static",
+        )
+        .current_dir(repo)
+        .stdin(Stdio::null());
+    // libbpf-sys links libelf.a and libz.a but does not say where they are;
+    // the host's copy (libbpf-cargo's, for build.rs) gets the feature too.
+    for a in [Arch::host(), Some(arch)].into_iter().flatten() {
+        c.env(
+            format!(
+                "LIBBPF_SYS_LIBRARY_PATH_{}",
+                rust_target(a).replace('-', "_")
+            ),
+            multiarch_lib(a),
+        );
+    }
     c
 }
 
@@ -322,12 +385,20 @@ mod tests {
             shown(&host)
         );
         let arm = build_command(repo, Arch::Arm64, false, &[], true);
-        assert_eq!(arm.get_program(), "/r/scripts/cross-build-arm64");
+        assert_eq!(arm.get_program(), "/usr/bin/cargo");
         assert_eq!(
             shown(&arm),
-            "cross-build-arm64 --message-format=json-render-diagnostics --test overhead \
-             --test cleanup --test kernel_hooks",
-            "the script builds release"
+            "cargo test --release --no-run --features static --target aarch64-unknown-linux-gnu \
+             --message-format=json-render-diagnostics --test overhead --test cleanup \
+             --test kernel_hooks",
+            "the kselftest collection's build, and the guest's tests"
+        );
+        let ks = crate::build::static_build::build_command(repo, Arch::Arm64);
+        let env = |c: &Command| -> Vec<String> { c.get_envs().map(|e| format!("{e:?}")).collect() };
+        assert_eq!(
+            env(&arm),
+            env(&ks),
+            "one build serves both: nothing built twice"
         );
         assert_eq!(arm.get_current_dir(), Some(repo));
     }

@@ -7,7 +7,7 @@
 //! interpreter and no needed library.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Instant;
 
 use anyhow::{bail, ensure, Context, Result};
@@ -15,76 +15,18 @@ use object::read::elf::{Dyn, FileHeader, ProgramHeader};
 use object::{elf, Endianness};
 
 use crate::build::guest_build::{
-    command_executable, messages, test_executables, test_name, GUEST_TESTS,
+    command_executable, messages, static_test_command, test_executables, test_name, GUEST_TESTS,
 };
 use crate::kernels::arch::Arch;
-use crate::util::{cargo, secs, shown};
+use crate::util::{secs, shown};
 
-/// Rust's target for `arch`, always given: with `--target`, RUSTFLAGS
-/// reach only the target's artifacts, not build scripts and proc macros
-/// (which cannot be linked statically).
-pub fn rust_target(arch: Arch) -> &'static str {
-    match arch {
-        Arch::X86_64 => "x86_64-unknown-linux-gnu",
-        Arch::Arm64 => "aarch64-unknown-linux-gnu",
-    }
-}
-
-/// Where Debian keeps `arch`'s libraries, libelf.a and libz.a among them.
-fn multiarch_lib(arch: Arch) -> &'static str {
-    match arch {
-        Arch::X86_64 => "/usr/lib/x86_64-linux-gnu",
-        Arch::Arm64 => "/usr/lib/aarch64-linux-gnu",
-    }
-}
-
-/// The build: `cargo test --release --no-run --features static` of the
-/// guest's tests (which builds the command too), in its own target
-/// directory (`target/kselftest`, `target/kselftest-arm64`) so that the usual builds stay as they
-/// are. Another architecture than the host's is a cross build with
-/// Debian's Rust and cross gcc, as scripts/cross-build-arm64 does.
+/// The build: [`static_test_command`] of the guest's tests, JSON on stdout.
 pub fn build_command(repo: &Path, arch: Arch) -> Command {
-    let target = rust_target(arch);
-    let mut c = if arch.is_host() {
-        cargo()
-    } else {
-        let mut c = Command::new("/usr/bin/cargo");
-        c.env("RUSTC", "/usr/bin/rustc")
-            .env("RUSTDOC", "/usr/bin/rustdoc")
-            .env(
-                format!("CC_{}", target.replace('-', "_")),
-                "aarch64-linux-gnu-gcc",
-            );
-        c
-    };
-    c.args(["test", "--release", "--no-run", "--features", "static"])
-        .args(["--target", target]);
+    let mut c = static_test_command(repo, arch);
     for t in GUEST_TESTS {
         c.args(["--test", t]);
     }
-    c.arg("--message-format=json-render-diagnostics")
-        .env(
-            "CARGO_TARGET_DIR",
-            repo.join(arch.tagged("target/kselftest")),
-        )
-        // Not static-pie: `file` and kernel CI's checks say "statically linked".
-        .env(
-            "RUSTFLAGS",
-            "-C target-feature=+crt-static -C relocation-model=static",
-        )
-        .current_dir(repo)
-        .stdin(Stdio::null());
-    // libbpf-sys links libelf.a and libz.a but does not say where they are;
-    // the host's copy (libbpf-cargo's, for build.rs) gets the feature too.
-    for a in [Arch::host(), Some(arch)].into_iter().flatten() {
-        c.env(
-            format!(
-                "LIBBPF_SYS_LIBRARY_PATH_{}",
-                rust_target(a).replace('-', "_")
-            ),
-            multiarch_lib(a),
-        );
-    }
+    c.arg("--message-format=json-render-diagnostics");
     c
 }
 

@@ -23,10 +23,9 @@ KERNEL is one of:
 With --arch arm64 the same spellings name Debian's arm64 kernels (6.12.118+deb13-arm64;
 a PATH is an arm64 Image, Image.gz or EFI zboot vmlinuz.efi), booted under
 qemu-system-aarch64 -M virt (TCG) with an arm64 busybox (Debian's busybox-static, fetched
-through the runner's arm64 apt in CACHE/apt-arm64) and the tests cross-built by
-scripts/cross-build-arm64; the host root's programs being x86-64, the guest runs the job
-with busybox's sh and applets, and arm64 binaries with the host's multiarch libraries
-(scripts/setup --arm64).
+through the runner's arm64 apt in CACHE/apt-arm64) and the tests cross-built statically,
+as the kselftest collection's (target/kselftest-arm64; scripts/setup --arm64); the host
+root's programs being x86-64, the guest runs the job with busybox's sh and applets.
 Debian kernels are fetched with the runner's own apt configuration (sources, lists and
 state in CACHE/apt, never the host's), unpacked (not installed) and checked in a temporary
 directory, then moved to CACHE/kernels/<release>/ with the vmlinux extracted from the
@@ -126,7 +125,7 @@ Steps (--skip NAME leaves one out):
   kernels      each kernel of ci/kernels (`KERNEL [--arch ARCH]` a line; named KERNEL, or
                KERNEL-ARCH for arm64): `cargo xtask vmtest --arch ARCH KERNEL --out DIR/NAME`,
                --jobs at a time (default 2), after one build of the guest's test binaries
-               per architecture (arm64: scripts/cross-build-arm64); its output also in
+               per architecture (arm64: kselftest's static build); its output also in
                DIR/NAME/vmtest.log, each line prefixed with [NAME]. A `--kselftest` line
                (NAME-kselftest) runs the kselftest collection instead: `cargo xtask
                kselftest --arch ARCH --out DIR/kselftest-ARCH` once per architecture, in the
