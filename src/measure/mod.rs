@@ -83,8 +83,8 @@ pub use mechanism::target::{Site, Target};
 pub use mechanism::trigger::{Driver, Trigger, MAX_BATCH};
 pub use running::attach_cost::AttachCost;
 pub use running::run::{
-    fitted, lead_in, on_measuring_thread, timed_run, with_attached, Attached, ProducerSample,
-    Sample,
+    fitted, lead_in, on_measuring_thread, timed_run, timed_runs, with_attached, Attached,
+    ProducerSample, Sample,
 };
 pub use settings::options::{Batch, Counting, Options, ProgWork, DEFAULT_ITERATIONS};
 pub use settings::variant::Variant;

@@ -12,7 +12,8 @@ use crate::document::Status;
 use crate::measure::running::keeper::Keeper;
 use crate::measure::{cpu::cpulock, note_default_cpu, running::context};
 use crate::measure::{
-    on_measuring_thread, timed_run, Error, Mechanism, Options, Privileged, Result, Sample, Support,
+    on_measuring_thread, timed_run, timed_runs, Error, Mechanism, Options, Privileged, Result,
+    Sample, Support,
 };
 use ab::{side, sides, Side};
 
@@ -296,6 +297,26 @@ impl<P: FnMut(&Step)> Running<'_, P> {
     fn timed_run(&self, m: Mechanism, opts: &Options) -> Result<Sample> {
         timed_run(self.support.ready(m)?, opts)
     }
+
+    fn timed_runs(&self, m: Mechanism, opts: &Options, n: usize) -> Result<Vec<Sample>> {
+        timed_runs(self.support.ready(m)?, opts, n)
+    }
+}
+
+/// The runs `o` makes in one attachment, all its rounds' in the first: under
+/// the instruction clock nothing drifts between them, and a link on every
+/// function takes minutes of TCG to make and undo (fsession.multi-all-loop
+/// on 7.3). Elsewhere one, each run between its base's.
+fn per_attachment(plan: &Plan, o: &MechanismRuns) -> usize {
+    let block = plan.exact()
+        && o.mechanism.kind().spec().attach.every_function()
+        && plan.options.producers.get() == 1
+        && plan.against.is_none();
+    if block {
+        plan.repeats.get()
+    } else {
+        1
+    }
 }
 
 /// Step 1: one untimed run of every mechanism: the load-time support check.
@@ -370,8 +391,12 @@ fn timed_rounds(
     let mut round = 0;
     loop {
         let min_rounds = round < plan.repeats.get();
+        let first = round == 0;
         let wanted = |o: &MechanismRuns| {
-            o.is_ok() && !o.mechanism.is_base() && (min_rounds || !o.is_sure(plan))
+            o.is_ok()
+                && !o.mechanism.is_base()
+                && (min_rounds || !o.is_sure(plan))
+                && (first || per_attachment(plan, o) == 1)
         };
         // A base with none of its mechanisms to measure (selected alone,
         // or they are skipped) runs once a round, the least number of rounds.
@@ -444,10 +469,10 @@ fn bracket(
             at.step.done += 1;
             let o = side(per_mechanism, run);
             match got {
-                Ok((single, sample)) => {
+                Ok((single, samples)) => {
                     o.single.extend(single);
-                    o.samples.push(sample);
-                    o.before.push(b);
+                    o.before.extend(samples.iter().map(|_| b.clone()));
+                    o.samples.extend(samples);
                 }
                 Err(err) => {
                     o.fail(err);
@@ -460,9 +485,11 @@ fn bracket(
         }
         at.next(format!("round {round} {}", per_mechanism[base].mechanism));
         match timed(at, &per_mechanism[base]) {
-            Ok((single, sample)) => {
+            Ok((single, mut samples)) => {
+                let sample = samples.pop().expect("a base runs once an attachment");
                 if n > 0 {
-                    side(per_mechanism, run).after.push(sample.clone());
+                    let o = side(per_mechanism, run);
+                    o.after.resize(o.samples.len(), sample.clone());
                 }
                 per_mechanism[base].single.extend(single);
                 per_mechanism[base].samples.push(sample.clone());
@@ -477,14 +504,18 @@ fn bracket(
     true
 }
 
-/// One timed run of `m`, and with several producers first one producer
-/// alone (for the scaling).
+/// One timed run of `o` (or [`per_attachment`]'s), and with several
+/// producers first one producer alone (for the scaling).
 fn timed(
     at: &mut Running<'_, impl FnMut(&Step)>,
     o: &MechanismRuns,
-) -> Result<(Option<Sample>, Sample)> {
+) -> Result<(Option<Sample>, Vec<Sample>)> {
     let plan = at.plan;
     let opts = plan.options_for(o, false);
+    let n = per_attachment(plan, o);
+    if n > 1 {
+        return Ok((None, at.timed_runs(o.mechanism, &opts, n)?));
+    }
     let single = (plan.options.producers.get() > 1)
         .then(|| {
             let one = Options {
@@ -506,7 +537,7 @@ fn timed(
         at.step.retaken += 1;
         sample = at.timed_run(o.mechanism, &opts)?;
     }
-    Ok((single, sample))
+    Ok((single, vec![sample]))
 }
 
 /// After a stop: drops the round in progress (a mechanism's figures pair
@@ -597,6 +628,20 @@ mod tests {
                 Some("not measured: interrupted by SIGTERM")
             );
         }
+    }
+
+    #[test]
+    fn a_link_on_every_function_is_made_once_under_the_instruction_clock() {
+        use crate::document::Emulation;
+        let all = MechanismRuns::new(m("kprobe.multi-all-loop"));
+        let one = MechanismRuns::new(m("kprobe.multi-loop"));
+        let exact = Plan::new(&[m("base-loop")], Some(Emulation::TcgIcount));
+        assert_eq!(per_attachment(&exact, &all), exact.repeats.get());
+        assert_eq!(per_attachment(&exact, &one), 1);
+        let timed = Plan::new(&[m("base-loop")], None);
+        assert_eq!(per_attachment(&timed, &all), 1, "timed runs pair each with its bases");
+        let tcg = Plan::new(&[m("base-loop")], Some(Emulation::Tcg));
+        assert_eq!(per_attachment(&tcg, &all), 1);
     }
 
     #[test]

@@ -534,9 +534,16 @@ pub fn with_attached<R>(
 /// One measurement of `ready`'s mechanism with `opts`: `opts.iterations`
 /// events, scaled for a base as its trigger says.
 pub fn timed_run(ready: Ready<'_>, opts: &Options) -> Result<Sample> {
+    timed_runs(ready, opts, 1).map(|mut s| s.remove(0))
+}
+
+/// `n` (at least one) such measurements in one attachment.
+pub fn timed_runs(ready: Ready<'_>, opts: &Options, n: usize) -> Result<Vec<Sample>> {
     let events = NonZeroU64::new(ready.mechanism().events(opts.iterations.get()))
         .expect("scaling a non-zero count keeps it non-zero");
-    with_attached(ready, opts, |run| run.time_run(events))
+    with_attached(ready, opts, |run| {
+        (0..n.max(1)).map(|_| run.time_run(events)).collect()
+    })
 }
 
 #[cfg(test)]
