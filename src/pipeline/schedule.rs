@@ -326,8 +326,12 @@ fn warm_up(at: &mut Running<'_, impl FnMut(&Step)>, per_mechanism: &mut [Mechani
         bpf_stats: false,
         ..plan.options.clone()
     };
-    at.step.total = per_mechanism.iter().filter(|o| o.is_ok()).count() as u64;
-    for m_runs in per_mechanism.iter_mut().filter(|o| o.is_ok()) {
+    // Runs made in one attachment, of a size given, need none: the first
+    // of them is one, and the count is the fewest.
+    let warms =
+        |o: &MechanismRuns| o.is_ok() && (per_attachment(plan, o) == 1 || plan.run_time.is_some());
+    at.step.total = per_mechanism.iter().filter(|o| warms(o)).count() as u64;
+    for m_runs in per_mechanism.iter_mut().filter(|o| warms(o)) {
         if plan.stopped_by().is_some() {
             return;
         }
@@ -639,7 +643,11 @@ mod tests {
         assert_eq!(per_attachment(&exact, &all), exact.repeats.get());
         assert_eq!(per_attachment(&exact, &one), 1);
         let timed = Plan::new(&[m("base-loop")], None);
-        assert_eq!(per_attachment(&timed, &all), 1, "timed runs pair each with its bases");
+        assert_eq!(
+            per_attachment(&timed, &all),
+            1,
+            "timed runs pair each with its bases"
+        );
         let tcg = Plan::new(&[m("base-loop")], Some(Emulation::Tcg));
         assert_eq!(per_attachment(&tcg, &all), 1);
     }
