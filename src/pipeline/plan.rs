@@ -138,6 +138,23 @@ impl Plan {
             .is_some_and(Emulation::counts_instructions)
     }
 
+    /// The runs `m` makes in one attachment, all its rounds' in the first:
+    /// under the instruction clock nothing drifts between them, and a link
+    /// on every function takes minutes of TCG to make and undo
+    /// (fsession.multi-all-loop on 7.3). Elsewhere one, each run between
+    /// its base's.
+    pub fn per_attachment(&self, m: Mechanism) -> usize {
+        let block = self.exact()
+            && m.kind().spec().attach.every_function()
+            && self.options.producers.get() == 1
+            && self.against.is_none();
+        if block {
+            self.repeats.get()
+        } else {
+            1
+        }
+    }
+
     /// `selection` and each one's base, in catalogue order; an empty
     /// selection means every mechanism. Defaults for the rest, which
     /// depend on whether the run is `emulated` ([`Plan::emulated`]).
@@ -394,5 +411,23 @@ mod tests {
         let one = estimate_secs(&plan(1_000_000, 1));
         let ten = estimate_secs(&plan(1_000_000, 19));
         assert!(ten > 3.0 * one, "{one} {ten}");
+    }
+
+    #[test]
+    fn a_link_on_every_function_is_made_once_under_the_instruction_clock() {
+        use crate::document::Emulation;
+        let all = m("kprobe.multi-all-loop");
+        let one = m("kprobe.multi-loop");
+        let exact = Plan::new(&[m("base-loop")], Some(Emulation::TcgIcount));
+        assert_eq!(exact.per_attachment(all), exact.repeats.get());
+        assert_eq!(exact.per_attachment(one), 1);
+        let timed = Plan::new(&[m("base-loop")], None);
+        assert_eq!(
+            timed.per_attachment(all),
+            1,
+            "timed runs pair each with its bases"
+        );
+        let tcg = Plan::new(&[m("base-loop")], Some(Emulation::Tcg));
+        assert_eq!(tcg.per_attachment(all), 1);
     }
 }

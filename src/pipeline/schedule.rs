@@ -303,22 +303,6 @@ impl<P: FnMut(&Step)> Running<'_, P> {
     }
 }
 
-/// The runs `o` makes in one attachment, all its rounds' in the first: under
-/// the instruction clock nothing drifts between them, and a link on every
-/// function takes minutes of TCG to make and undo (fsession.multi-all-loop
-/// on 7.3). Elsewhere one, each run between its base's.
-fn per_attachment(plan: &Plan, o: &MechanismRuns) -> usize {
-    let block = plan.exact()
-        && o.mechanism.kind().spec().attach.every_function()
-        && plan.options.producers.get() == 1
-        && plan.against.is_none();
-    if block {
-        plan.repeats.get()
-    } else {
-        1
-    }
-}
-
 /// Step 1: one untimed run of every mechanism: the load-time support check.
 fn warm_up(at: &mut Running<'_, impl FnMut(&Step)>, per_mechanism: &mut [MechanismRuns]) {
     let plan = at.plan;
@@ -328,8 +312,9 @@ fn warm_up(at: &mut Running<'_, impl FnMut(&Step)>, per_mechanism: &mut [Mechani
     };
     // Runs made in one attachment, of a size given, need none: the first
     // of them is one, and the count is the fewest.
-    let warms =
-        |o: &MechanismRuns| o.is_ok() && (per_attachment(plan, o) == 1 || plan.run_time.is_some());
+    let warms = |o: &MechanismRuns| {
+        o.is_ok() && (plan.per_attachment(o.mechanism) == 1 || plan.run_time.is_some())
+    };
     at.step.total = per_mechanism.iter().filter(|o| warms(o)).count() as u64;
     for m_runs in per_mechanism.iter_mut().filter(|o| warms(o)) {
         if plan.stopped_by().is_some() {
@@ -400,7 +385,7 @@ fn timed_rounds(
             o.is_ok()
                 && !o.mechanism.is_base()
                 && (min_rounds || !o.is_sure(plan))
-                && (first || per_attachment(plan, o) == 1)
+                && (first || plan.per_attachment(o.mechanism) == 1)
         };
         // A base with none of its mechanisms to measure (selected alone,
         // or they are skipped) runs once a round, the least number of rounds.
@@ -508,7 +493,7 @@ fn bracket(
     true
 }
 
-/// One timed run of `o` (or [`per_attachment`]'s), and with several
+/// One timed run of `o` (or [`Plan::per_attachment`]'s), and with several
 /// producers first one producer alone (for the scaling).
 fn timed(
     at: &mut Running<'_, impl FnMut(&Step)>,
@@ -516,7 +501,7 @@ fn timed(
 ) -> Result<(Option<Sample>, Vec<Sample>)> {
     let plan = at.plan;
     let opts = plan.options_for(o, false);
-    let n = per_attachment(plan, o);
+    let n = plan.per_attachment(o.mechanism);
     if n > 1 {
         return Ok((None, at.timed_runs(o.mechanism, &opts, n)?));
     }
@@ -632,24 +617,6 @@ mod tests {
                 Some("not measured: interrupted by SIGTERM")
             );
         }
-    }
-
-    #[test]
-    fn a_link_on_every_function_is_made_once_under_the_instruction_clock() {
-        use crate::document::Emulation;
-        let all = MechanismRuns::new(m("kprobe.multi-all-loop"));
-        let one = MechanismRuns::new(m("kprobe.multi-loop"));
-        let exact = Plan::new(&[m("base-loop")], Some(Emulation::TcgIcount));
-        assert_eq!(per_attachment(&exact, &all), exact.repeats.get());
-        assert_eq!(per_attachment(&exact, &one), 1);
-        let timed = Plan::new(&[m("base-loop")], None);
-        assert_eq!(
-            per_attachment(&timed, &all),
-            1,
-            "timed runs pair each with its bases"
-        );
-        let tcg = Plan::new(&[m("base-loop")], Some(Emulation::Tcg));
-        assert_eq!(per_attachment(&tcg, &all), 1);
     }
 
     #[test]
