@@ -113,6 +113,36 @@ mod tests {
         );
     }
 
+    /// When the last of `jobs` ends, `lanes` at a time in that order.
+    fn makespan(jobs: &[Job], walls: &BTreeMap<String, f64>, lanes: usize) -> f64 {
+        let mut free = vec![0.0_f64; lanes];
+        for j in jobs {
+            let lane = (0..lanes)
+                .min_by(|&a, &b| free[a].total_cmp(&free[b]))
+                .unwrap();
+            free[lane] += walls[&j.name()];
+        }
+        free.into_iter().fold(0.0, f64::max)
+    }
+
+    #[test]
+    fn longest_first_ends_ci_sooner_than_the_files_order() {
+        let repo = crate::util::repo_root();
+        let walls = read_walls(&std::fs::read_to_string(repo.join(WALLS_HINT)).unwrap());
+        let kernels = std::fs::read_to_string(repo.join(crate::tasks::ci::KERNELS_FILE)).unwrap();
+        let mut jobs: Vec<Job> = crate::tasks::ci::read_kernels(&kernels)
+            .unwrap()
+            .into_iter()
+            .map(Job::Kernel)
+            .collect();
+        // Before: the kernels in the file's order, then the comparison alone.
+        let before = makespan(&jobs, &walls, 2) + walls["against"];
+        jobs.push(Job::Against);
+        let after = makespan(&order(jobs, &walls), &walls, 2);
+        assert!(after < before, "{after:.0} s against {before:.0} s");
+        eprintln!("the hint's VMs, 2 at a time: {before:.0} s in the file's order, {after:.0} s longest first");
+    }
+
     #[test]
     fn walls_read_back_and_bad_lines_are_left_out() {
         let walls = read_walls("6.1\t56.3\nnewest\tNaN\n6.12 86\n5.10\t-1\nagainst\t120\n");
