@@ -92,17 +92,24 @@ mod tests {
         assert_eq!(order(jobs.clone(), &BTreeMap::new()), jobs);
     }
 
-    #[test]
-    fn the_hint_names_only_ci_jobs() {
+    /// The repository's hint, its text, and CI's kernels as jobs.
+    fn hint_and_kernels() -> (String, Vec<Job>) {
         let repo = crate::util::repo_root();
         let text = std::fs::read_to_string(repo.join(WALLS_HINT)).unwrap();
-        let hint = read_walls(&text);
         let kernels = std::fs::read_to_string(repo.join(crate::tasks::ci::KERNELS_FILE)).unwrap();
-        let mut jobs: Vec<String> = crate::tasks::ci::read_kernels(&kernels)
+        let jobs = crate::tasks::ci::read_kernels(&kernels)
             .unwrap()
-            .iter()
-            .map(CiKernel::name)
+            .into_iter()
+            .map(Job::Kernel)
             .collect();
+        (text, jobs)
+    }
+
+    #[test]
+    fn the_hint_names_only_ci_jobs() {
+        let (text, kernels) = hint_and_kernels();
+        let hint = read_walls(&text);
+        let mut jobs: Vec<String> = kernels.iter().map(Job::name).collect();
         jobs.push(Job::Against.name());
         let lines = text.lines().filter(|l| !l.starts_with('#')).count();
         assert_eq!(hint.len(), lines, "every line reads");
@@ -127,14 +134,8 @@ mod tests {
 
     #[test]
     fn longest_first_ends_ci_sooner_than_the_files_order() {
-        let repo = crate::util::repo_root();
-        let walls = read_walls(&std::fs::read_to_string(repo.join(WALLS_HINT)).unwrap());
-        let kernels = std::fs::read_to_string(repo.join(crate::tasks::ci::KERNELS_FILE)).unwrap();
-        let mut jobs: Vec<Job> = crate::tasks::ci::read_kernels(&kernels)
-            .unwrap()
-            .into_iter()
-            .map(Job::Kernel)
-            .collect();
+        let (text, mut jobs) = hint_and_kernels();
+        let walls = read_walls(&text);
         // Before: the kernels in the file's order, then the comparison alone.
         let before = makespan(&jobs, &walls, 2) + walls["against"];
         jobs.push(Job::Against);
