@@ -221,6 +221,28 @@ pub fn one_line(e: &anyhow::Error) -> String {
 /// Copies a child's lines to the terminal, each after `prefix`, and to
 /// `log`; `stdout` keeps two children's lines whole (ci's kernels, the
 /// duet's sides).
+/// Runs `cmd` with its stdout and stderr [`relay`]ed, and says its exit
+/// code ([`exit_code`]).
+pub fn run_relayed(
+    cmd: &mut std::process::Command,
+    prefix: &str,
+    log: &Mutex<File>,
+    stdout: &Mutex<()>,
+) -> std::io::Result<i32> {
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let (o, e) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    std::thread::scope(|s| {
+        s.spawn(|| relay(o, prefix, log, stdout));
+        s.spawn(|| relay(e, prefix, log, stdout));
+    });
+    Ok(exit_code(child.wait()?))
+}
+
 pub fn relay(from: impl Read, prefix: &str, log: &Mutex<File>, stdout: &Mutex<()>) {
     for line in BufReader::new(from).split(b'\n').map_while(Result::ok) {
         let _ = log.lock().unwrap().write_all(&[&line[..], b"\n"].concat());
@@ -235,6 +257,28 @@ pub fn relay(from: impl Read, prefix: &str, log: &Mutex<File>, stdout: &Mutex<()
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_relayed_child_keeps_both_streams_and_its_exit_code() {
+        let path = std::env::temp_dir().join(format!("relayed-{}.log", std::process::id()));
+        let log = Mutex::new(File::create(&path).unwrap());
+        let mut cmd = std::process::Command::new("sh");
+        cmd.args(["-c", "echo out; echo err >&2; exit 3"]);
+        assert_eq!(
+            run_relayed(&mut cmd, "[t] ", &log, &Mutex::new(())).unwrap(),
+            3
+        );
+        let mut lines: Vec<String> = std::fs::read_to_string(&path)
+            .unwrap()
+            .lines()
+            .map(String::from)
+            .collect();
+        lines.sort();
+        assert_eq!(lines, ["err", "out"]);
+        let _ = std::fs::remove_file(path);
+        let mut gone = std::process::Command::new("/no/such/program");
+        assert!(run_relayed(&mut gone, "", &log, &Mutex::new(())).is_err());
+    }
 
     /// The child is this test binary, whatever became of its path.
     #[test]

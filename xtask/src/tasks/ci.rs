@@ -37,7 +37,7 @@ pub use crate::tasks::ci::kernels::{matrix, read_kernels, CiKernel, Run, KERNELS
 use crate::tasks::ci::options::{CiArgs, CI_STEPS};
 use crate::tasks::ci::queue::Job;
 use crate::util::env_vars::KCIDB_PYTHON_ENV;
-use crate::util::{cargo, exit_code, is_root, one_line, relay, repo_root, sh_quote, shown};
+use crate::util::{cargo, is_root, one_line, repo_root, run_relayed, sh_quote, shown};
 
 pub fn main(c: CiArgs) -> i32 {
     match run(&c) {
@@ -448,19 +448,7 @@ fn run_kernel(exe: &Path, k: &CiKernel, out: &Path, stdout: &Mutex<()>) -> Kerne
                 cmd.args(["--exact", "--accel", "tcg"]);
             }
         }
-        let mut child = cmd
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .context("starting vmtest")?;
-        let (o, e) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
-        let prefix = format!("[{kernel}] ");
-        thread::scope(|s| {
-            s.spawn(|| relay(o, &prefix, &log, stdout));
-            s.spawn(|| relay(e, &prefix, &log, stdout));
-        });
-        Ok(exit_code(child.wait()?))
+        run_relayed(&mut cmd, &format!("[{kernel}] "), &log, stdout).context("starting vmtest")
     })()
     .unwrap_or_else(|e| {
         say(&format!("{kernel}: {e:#}"));

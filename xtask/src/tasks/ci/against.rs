@@ -3,13 +3,12 @@
 
 use std::fs;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::Mutex;
-use std::thread;
 
 use anyhow::{Context, Result};
 
-use crate::util::{exit_code, relay, say};
+use crate::util::{run_relayed, say};
 
 /// Kernel against kernel, answered: B's exact counts against A's.
 pub const AGAINST: (&str, &str) = ("6.1", "6.12");
@@ -29,23 +28,14 @@ pub fn run(out: &Path, stdout: &Mutex<()>) -> Result<bool> {
     let dir = out.join("against");
     crate::util::create_dir_all(&dir)?;
     let log = Mutex::new(crate::util::create_file(dir.join("vmtest.log"))?);
-    let mut child = Command::new(exe)
-        .args(["vmtest", AGAINST.0, "--exact", "--against", AGAINST.1])
+    let mut cmd = Command::new(exe);
+    cmd.args(["vmtest", AGAINST.0, "--exact", "--against", AGAINST.1])
         .args(["--accel", "tcg", "--across-configs", "--explain"])
         .args(["--bench-arg=-m", "--bench-arg=raw_tp,kprobe"])
         .arg("--out")
-        .arg(&dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
+        .arg(&dir);
+    let rc = run_relayed(&mut cmd, "[against] ", &log, stdout)
         .context("starting vmtest --exact --against")?;
-    let (o, e) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
-    thread::scope(|s| {
-        s.spawn(|| relay(o, "[against] ", &log, stdout));
-        s.spawn(|| relay(e, "[against] ", &log, stdout));
-    });
-    let rc = exit_code(child.wait()?);
     let compared = fs::read_to_string(dir.join("compare.json"))
         .ok()
         .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
