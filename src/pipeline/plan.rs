@@ -68,6 +68,7 @@ pub const EMULATED_ITERATIONS: NonZeroU64 = NonZeroU64::new(10_000).unwrap();
 /// Slower ones (a uprobe on `ret`, single-stepped: 9.5 µs an event on a
 /// 2-vCPU AMD EPYC VM, 15 µs on a Xeon one) fire what fits, down to a
 /// tenth: 1 s of a test's time each, for a count that 20000 check as well.
+/// A base fires them all.
 pub const SELFTEST_LONGEST_RUN: Duration = Duration::from_millis(200);
 
 /// Default `--repeat`: the least number of rounds.
