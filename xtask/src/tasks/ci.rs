@@ -295,12 +295,8 @@ fn vm_steps(c: &CiArgs, kernels: &[CiKernel]) -> Result<Vec<Done>> {
     if x86(AGAINST.0) && x86(AGAINST.1) {
         queue.push(Job::Against);
     }
-    let walls_file = crate::util::cache_dir().map(|d| d.join(queue::WALLS_FILE));
-    let read = |f: &Path| queue::read_walls(&fs::read_to_string(f).unwrap_or_default());
-    let mut cached = walls_file.as_deref().map(read).unwrap_or_default();
-    let mut walls = read(&repo_root().join(queue::WALLS_HINT));
-    walls.extend(cached.clone());
-    let queue = queue::order(queue, &walls);
+    let walls = queue::Walls::load();
+    let queue = queue::order(queue, &walls.known);
     say(&format!(
         "kernels: {} in VMs, {jobs} at a time (longest first: {}), into {}",
         names.join(" "),
@@ -315,20 +311,18 @@ fn vm_steps(c: &CiArgs, kernels: &[CiKernel]) -> Result<Vec<Done>> {
         ok,
         secs: vms_secs,
     });
-    cached.extend(
-        runs.iter()
-            .map(|r| (r.kernel.clone(), r.wall.as_secs_f64())),
-    );
+    let mut kept: Vec<(String, f64)> = runs
+        .iter()
+        .map(|r| (r.kernel.clone(), r.wall.as_secs_f64()))
+        .collect();
     if let Some(a) = against {
         let a = a?;
-        cached.insert(Job::Against.name(), a.secs);
+        kept.push((Job::Against.name(), a.secs));
         done.push(a);
     }
     // The next run's order; a cache that cannot be written costs only that.
-    if let Ok(f) = &walls_file {
-        if let Err(e) = crate::util::write_whole(f, queue::walls_text(&cached).as_bytes()) {
-            say(&format!("the kernels' walls not kept: {}", one_line(&e)));
-        }
+    if let Err(e) = walls.keep(kept) {
+        say(&format!("the kernels' walls not kept: {}", one_line(&e)));
     }
 
     // The guests' kselftest output through the parsers kernel CI uses.

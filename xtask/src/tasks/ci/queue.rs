@@ -4,6 +4,7 @@
 //! run alone. A job neither has seen goes first: it may be the longest.
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 use crate::tasks::ci::kernels::CiKernel;
 
@@ -51,6 +52,39 @@ pub fn read_walls(text: &str) -> BTreeMap<String, f64> {
             (secs.is_finite() && secs >= 0.0).then(|| (name.to_owned(), secs))
         })
         .collect()
+}
+
+/// The walls the queue is ordered by, and where this machine keeps its own.
+pub struct Walls {
+    /// [`WALLS_HINT`]'s, overridden by the cache's.
+    pub known: BTreeMap<String, f64>,
+    /// The cache's alone: what the next run keeps, with this run's.
+    cached: BTreeMap<String, f64>,
+    file: anyhow::Result<PathBuf>,
+}
+
+impl Walls {
+    /// Both files, as they read (a missing one is none).
+    pub fn load() -> Self {
+        let read = |f: &Path| read_walls(&std::fs::read_to_string(f).unwrap_or_default());
+        let file = crate::util::cache_dir().map(|d| d.join(WALLS_FILE));
+        let cached = file.as_deref().map(read).unwrap_or_default();
+        let mut known = read(&crate::util::repo_root().join(WALLS_HINT));
+        known.extend(cached.clone());
+        Walls {
+            known,
+            cached,
+            file,
+        }
+    }
+
+    /// Keeps this run's walls in the cache for the next run's order.
+    pub fn keep(mut self, run: impl IntoIterator<Item = (String, f64)>) -> anyhow::Result<()> {
+        self.cached.extend(run);
+        // No cache (neither it nor HOME named): nothing to keep.
+        let Ok(file) = self.file else { return Ok(()) };
+        crate::util::write_whole(&file, walls_text(&self.cached).as_bytes())
+    }
 }
 
 pub fn walls_text(walls: &BTreeMap<String, f64>) -> String {
