@@ -2,12 +2,14 @@
 //! TCG plugin share, in one small crate without libbpf: the result document
 //! and its verdicts, the exit statuses, the environment variables, the
 //! marks of a counting window, the constants the BPF program shares, kernel
-//! configs, the exact rule, the safe write, and the import parser and
-//! cycle finder of the layer tests. Each reader uses these types; none
+//! configs, the exact rule, the safe write, and for tests the import parser
+//! and cycle finder of the layer tests and the documented command lines. Each reader uses these types; none
 //! re-reads their JSON by hand.
 
 pub mod bpf_consts;
 pub mod document;
+#[cfg(any(test, feature = "fixtures"))]
+pub mod documented;
 pub mod env_vars;
 pub mod exact_rule;
 pub mod exit_status;
