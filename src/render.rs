@@ -4,9 +4,11 @@
 //! gate's [`Findings`]) and `--list` (of a survey). JSON is the document itself:
 //! [`Document::to_json`]. [`matrix`] renders several documents side by
 //! side, as a table and an SVG chart; [`kcidb`] and [`squad`] as kernel
-//! CI's records. All tested on fixed values.
+//! CI's records. [`formats`] says which renderer each output format uses
+//! and what it sends where. All tested on fixed values.
 
 mod findings;
+pub mod formats;
 mod heading;
 pub mod kcidb;
 mod ktap;

@@ -7,49 +7,17 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
 
 use bpf_overhead::exit_status;
 use bpf_overhead::measure::mechanism::syscall::Syscall;
 use bpf_overhead::measure::objects::object::{self, Request};
 use bpf_overhead::measure::{Batch, Counting, ProgWork, Variant, MAX_BATCH, MAX_PROG_WORK};
 use bpf_overhead::pipeline::{Threshold, DEFAULT_REPEATS};
+use bpf_overhead::render::formats::{CompareFormat, Format, ReportFormat};
 use bpf_overhead::Mechanism;
 
 use crate::note;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Format {
-    /// A table for humans.
-    Table,
-    /// The result document (schema in docs/json-schema.md).
-    Json,
-    /// KTAP, for kselftest runners.
-    Ktap,
-    /// test_overhead's lines: `task_rename <mech>\t<N>K events per sec`.
-    Selftest,
-    /// KernelCI's KCIDB records (schema v5.3), for `kcidb-submit`.
-    Kcidb,
-    /// A SQUAD submission's `metrics` and `metadata` (LKFT), one line.
-    Squad,
-}
-
-/// `report`'s output formats.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum ReportFormat {
-    /// The table.
-    Table,
-    /// The table's figures as JSON: one record per mechanism and run.
-    Json,
-    /// The same records as CSV, one line each.
-    Csv,
-    /// The table as Markdown.
-    Markdown,
-    /// KernelCI's KCIDB records of every file (schema v5.3).
-    Kcidb,
-    /// A SQUAD submission per file, one line each.
-    Squad,
-}
 
 /// `--help`'s end: the exit statuses, from their one list
 /// ([`exit_status::TABLE`]), and examples, a gate that can pass first.
@@ -377,12 +345,6 @@ pub struct CompareArgs {
     /// on stderr).
     #[arg(long, value_enum, default_value_t = CompareFormat::Table)]
     pub format: CompareFormat,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum CompareFormat {
-    Table,
-    Json,
 }
 
 #[derive(Debug, Args)]

@@ -6,9 +6,10 @@ use std::process::ExitCode;
 
 use bpf_overhead::document::{Document, Need};
 use bpf_overhead::gate::{duet, Findings, Threshold};
+use bpf_overhead::render::formats::CompareFormat;
 use bpf_overhead::{render, side_by_side};
 
-use super::cli::{CompareArgs, CompareFormat};
+use super::cli::CompareArgs;
 use crate::{exit, print, Failure};
 
 pub fn compare(args: &CompareArgs) -> Result<ExitCode, Failure> {

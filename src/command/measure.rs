@@ -20,7 +20,7 @@ use bpf_overhead::measure::{
 use bpf_overhead::pipeline::{self, Plan};
 use bpf_overhead::{kconfig, render, Error, Mechanism};
 
-use super::cli::{Cli, Format};
+use super::cli::Cli;
 use super::object_args;
 use super::save::{save_target, SaveTarget};
 use crate::{exit, note, print, Failure};
@@ -70,10 +70,21 @@ pub fn main(cli: &Cli) -> Result<ExitCode, Failure> {
         }
         doc => doc?,
     };
+    conclude(cli, &plan, &doc, baseline, save.as_ref())
+}
+
+/// A completed run's result saved, judged and printed, and its exit status.
+fn conclude(
+    cli: &Cli,
+    plan: &Plan,
+    doc: &Document,
+    baseline: Option<(&Path, Vec<Document>)>,
+    save: Option<&SaveTarget>,
+) -> Result<ExitCode, Failure> {
     let interrupted = plan.stopped_by();
 
     // The result file first: whatever happens to stdout, it is written.
-    let saved = match (&save, interrupted) {
+    let saved = match (save, interrupted) {
         (Some(SaveTarget::File(path)), None) => Some(doc.save(path).map(|()| path.clone())),
         (Some(SaveTarget::Set(dir)), None) => Some(doc.save_into_set(dir)),
         _ => None,
@@ -82,14 +93,14 @@ pub fn main(cli: &Cli) -> Result<ExitCode, Failure> {
     let gate = baseline
         .as_ref()
         .filter(|_| interrupted.is_none())
-        .map(|(path, old)| judge(cli, path, old, &doc))
+        .map(|(path, old)| judge(cli, path, old, doc))
         .or_else(|| {
             plan.against
                 .as_ref()
                 .filter(|_| interrupted.is_none())
-                .map(|variant| judge_against(cli, variant, &doc))
+                .map(|variant| judge_against(cli, variant, doc))
         });
-    let printed = output(cli, &doc, gate.as_ref());
+    let printed = output(cli, doc, gate.as_ref());
 
     if let Some(signal) = interrupted {
         let unsaved = if save.is_some() {
@@ -109,24 +120,20 @@ pub fn main(cli: &Cli) -> Result<ExitCode, Failure> {
         None => {}
     }
     printed?;
-    Ok(exit_code(cli, &doc, gate.as_ref().map(|g| &g.findings)))
+    Ok(exit_code(cli, doc, gate.as_ref().map(|g| &g.findings)))
 }
 
-/// Kernel CI's records carry one run's figures per mechanism: an in-run
-/// comparison's two sides would be two series under one name.
+/// A format that cannot carry an in-run comparison's two sides is bad
+/// input beside --against.
 fn check_format(cli: &Cli) -> Result<(), Failure> {
-    let records = match cli.format {
-        Format::Kcidb => "kcidb",
-        Format::Squad => "squad",
-        Format::Table | Format::Json | Format::Ktap | Format::Selftest => return Ok(()),
-    };
-    if cli.against.is_some() {
-        return Err(Failure::Input(format!(
-            "--format {records} takes no --against: its records carry one run's figures per \
-             mechanism; judge B against A in the table or json, or save each side's run"
-        )));
+    if cli.format.carries_two_sides() || cli.against.is_none() {
+        return Ok(());
     }
-    Ok(())
+    Err(Failure::Input(format!(
+        "--format {} takes no --against: its records carry one run's figures per \
+         mechanism; judge B against A in the table or json, or save each side's run",
+        cli.format.name()
+    )))
 }
 
 /// Each producer needs a CPU of its own, among those this process may use.
@@ -333,53 +340,19 @@ fn judge_against(cli: &Cli, variant: &Variant, doc: &Document) -> Gate {
     Gate { findings, text }
 }
 
-/// The result in the chosen format on stdout. Beside a machine-readable
-/// format, stdout carries nothing else: the gate's text and (selftest)
-/// the mechanisms that did not run go to stderr. Stderr is written even
-/// when stdout fails, whose error is returned.
+/// The result in the chosen format on stdout, and what goes beside it on
+/// stderr. Stderr is written even when stdout fails, whose error is
+/// returned.
 fn output(cli: &Cli, doc: &Document, gate: Option<&Gate>) -> Result<(), Failure> {
-    let mut out = String::new();
-    match cli.format {
-        Format::Table => {
-            out.push_str(&render::table(doc));
-            if let Some(gate) = gate {
-                out.push('\n');
-                out.push_str(&gate.text);
-            }
-        }
-        Format::Json => out.push_str(&doc.to_json()),
-        Format::Ktap => out.push_str(&render::ktap(doc, gate.map(|g| &g.findings))),
-        Format::Selftest => out.push_str(&render::selftest(doc)),
-        Format::Kcidb => out.push_str(&render::kcidb::judged(&[(doc, gate.map(|g| &g.findings))])),
-        Format::Squad => out.push_str(&render::squad::judged(doc, gate.map(|g| &g.findings))),
+    let page = cli
+        .format
+        .page(doc, gate.map(|g| (&g.findings, g.text.as_str())));
+    let printed = print(&page.stdout);
+    for line in &page.notes {
+        note(line);
     }
-    let printed = print(&out);
-    if cli.format != Format::Table {
-        if cli.format == Format::Selftest {
-            note_not_ok(doc);
-        }
-        if let Some(gate) = gate {
-            let _ = std::io::stderr().write_all(gate.text.as_bytes());
-        }
-    }
+    let _ = std::io::stderr().write_all(page.stderr.as_bytes());
     printed
-}
-
-/// One line on stderr for each mechanism skipped or failed, with why:
-/// the selftest's lines name only those that ran.
-fn note_not_ok(doc: &Document) {
-    for m in doc.mechanisms.iter().filter(|m| !m.is_ok()) {
-        let what = if m.status == Status::Skipped {
-            "skipped"
-        } else {
-            "FAILED"
-        };
-        note(&format!(
-            "{what} {}: {}",
-            m.name,
-            m.reason.as_deref().unwrap_or("no reason given")
-        ));
-    }
 }
 
 /// The exit status of a completed run (see --help), with the failed

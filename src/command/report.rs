@@ -6,10 +6,11 @@ use std::process::ExitCode;
 
 use bpf_overhead::document::{Document, Need};
 use bpf_overhead::render;
+use bpf_overhead::render::formats::Sheet;
 use bpf_overhead::safe_write::{Replace, Writer};
 use bpf_overhead::side_by_side::{self, Matrix};
 
-use super::cli::{ReportArgs, ReportFormat};
+use super::cli::ReportArgs;
 use super::save::{save_target, SaveTarget};
 use crate::{note, print, Failure};
 
@@ -45,9 +46,10 @@ pub fn report(args: &ReportArgs) -> Result<ExitCode, Failure> {
                 .map_err(|e| Failure::Input(format!("report: {}", e.about(path))))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    if matches!(args.format, ReportFormat::Kcidb | ReportFormat::Squad) {
-        return records(args, &docs, svg_out.as_deref());
-    }
+    let render = match args.format.sheet() {
+        Sheet::Records(render) => return records(render, &docs, svg_out.as_deref()),
+        Sheet::Matrix(render) => render,
+    };
     // An --against run is two columns, A and B, side by side.
     let docs: Vec<(String, Document)> = docs
         .into_iter()
@@ -71,12 +73,7 @@ pub fn report(args: &ReportArgs) -> Result<ExitCode, Failure> {
     for line in side_by_side::config_lines(&docs) {
         note(&format!("report: {line}"));
     }
-    print(&match args.format {
-        ReportFormat::Json => render::tabular::json(&matrix),
-        ReportFormat::Csv => render::tabular::csv(&matrix),
-        ReportFormat::Markdown => render::tabular::markdown(&matrix),
-        _ => render::matrix::table(&matrix),
-    })?;
+    print(&render(&matrix))?;
     if let Some(out) = &svg_out {
         chart(&matrix, out)?;
     }
@@ -100,7 +97,7 @@ fn chart(matrix: &Matrix, out: &Path) -> Result<(), Failure> {
 /// Counts beside times, or an --against run (two sides under one name),
 /// are bad input; results need no mechanism in common (but for a chart).
 fn records(
-    args: &ReportArgs,
+    render: fn(&[&Document]) -> String,
     docs: &[(String, Document)],
     svg_out: Option<&Path>,
 ) -> Result<ExitCode, Failure> {
@@ -120,11 +117,7 @@ fn records(
         note(&format!("report: {line}"));
     }
     let docs: Vec<&Document> = docs.iter().map(|(_, d)| d).collect();
-    print(&match args.format {
-        ReportFormat::Kcidb => render::kcidb::kcidb(&docs),
-        ReportFormat::Squad => render::squad::squad(&docs),
-        _ => unreachable!("the matrix's formats are report's own"),
-    })?;
+    print(&render(&docs))?;
     if let (Some(matrix), Some(out)) = (&matrix, svg_out) {
         chart(matrix, out)?;
     }
