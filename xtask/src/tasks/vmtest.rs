@@ -9,11 +9,11 @@ pub mod boots;
 pub mod duet;
 pub mod exact;
 pub mod explain;
+mod mitigations;
 mod options;
 
 pub use options::{Args, Exact, Mode};
 
-use std::collections::BTreeMap;
 use std::env;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -26,7 +26,6 @@ use crate::build::tcg_plugin;
 use crate::kernels::arch::Arch;
 use crate::kernels::debian;
 use crate::kernels::kernel::{kernel, Kernel};
-use crate::util::counts::read_document;
 use crate::util::env_vars::{ABSENT_ENV, KCONFIG_ENV, WINDOWS_ENV};
 use crate::util::signal::check_signal;
 use crate::util::{cache_dir, one_line, repo_root, say, secs, which, BadInput};
@@ -102,7 +101,7 @@ fn run(a: &Args) -> Result<i32> {
     let (rc, why) = crate::vm::crash::judged(&b.resume.crashed, rc, why);
     let (rc, dir) = finish_out(out, rc);
     if a.mode.clock() == Clock::Instructions {
-        mitigations_said(&dir);
+        mitigations::said(&dir);
     }
     let rc = explained(a, &dir, rc);
 
@@ -135,64 +134,6 @@ fn run(a: &Args) -> Result<i32> {
         secs(b.vm_time)
     );
     Ok(rc)
-}
-
-/// One line when the guest's kernel mitigates its CPU otherwise than this
-/// host's does: its counts leave out (or add) the return thunks and
-/// barriers that make a trap or a return dear here (docs/exact.md).
-fn mitigations_said(dir: &Path) {
-    let guest = read_document(&dir.join("result.json")).map(|d| d.mitigations);
-    let Some(guest) = guest.ok().filter(|g| !g.is_empty()) else {
-        return;
-    };
-    if let Some(line) = mitigations_line(&guest, &host_mitigations()) {
-        say!("{line}");
-    }
-}
-
-/// This host's /sys/devices/system/cpu/vulnerabilities, as the command
-/// records them (`mitigations` in its result).
-fn host_mitigations() -> BTreeMap<String, String> {
-    let dir = Path::new("/sys/devices/system/cpu/vulnerabilities");
-    fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| {
-            let text = fs::read_to_string(e.path()).ok()?;
-            Some((
-                e.file_name().to_string_lossy().into_owned(),
-                text.trim().to_owned(),
-            ))
-        })
-        .collect()
-}
-
-/// "the guest mitigates otherwise than this host: ..." naming each flaw
-/// whose line differs, guest's then host's; None when they agree.
-fn mitigations_line(
-    guest: &BTreeMap<String, String>,
-    host: &BTreeMap<String, String>,
-) -> Option<String> {
-    let none = String::from("-");
-    let differ: Vec<String> = guest
-        .keys()
-        .chain(host.keys().filter(|k| !guest.contains_key(*k)))
-        .filter(|k| guest.get(*k) != host.get(*k))
-        .map(|k| {
-            let (g, h) = (guest.get(k).unwrap_or(&none), host.get(k).unwrap_or(&none));
-            format!("{k}: guest \"{g}\", host \"{h}\"")
-        })
-        .collect();
-    (!differ.is_empty()).then(|| {
-        format!(
-            "the guest's kernel mitigates its CPU otherwise than this host's, so its counts \
-             leave out what those cost here ({} of {}): {}",
-            differ.len(),
-            guest.len().max(host.len()),
-            differ.join("; ")
-        )
-    })
 }
 
 /// The kernel's config in the job directory, for the command to record
@@ -544,31 +485,6 @@ fn finish_out(out: Out, rc: i32) -> (i32, PathBuf) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn lines(l: &[(&str, &str)]) -> BTreeMap<String, String> {
-        l.iter().map(|(k, v)| ((*k).into(), (*v).into())).collect()
-    }
-
-    #[test]
-    fn a_guest_mitigated_otherwise_is_said_in_one_line() {
-        let host = lines(&[
-            ("spec_rstack_overflow", "Vulnerable: Safe RET, no microcode"),
-            ("meltdown", "Not affected"),
-        ]);
-        let guest = lines(&[
-            ("spec_rstack_overflow", "Not affected"),
-            ("meltdown", "Not affected"),
-        ]);
-        let l = mitigations_line(&guest, &host).unwrap();
-        assert!(!l.contains('\n'), "{l}");
-        assert!(
-            l.ends_with(
-                "(1 of 2): spec_rstack_overflow: guest \"Not affected\", host \"Vulnerable: Safe RET, no microcode\""
-            ),
-            "{l}"
-        );
-        assert_eq!(mitigations_line(&host, &host), None);
-    }
 
     #[test]
     fn absences_per_series_and_architecture() {
