@@ -42,6 +42,61 @@ pub fn main(a: Args) -> i32 {
 fn run(a: &Args) -> Result<i32> {
     let start = Instant::now();
     let repo = repo_root();
+    let (k, bb) = fetch_kernel(a)?;
+    let fetch = start.elapsed();
+    check_signal()?;
+    let initrd = initramfs(&k, &bb)?;
+    let accel = vm::choose_accel(a.accel, a.arch, a.mode.clock())?;
+    let plugin = plugin(a, &repo)?;
+    let (rundir, rundir_path) = vm::job_dir()?;
+    let out = open_out(a, &repo, &k.release)?;
+
+    let kconfig = write_kconfig(&k, &rundir_path)?;
+    let t = Instant::now();
+    let job = prepare_job(a, &repo, &k, accel, kconfig.as_deref())?;
+    let build = t.elapsed();
+    let vm = guest(
+        a,
+        &k,
+        accel,
+        &initrd,
+        &rundir_path,
+        out.staging.path(),
+        plugin.as_deref(),
+    );
+    let b = boots::run(boots::Booting {
+        script: |r: &Resume| job.script(r),
+        boot: || boot(a, &k, &vm),
+        rundir: &rundir_path,
+        staging: out.staging.path(),
+        log: a.log.as_deref(),
+        tests: matches!(a.job, Job::Tests(_)),
+    })?;
+    drop(rundir);
+    let (rc, why, dir) = conclude(a, &b, &job, out);
+    let timing = Timing {
+        start,
+        fetch,
+        build,
+    };
+    let s = VmtestJson {
+        exit: rc,
+        why,
+        ..record(a, &k, accel, &b, &timing, &dir)
+    };
+    let rc = save_summary(&s, &dir, rc);
+    println!(
+        "vmtest: kernel {} boot {} total {} exit {rc}",
+        k.release,
+        b.first_up.map_or("-".into(), secs),
+        secs(b.vm_time)
+    );
+    Ok(rc)
+}
+
+/// qemu found, then KERNEL (fetched when it is Debian's) and the busybox
+/// its initramfs is built around.
+fn fetch_kernel(a: &Args) -> Result<(Kernel, PathBuf)> {
     ensure!(
         which(a.arch.qemu()).is_some(),
         "{} not found: apt-get install -y {}",
@@ -58,82 +113,86 @@ fn run(a: &Args) -> Result<i32> {
         &cache,
         a.bzimage,
     )?;
-    let fetch = start.elapsed();
-    check_signal()?;
-    let initrd = initramfs(&k, &bb)?;
-    let accel = vm::choose_accel(a.accel, a.arch, a.mode.clock())?;
-    let plugin = plugin(a, &repo)?;
-    let (rundir, rundir_path) = vm::job_dir()?;
-    let out = open_out(a, &repo, &k.release)?;
+    Ok((k, bb))
+}
 
-    let kconfig = write_kconfig(&k, &rundir_path)?;
-    let t = Instant::now();
-    let job = prepare_job(a, &repo, &k, accel, kconfig.as_deref())?;
-    let build = t.elapsed();
-    let vm = Vm {
-        arch: a.arch,
-        accel,
-        smp: a.smp,
-        memory: &a.memory,
-        kernel: &k.boot,
-        initrd: &initrd,
-        cmdline: vm::cmdline(a.arch, !a.arch.is_host(), &rundir_path, true, &append(a)),
-        rundir: &rundir_path,
-        out: Some(out.staging.path()),
-        clock: a.mode.clock(),
-        plugin: plugin.as_deref().map(|p| {
-            (
-                p,
-                vec![("out", out.staging.path().join(explain::COUNTS_FILE))],
-            )
-        }),
-    };
-    let b = boots::run(boots::Booting {
-        script: |r: &Resume| job.script(r),
-        boot: || boot(a, &k, &vm),
-        rundir: &rundir_path,
-        staging: out.staging.path(),
-        log: a.log.as_deref(),
-        tests: matches!(a.job, Job::Tests(_)),
-    })?;
-    drop(rundir);
+/// The boots judged, the guest's files moved out of `out`'s staging and,
+/// as the mode asks, its mitigations compared and its counts explained:
+/// the exit status, why, and the output directory.
+fn conclude(a: &Args, b: &boots::Boots, job: &Prepared, out: Out) -> (i32, Vec<String>, PathBuf) {
     let (rc, why) = judge(a, &b.last, b.status.as_deref(), job.runs_tests(&b.resume));
     let (rc, why) = crate::vm::crash::judged(&b.resume.crashed, rc, why);
     let (rc, dir) = finish_out(out, rc);
     if a.mode.clock() == Clock::Instructions {
         mitigations::said(&dir);
     }
-    let rc = explained(a, &dir, rc);
+    (explained(a, &dir, rc), why, dir)
+}
 
-    let boot = b.first_up;
-    let s = VmtestJson {
+/// The guest's machine: `k` booted with `initrd`, its job in `rundir`,
+/// its files shared through `staging` (the plugin's counts too).
+fn guest<'a>(
+    a: &'a Args,
+    k: &'a Kernel,
+    accel: Accel,
+    initrd: &'a Path,
+    rundir: &'a Path,
+    staging: &'a Path,
+    plugin: Option<&'a Path>,
+) -> Vm<'a> {
+    Vm {
+        arch: a.arch,
+        accel,
+        smp: a.smp,
+        memory: &a.memory,
+        kernel: &k.boot,
+        initrd,
+        cmdline: vm::cmdline(a.arch, !a.arch.is_host(), rundir, true, &append(a)),
+        rundir,
+        out: Some(staging),
+        clock: a.mode.clock(),
+        plugin: plugin.map(|p| (p, vec![("out", staging.join(explain::COUNTS_FILE))])),
+    }
+}
+
+/// Where a run's time went before it booted: `fetch` getting the kernel
+/// ready, `build` the guest's test binaries; the run began at `start`.
+struct Timing {
+    start: Instant,
+    fetch: Duration,
+    build: Duration,
+}
+
+/// vmtest.json's record of the run, its verdict (`exit`, `why`) left to
+/// the caller; the steps are the guest's, read from `dir`.
+fn record(
+    a: &Args,
+    k: &Kernel,
+    accel: Accel,
+    b: &boots::Boots,
+    t: &Timing,
+    dir: &Path,
+) -> VmtestJson {
+    VmtestJson {
         kernel: a.kernel.clone(),
         release: k.release.clone(),
         arch: a.arch.name().into(),
         accel: accel.name().into(),
-        fetch_s: summary::tenths(fetch),
+        fetch_s: summary::tenths(t.fetch),
         downloaded_bytes: k.downloaded,
-        build_s: summary::tenths(build),
-        boot_s: boot.map(summary::tenths),
+        build_s: summary::tenths(t.build),
+        boot_s: b.first_up.map(summary::tenths),
         vm_s: summary::tenths(b.vm_time),
-        total_s: summary::tenths(start.elapsed().saturating_sub(fetch)),
-        exit: rc,
-        why,
+        total_s: summary::tenths(t.start.elapsed().saturating_sub(t.fetch)),
+        exit: 0,
+        why: Vec::new(),
         kernel_config: k.config.as_ref().map(|c| c.record()),
         boots: b.count,
         crashed: b.resume.crashed.clone(),
         steps: fs::read_to_string(dir.join(summary::STEPS_FILE))
             .map(|t| summary::parse_steps(&t))
             .unwrap_or_default(),
-    };
-    let rc = save_summary(&s, &dir, rc);
-    println!(
-        "vmtest: kernel {} boot {} total {} exit {rc}",
-        k.release,
-        boot.map_or("-".into(), secs),
-        secs(b.vm_time)
-    );
-    Ok(rc)
+    }
 }
 
 /// The kernel's config in the job directory, for the command to record
