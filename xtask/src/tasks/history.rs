@@ -19,7 +19,7 @@ pub mod split;
 pub mod steps;
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
@@ -50,13 +50,7 @@ fn run(a: &HistoryArgs) -> Result<i32> {
         .kept
         .clone()
         .unwrap_or_else(|| cache.join("history").join(a.arch.debian()));
-    let out = a.out.clone().unwrap_or_else(|| {
-        let name = match a.arch {
-            Arch::X86_64 => a.series.clone(),
-            other => format!("{}-{}", a.series, other.name()),
-        };
-        repo.join("target/history").join(name)
-    });
+    let out = out_dir(a, &repo);
     let selection = a.selection().map_err(BadInput)?;
     let all = list(a, &cache, (&range.0, &range.1))?;
     let setting = Setting {
@@ -69,28 +63,8 @@ fn run(a: &HistoryArgs) -> Result<i32> {
     if a.list {
         return list_out(a, &all, &setting, &kept_dir);
     }
-    let todo: Vec<&Build> = match &a.only {
-        Some(only) => {
-            let b = all.iter().find(|b| &b.release == only).ok_or_else(|| {
-                BadInput(format!(
-                    "{only} is not a build of {} (see --list)",
-                    a.series
-                ))
-            })?;
-            if let Some(why) = &b.refused {
-                bail!(BadInput(format!("{only}: {why}")));
-            }
-            if kept::load(&kept_dir, &setting.key(b)).is_some() {
-                say!("{only}: kept from an earlier run: nothing to count");
-                return Ok(0);
-            }
-            vec![b]
-        }
-        None if a.no_count => Vec::new(),
-        None => all
-            .iter()
-            .filter(|b| b.refused.is_none() && kept::load(&kept_dir, &setting.key(b)).is_none())
-            .collect(),
+    let Some(todo) = to_count(a, &all, &setting, &kept_dir)? else {
+        return Ok(0);
     };
     let dirs = counting::Dirs {
         kept: &kept_dir,
@@ -121,6 +95,51 @@ fn run(a: &HistoryArgs) -> Result<i32> {
     let worst = failed.values().map(|f| f.1).max().unwrap_or(0);
     let vm = i32::from(crate::util::exit_status::ENVIRONMENT);
     Ok(if bad > 0 { worst.max(vm) } else { worst })
+}
+
+/// `--out`, else target/history/SERIES (`-ARCH` after it but for x86_64).
+fn out_dir(a: &HistoryArgs, repo: &Path) -> PathBuf {
+    a.out.clone().unwrap_or_else(|| {
+        let name = match a.arch {
+            Arch::X86_64 => a.series.clone(),
+            other => format!("{}-{}", a.series, other.name()),
+        };
+        repo.join("target/history").join(name)
+    })
+}
+
+/// The builds to count now: `--only`'s, none with `--no-count`, else each
+/// not refused and not kept. None when `--only`'s build is kept already:
+/// nothing to count, nor to report.
+fn to_count<'b>(
+    a: &HistoryArgs,
+    all: &'b [Build],
+    setting: &Setting,
+    kept_dir: &Path,
+) -> Result<Option<Vec<&'b Build>>> {
+    Ok(Some(match &a.only {
+        Some(only) => {
+            let b = all.iter().find(|b| &b.release == only).ok_or_else(|| {
+                BadInput(format!(
+                    "{only} is not a build of {} (see --list)",
+                    a.series
+                ))
+            })?;
+            if let Some(why) = &b.refused {
+                bail!(BadInput(format!("{only}: {why}")));
+            }
+            if kept::load(kept_dir, &setting.key(b)).is_some() {
+                say!("{only}: kept from an earlier run: nothing to count");
+                return Ok(None);
+            }
+            vec![b]
+        }
+        None if a.no_count => Vec::new(),
+        None => all
+            .iter()
+            .filter(|b| b.refused.is_none() && kept::load(kept_dir, &setting.key(b)).is_none())
+            .collect(),
+    }))
 }
 
 /// The report's four files in `out`; history.txt printed too.
