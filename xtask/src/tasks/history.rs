@@ -35,7 +35,7 @@ use builds::Build;
 use kept::{Kept, Stables};
 pub use options::HistoryArgs;
 use options::{Runs, Setting};
-use report::{Counted, History, Line};
+use report::{Counted, History, Line, Located};
 
 pub fn main(a: HistoryArgs) -> i32 {
     vm::task_main(|| run(&a))
@@ -259,7 +259,7 @@ fn qemu_version(arch: Arch) -> Result<String> {
 /// The history of `all`: each build as kept, the steps of each line,
 /// explained and placed among the stable releases.
 fn history(a: &HistoryArgs, all: &[Build], setting: &Setting, runs: &Runs) -> Result<History> {
-    let (kept_dir, failed) = (runs.kept, runs.failed);
+    let kept_dir = runs.kept;
     let mut lines: Vec<Line> = Vec::new();
     // Each build's result, read once: for its counts now, its steps below.
     let mut docs: BTreeMap<&str, Document> = BTreeMap::new();
@@ -273,35 +273,7 @@ fn history(a: &HistoryArgs, all: &[Build], setting: &Setting, runs: &Runs) -> Re
                 stables.insert(&b.release, s);
             }
         }
-        let counts = k
-            .as_ref()
-            .and_then(|k| k.result.as_ref())
-            .map(counts_of)
-            .unwrap_or_default();
-        let (status, why) = match (&b.refused, &k) {
-            (Some(r), _) => ("refused", Some(r.clone())),
-            (_, Some(k)) if k.result.is_some() => ("counted", k.why.first().cloned()),
-            (_, Some(k)) => ("failed", k.why.first().cloned()),
-            (_, None) => (
-                "not counted",
-                Some(
-                    failed
-                        .get(&b.release)
-                        .map(|f| f.0.clone())
-                        .unwrap_or_else(|| "not counted yet (--no-count)".into()),
-                ),
-            ),
-        };
-        let c = Counted {
-            build: b.clone(),
-            status: status.into(),
-            why,
-            counts,
-            fetch_s: k.as_ref().and_then(|k| k.fetch_s),
-            vm_s: k.as_ref().and_then(|k| k.vm_s),
-            downloaded_bytes: k.as_ref().and_then(|k| k.downloaded_bytes),
-            counted_now: runs.now.contains(&b.release.as_str()),
-        };
+        let c = counted(b, k.as_ref(), runs);
         if let Some(doc) = k.and_then(|k| k.result) {
             docs.insert(&b.release, doc);
         }
@@ -316,30 +288,7 @@ fn history(a: &HistoryArgs, all: &[Build], setting: &Setting, runs: &Runs) -> Re
         }
     }
     for l in &mut lines {
-        let refs: Vec<(&str, Option<&Document>)> = l
-            .builds
-            .iter()
-            .map(|c| (c.build.release.as_str(), docs.get(c.build.release.as_str())))
-            .collect();
-        // --threshold is in percent; the rule takes a share.
-        let mut found = steps::steps(&refs, a.threshold / 100.0)?;
-        if !a.no_explain {
-            split::explain(a, &mut found, all, setting, runs)?;
-        }
-        let chain: Vec<(&str, Option<&Stables>)> = l
-            .builds
-            .iter()
-            .map(|c| {
-                (
-                    c.build.upstream.as_str(),
-                    stables.get(c.build.release.as_str()),
-                )
-            })
-            .collect();
-        l.steps = found
-            .into_iter()
-            .map(|s| split::locate(s, &l.builds, &chain, runs.cache))
-            .collect();
+        l.steps = line_steps(a, l, (&docs, &stables), all, setting, runs)?;
     }
     Ok(History {
         series: a.series.clone(),
@@ -350,6 +299,76 @@ fn history(a: &HistoryArgs, all: &[Build], setting: &Setting, runs: &Runs) -> Re
         plan: setting.plan.clone(),
         lines,
     })
+}
+
+/// Build `b` as reported: refused, counted or failed as `k` (its kept
+/// count) says, else not counted, saying why.
+fn counted(b: &Build, k: Option<&Kept>, runs: &Runs) -> Counted {
+    let counts = k
+        .and_then(|k| k.result.as_ref())
+        .map(counts_of)
+        .unwrap_or_default();
+    let (status, why) = match (&b.refused, k) {
+        (Some(r), _) => ("refused", Some(r.clone())),
+        (_, Some(k)) if k.result.is_some() => ("counted", k.why.first().cloned()),
+        (_, Some(k)) => ("failed", k.why.first().cloned()),
+        (_, None) => (
+            "not counted",
+            Some(
+                runs.failed
+                    .get(&b.release)
+                    .map(|f| f.0.clone())
+                    .unwrap_or_else(|| "not counted yet (--no-count)".into()),
+            ),
+        ),
+    };
+    Counted {
+        build: b.clone(),
+        status: status.into(),
+        why,
+        counts,
+        fetch_s: k.and_then(|k| k.fetch_s),
+        vm_s: k.and_then(|k| k.vm_s),
+        downloaded_bytes: k.and_then(|k| k.downloaded_bytes),
+        counted_now: runs.now.contains(&b.release.as_str()),
+    }
+}
+
+/// Line `l`'s steps: found between its builds' results (`docs`), split
+/// by function unless `--no-explain`, and placed among the stable
+/// releases of its builds' lists (`stables`).
+fn line_steps(
+    a: &HistoryArgs,
+    l: &Line,
+    (docs, stables): (&BTreeMap<&str, Document>, &BTreeMap<&str, Stables>),
+    all: &[Build],
+    setting: &Setting,
+    runs: &Runs,
+) -> Result<Vec<Located>> {
+    let refs: Vec<(&str, Option<&Document>)> = l
+        .builds
+        .iter()
+        .map(|c| (c.build.release.as_str(), docs.get(c.build.release.as_str())))
+        .collect();
+    // --threshold is in percent; the rule takes a share.
+    let mut found = steps::steps(&refs, a.threshold / 100.0)?;
+    if !a.no_explain {
+        split::explain(a, &mut found, all, setting, runs)?;
+    }
+    let chain: Vec<(&str, Option<&Stables>)> = l
+        .builds
+        .iter()
+        .map(|c| {
+            (
+                c.build.upstream.as_str(),
+                stables.get(c.build.release.as_str()),
+            )
+        })
+        .collect();
+    Ok(found
+        .into_iter()
+        .map(|s| split::locate(s, &l.builds, &chain, runs.cache))
+        .collect())
 }
 
 /// Keeps with `k` its build's stable list (after `after`, the build
