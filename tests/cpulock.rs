@@ -5,10 +5,10 @@
 //!
 //! Needs root, like the rest of the suite.
 
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStderr, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use bpf_overhead::measure::cpu::cpulock::{self, Wait};
+use bpf_overhead::measure::cpu::cpulock::{self, CpuLock, Wait};
 use serial_test::serial;
 
 mod common;
@@ -115,26 +115,30 @@ fn no_wait_fails_at_once_naming_the_holder() {
         "{stderr}"
     );
 
-    // Without --no-wait: waits while we hold it, runs once we let go, and
-    // its result says how long it waited.
+    waits_until_let_go(lock, cpus[0], &me);
+
+    // A run that did not wait says 0.
+    let out = Command::new(BIN)
+        .args(RUN)
+        .args(["--format", "json", "--no-wait"])
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["cpu_wait_s"].as_f64(), Some(0.0));
+}
+
+/// A run without --no-wait while we hold `cpu` with `lock`: it says it
+/// waits for us (`me`) and measures nothing until we let go, then runs,
+/// its result saying how long it waited.
+fn waits_until_let_go(lock: CpuLock, cpu: usize, me: &str) {
     let mut run = spawn(
         &mut command(&[&RUN[..], &["--format", "json"]].concat()),
         Stdio::piped(),
     );
     // It says it waits as soon as it finds the CPU taken; then, 0.2 s on,
     // it still neither ended nor attached anything.
-    let mut stderr = run.stderr.take().unwrap();
-    let said = std::thread::spawn(move || {
-        let mut seen = Vec::new();
-        let mut buf = [0u8; 256];
-        while !String::from_utf8_lossy(&seen).contains("waiting for CPU") {
-            match std::io::Read::read(&mut stderr, &mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => seen.extend_from_slice(&buf[..n]),
-            }
-        }
-        (seen, stderr)
-    });
+    let stderr = run.stderr.take().unwrap();
+    let said = std::thread::spawn(move || until_waiting(stderr));
     let deadline = Instant::now() + Duration::from_secs(60);
     while !said.is_finished() {
         assert!(Instant::now() < deadline, "it said nothing within 60 s");
@@ -154,7 +158,7 @@ fn no_wait_fails_at_once_naming_the_holder() {
     print!("{stderr}");
     assert!(out.status.success(), "{stderr}");
     assert!(
-        stderr.contains(&format!("waiting for CPU {}", cpus[0])) && stderr.contains(&me),
+        stderr.contains(&format!("waiting for CPU {cpu}")) && stderr.contains(me),
         "{stderr}"
     );
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -162,15 +166,20 @@ fn no_wait_fails_at_once_naming_the_holder() {
         .as_f64()
         .expect("cpu_wait_s in the result");
     assert!((0.2..60.0).contains(&waited), "cpu_wait_s {waited}");
+}
 
-    // A run that did not wait says 0.
-    let out = Command::new(BIN)
-        .args(RUN)
-        .args(["--format", "json", "--no-wait"])
-        .output()
-        .unwrap();
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(doc["cpu_wait_s"].as_f64(), Some(0.0));
+/// A run's stderr read until it says it waits for the CPU (or to its end,
+/// should it end first): what it said, and the pipe, for the rest.
+fn until_waiting(mut stderr: ChildStderr) -> (Vec<u8>, ChildStderr) {
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 256];
+    while !String::from_utf8_lossy(&seen).contains("waiting for CPU") {
+        match std::io::Read::read(&mut stderr, &mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => seen.extend_from_slice(&buf[..n]),
+        }
+    }
+    (seen, stderr)
 }
 
 /// Within one process the lock is re-entrant (a caller may hold it around

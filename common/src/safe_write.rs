@@ -270,14 +270,7 @@ impl Writer {
             return Err(Error::Failed("an empty path names no file".into()));
         }
         let mut todo: VecDeque<Step> = steps(path);
-        let mut at = PathBuf::new();
-        let mut dir = if path.is_absolute() {
-            at.push("/");
-            open_path(c"/")
-        } else {
-            open_path(c".")
-        }
-        .map_err(|e| failed(Path::new("/"), e))?;
+        let (mut dir, mut at) = start(path)?;
         let mut links = 0;
         while let Some(step) = todo.pop_front() {
             let name = match step {
@@ -301,28 +294,10 @@ impl Writer {
                         return Ok(Walked::new(dir, at, Some(name), None));
                     }
                     if !mkdir {
-                        // The whole directory the file was to go in.
-                        let mut missing = here;
-                        for step in todo.iter().take(todo.len() - 1) {
-                            match step {
-                                Step::Root => missing = PathBuf::from("/"),
-                                Step::Up => up(&mut missing),
-                                Step::Name(n) => missing.push(n),
-                            }
-                        }
-                        let missing = missing.display();
-                        return Err(Error::Failed(format!("no directory {missing}")));
+                        let missing = missing_dir(here, &todo);
+                        return Err(Error::Failed(format!("no directory {}", missing.display())));
                     }
-                    match mkdirat(&dir, &name) {
-                        Ok(()) => {}
-                        Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {}
-                        Err(e) => {
-                            return Err(Error::Failed(format!(
-                                "cannot create directory {}: {e}",
-                                here.display()
-                            )))
-                        }
-                    }
+                    mkdir_on_the_way(&dir, &name, &here)?;
                     // Looked at again: what is there now, even a link.
                     todo.push_front(Step::Name(name));
                     continue;
@@ -337,10 +312,7 @@ impl Writer {
                         path.display()
                     )));
                 }
-                let parent = fstat(&dir).map_err(|e| failed(&at, e))?;
-                self.trusts(&st, &parent, &here, &at)?;
-                let to = readlinkat(&dir, &name).map_err(|e| failed(&here, e))?;
-                let mut spliced = steps(&to);
+                let mut spliced = self.follow(&dir, &at, &name, &here, &st)?;
                 spliced.extend(todo);
                 todo = spliced;
                 continue;
@@ -358,6 +330,22 @@ impl Writer {
         // The path ends in ".." or is "/": the directory walked to.
         let st = fstat(&dir).map_err(|e| failed(&at, e))?;
         Ok(Walked::new(dir, at, None, Some(st)))
+    }
+
+    /// The steps the link `name` in `dir` points to, if [`Writer::trusts`]
+    /// it: `st` is the link's, `at` the directory's path and `here` its.
+    fn follow(
+        &self,
+        dir: &OwnedFd,
+        at: &Path,
+        name: &OsStr,
+        here: &Path,
+        st: &libc::stat,
+    ) -> Result<VecDeque<Step>> {
+        let parent = fstat(dir).map_err(|e| failed(at, e))?;
+        self.trusts(st, &parent, here, at)?;
+        let to = readlinkat(dir, name).map_err(|e| failed(here, e))?;
+        Ok(steps(&to))
     }
 
     /// Whether the link `st` in the directory `dir` may be followed: under
@@ -445,6 +433,46 @@ fn up(at: &mut PathBuf) {
         at.push("..");
     } else if at != Path::new("/") {
         at.pop();
+    }
+}
+
+/// Where a walk of `path` starts, opened, and its path as shown: `/`, or
+/// the working directory (shown as nothing, so that paths stay relative).
+fn start(path: &Path) -> Result<(OwnedFd, PathBuf)> {
+    let mut at = PathBuf::new();
+    let dir = if path.is_absolute() {
+        at.push("/");
+        open_path(c"/")
+    } else {
+        open_path(c".")
+    }
+    .map_err(|e| failed(Path::new("/"), e))?;
+    Ok((dir, at))
+}
+
+/// The whole directory a file was to go in, where the walk found `here`
+/// missing with `todo` still to go (the file's own name last).
+fn missing_dir(mut missing: PathBuf, todo: &VecDeque<Step>) -> PathBuf {
+    for step in todo.iter().take(todo.len() - 1) {
+        match step {
+            Step::Root => missing = PathBuf::from("/"),
+            Step::Up => up(&mut missing),
+            Step::Name(n) => missing.push(n),
+        }
+    }
+    missing
+}
+
+/// Creates the directory `name` in `dir` (`here`), where a walk found
+/// none; one made meanwhile will do.
+fn mkdir_on_the_way(dir: &OwnedFd, name: &OsStr, here: &Path) -> Result<()> {
+    match mkdirat(dir, name) {
+        Ok(()) => Ok(()),
+        Err(e) if e.raw_os_error() == Some(libc::EEXIST) => Ok(()),
+        Err(e) => Err(Error::Failed(format!(
+            "cannot create directory {}: {e}",
+            here.display()
+        ))),
     }
 }
 

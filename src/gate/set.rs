@@ -86,23 +86,34 @@ fn allowance(
     name: &str,
     conditions: Option<&str>,
 ) -> Allowance {
-    let allow = |drift, what: String, answer: &str| Allowance {
+    spread_unusable(baselines, conditions).unwrap_or_else(|| spread(baselines, pooled, name))
+}
+
+/// An allowance of `drift`, `what` it is, and the `answer` to it.
+fn allow(drift: Drift, what: String, answer: &str) -> Allowance {
+    Allowance {
         drift,
         what,
         answer: answer.into(),
-    };
+    }
+}
+
+/// The drift allowed on every mechanism where the baseline runs' spread
+/// cannot stand for it: this run's `conditions` differ from theirs, or
+/// the runs are one, or were saved within [`MIN_SET_SPAN`].
+fn spread_unusable(baselines: &[Document], conditions: Option<&str>) -> Option<Allowance> {
     if let Some(why) = conditions {
-        return allow(
+        return Some(allow(
             Drift::Unknown,
             format!(
                 "this run's conditions differ from the baseline's ({why}), so how far it may \
                  have drifted from the baseline is not known"
             ),
             "--against would answer, in one run",
-        );
+        ));
     }
     if baselines.len() == 1 {
-        return allow(
+        return Some(allow(
             Drift::Share(ONE_RUN_DRIFT),
             format!(
                 "against a one-run baseline, runs of one kernel may differ by up to ±{:.0}% on \
@@ -111,10 +122,10 @@ fn allowance(
             ),
             "--against, or a baseline set (--save DIR/, three or more runs over an hour or \
              more), would answer",
-        );
+        ));
     }
     if span(baselines).is_none_or(|s| s < MIN_SET_SPAN) {
-        return allow(
+        return Some(allow(
             Drift::Share(ONE_RUN_DRIFT),
             format!(
                 "the baseline's {} runs were saved within {} minutes of each other, too close \
@@ -124,8 +135,14 @@ fn allowance(
                 ONE_RUN_DRIFT * 100.0
             ),
             "--against, or baseline runs saved over an hour or more, would answer",
-        );
+        ));
     }
+    None
+}
+
+/// The drift allowed for `name` from the spread of the baseline runs'
+/// medians about the `pooled` one; unknown if fewer than two measured it.
+fn spread(baselines: &[Document], pooled: &Document, name: &str) -> Allowance {
     let medians: Vec<f64> = baselines
         .iter()
         .filter_map(|d| d.mechanism(name)?.overhead_ns.as_ref().map(|s| s.median))

@@ -133,22 +133,11 @@ fn mechanism_result(plan: &Plan, o: &MechanismRuns) -> MechanismResult {
         (status, _) => (status, o.reason.clone()),
     };
     let ok = status == Status::Ok;
-    let rates: Vec<f64> = o.samples.iter().map(|s| s.events_per_sec() / 1e3).collect();
-    let ns: Vec<f64> = o.samples.iter().map(Sample::ns_per_event).collect();
     let paired_ok = ok && !m.is_base() && o.before.len() == o.samples.len();
-    let paired = |f: &dyn Fn(&Sample, &Sample, &Sample) -> f64| -> Option<Summary> {
-        if !paired_ok {
-            return None;
-        }
-        let values: Vec<f64> = o
-            .samples
-            .iter()
-            .zip(o.before.iter().zip(&o.after))
-            .map(|(s, (b, a))| f(s, b, a))
-            .collect();
-        Summary::of(&values)
-    };
-    let base_ns = |b: &Sample, a: &Sample| (b.ns_per_event() + a.ns_per_event()) / 2.0;
+    let rounds = |f: fn(&Sample) -> f64| Summary::of(&o.samples.iter().map(f).collect::<Vec<_>>());
+    // How small a change the rounds' noise hides; counts have no noise.
+    let noisy = paired_ok && !plan.exact();
+    let attach: Vec<AttachCost> = o.samples.iter().filter_map(|s| s.attach).collect();
     let (windows, base_windows) = run_windows(o, ok);
     MechanismResult {
         name: m.name().into(),
@@ -161,47 +150,22 @@ fn mechanism_result(plan: &Plan, o: &MechanismRuns) -> MechanismResult {
             .map_or_else(|| m.events(plan.options.iterations.get()), |s| s.events),
         status,
         reason,
-        k_events_per_sec: ok.then(|| Summary::of(&rates)).flatten(),
-        ns_per_event: ok.then(|| match plan.exact() {
-            true => ns.iter().copied().fold(f64::INFINITY, f64::min),
-            false => crate::stats::median(&ns),
-        }),
-        // Exact: one value, the count (overhead_exact), not a statistic.
-        overhead_ns: paired_ok
-            .then(|| match plan.exact() {
-                true => overhead_exact(o).and_then(|c| Summary::of(&[c])),
-                false => Summary::of(&o.overheads()),
-            })
-            .flatten(),
-        ratio_to_base: paired(&|s, b, a| {
-            s.events_per_sec() / ((b.events_per_sec() + a.events_per_sec()) / 2.0)
-        }),
+        k_events_per_sec: ok.then(|| rounds(|s| s.events_per_sec() / 1e3)).flatten(),
+        ns_per_event: ok.then(|| ns_per_event(plan, o)),
+        overhead_ns: paired_ok.then(|| overhead_ns(plan, o)).flatten(),
+        ratio_to_base: paired_ok.then(|| ratio_to_base(o)).flatten(),
         // None where the program counted nothing (`--counting none`).
         hits: (!m.is_base() && ok)
             .then(|| o.samples.iter().map(|s| s.hits).collect())
             .flatten(),
-        counted_events: (!m.is_base()
-            && ok
-            && o.samples
-                .iter()
-                .any(|s| s.hits.is_some() && s.counted_events != s.events))
-        .then(|| o.samples.iter().map(|s| s.counted_events).collect()),
+        counted_events: (!m.is_base() && ok).then(|| counted_events(o)).flatten(),
         prog_ns_per_event: ok.then_some(o.prog_ns_per_event).flatten(),
         producers: (ok && plan.options.producers.get() > 1).then(|| per_producer(&o.samples)),
         scaling: ok.then(|| scaling(o)).flatten(),
-        speed_ns: ok
-            .then(|| Summary::of(&o.samples.iter().map(|s| s.speed_ns).collect::<Vec<_>>()))
-            .flatten(),
-        overhead_steps: paired(&|s, b, a| {
-            (s.ns_per_event() - base_ns(b, a))
-                / ((2.0 * s.speed_ns + b.speed_ns + a.speed_ns) / 4.0)
-        }),
-        detectable: (paired_ok && !plan.exact())
-            .then(|| o.detectable())
-            .flatten(),
-        detectable_ns: (paired_ok && !plan.exact())
-            .then(|| o.detectable_ns())
-            .flatten(),
+        speed_ns: ok.then(|| rounds(|s| s.speed_ns)).flatten(),
+        overhead_steps: paired_ok.then(|| overhead_steps(o)).flatten(),
+        detectable: noisy.then(|| o.detectable()).flatten(),
+        detectable_ns: noisy.then(|| o.detectable_ns()).flatten(),
         side_b: o
             .against
             .as_ref()
@@ -210,20 +174,68 @@ fn mechanism_result(plan: &Plan, o: &MechanismRuns) -> MechanismResult {
             .pairs_ns()
             .filter(|p| !p.is_empty() && o.against.as_ref().is_some_and(|b| b.status == Status::Ok))
             .and_then(|p| Summary::of(&p)),
-        attach: ok
-            .then(|| {
-                attach_median(
-                    &o.samples
-                        .iter()
-                        .filter_map(|s| s.attach)
-                        .collect::<Vec<_>>(),
-                )
-            })
-            .flatten(),
+        attach: ok.then(|| attach_median(&attach)).flatten(),
         windows,
         base_windows,
         site: ok.then(|| o.samples.last()?.site).flatten(),
     }
+}
+
+/// The ns per event of `o`'s timed runs: their median, or under an
+/// instruction clock ([`Plan::exact`]) their least.
+fn ns_per_event(plan: &Plan, o: &MechanismRuns) -> f64 {
+    let ns: Vec<f64> = o.samples.iter().map(Sample::ns_per_event).collect();
+    match plan.exact() {
+        true => ns.iter().copied().fold(f64::INFINITY, f64::min),
+        false => crate::stats::median(&ns),
+    }
+}
+
+/// The overhead over the rounds; under an instruction clock one value,
+/// the count ([`overhead_exact`]), not a statistic.
+fn overhead_ns(plan: &Plan, o: &MechanismRuns) -> Option<Summary> {
+    match plan.exact() {
+        true => overhead_exact(o).and_then(|c| Summary::of(&[c])),
+        false => Summary::of(&o.overheads()),
+    }
+}
+
+/// Per round, the timed run's rate over the mean of its base's runs
+/// around it.
+fn ratio_to_base(o: &MechanismRuns) -> Option<Summary> {
+    paired(o, |s, b, a| {
+        s.events_per_sec() / ((b.events_per_sec() + a.events_per_sec()) / 2.0)
+    })
+}
+
+/// Per round, the overhead in steps of the speed reference of the timed
+/// run (counted twice) and its base's runs around it.
+fn overhead_steps(o: &MechanismRuns) -> Option<Summary> {
+    paired(o, |s, b, a| {
+        let base_ns = (b.ns_per_event() + a.ns_per_event()) / 2.0;
+        (s.ns_per_event() - base_ns) / ((2.0 * s.speed_ns + b.speed_ns + a.speed_ns) / 4.0)
+    })
+}
+
+/// `f` of each timed run and its base's runs before and after it, over
+/// the rounds.
+fn paired(o: &MechanismRuns, f: impl Fn(&Sample, &Sample, &Sample) -> f64) -> Option<Summary> {
+    let values: Vec<f64> = o
+        .samples
+        .iter()
+        .zip(o.before.iter().zip(&o.after))
+        .map(|(s, (b, a))| f(s, b, a))
+        .collect();
+    Summary::of(&values)
+}
+
+/// The events each run's program counted, where it counted and they are
+/// not the events run throughout.
+fn counted_events(o: &MechanismRuns) -> Option<Vec<u64>> {
+    o.samples
+        .iter()
+        .any(|s| s.hits.is_some() && s.counted_events != s.events)
+        .then(|| o.samples.iter().map(|s| s.counted_events).collect())
 }
 
 /// The counting windows of `o`'s runs and of its base's runs around them.

@@ -13,51 +13,7 @@ pub fn warning(w: &Warning) -> String {
             setting,
             baseline: then,
             current: now,
-        } => match setting {
-            Setting::Iterations => format!(
-                "the baseline ran {then} events per run, this run {now}: ratios compare, but \
-                 the noise differs"
-            ),
-            Setting::Arch => format!(
-                "the baseline ran on {then}, this run on {now}: uprobes, trampolines and \
-                 fprobes work differently there, so the comparison means little"
-            ),
-            Setting::CpuModel => format!(
-                "the baseline ran on another CPU model ({then:?}, now {now:?}): ratios to base \
-                 shift between CPU models"
-            ),
-            Setting::Emulated => format!(
-                "emulation differs (baseline {then}, now {now}): the comparison means little"
-            ),
-            Setting::ProgWork => format!(
-                "the programs did {then} steps of extra work in the baseline, {now} now: \
-                 overheads differ by that"
-            ),
-            Setting::Counting => format!(
-                "the comm and call triggers' programs counted {then} in the baseline, {now} \
-                 now: their overheads differ by that (a lock-prefixed add costs more than a \
-                 plain one)"
-            ),
-            Setting::Stacktrace => format!(
-                "the programs took the kernel stack on each hit: {then} in the baseline, {now} \
-                 now (--stacktrace): overheads differ by that"
-            ),
-            Setting::Batch => {
-                format!("the kernel loop ran batches of {then} in the baseline, {now} now")
-            }
-            Setting::Objects => format!(
-                "the baseline measured other object files ({then}; now {now}): its programs \
-                 are another build"
-            ),
-            Setting::Packet => {
-                format!("the baseline's test runs ran on another packet ({then}; now {now})")
-            }
-            Setting::RunLength => format!(
-                "the baseline's timed runs were sized to {then}, this run's to {now}: \
-                 shorter runs measure a few % more overhead (an --against run's 10 ms runs \
-                 2-3% more than the default 50 ms, docs/gate-power.md)"
-            ),
-        },
+        } => setting_warning(setting, then, now),
         Warning::OneRepeat => {
             "a run with 1 repeat has no measurable noise: only the threshold applies".into()
         }
@@ -89,6 +45,56 @@ pub fn warning(w: &Warning) -> String {
         }
         Warning::BaselineSet { runs, first, last } => format!(
             "the baseline is {runs} runs ({first} to {last}), judged with the spread between them"
+        ),
+    }
+}
+
+/// A warning that the baseline ran with another `setting`: `then` in the
+/// baseline, `now` in this run.
+fn setting_warning(setting: &Setting, then: &str, now: &str) -> String {
+    match setting {
+        Setting::Iterations => format!(
+            "the baseline ran {then} events per run, this run {now}: ratios compare, but \
+             the noise differs"
+        ),
+        Setting::Arch => format!(
+            "the baseline ran on {then}, this run on {now}: uprobes, trampolines and \
+             fprobes work differently there, so the comparison means little"
+        ),
+        Setting::CpuModel => format!(
+            "the baseline ran on another CPU model ({then:?}, now {now:?}): ratios to base \
+             shift between CPU models"
+        ),
+        Setting::Emulated => {
+            format!("emulation differs (baseline {then}, now {now}): the comparison means little")
+        }
+        Setting::ProgWork => format!(
+            "the programs did {then} steps of extra work in the baseline, {now} now: \
+             overheads differ by that"
+        ),
+        Setting::Counting => format!(
+            "the comm and call triggers' programs counted {then} in the baseline, {now} \
+             now: their overheads differ by that (a lock-prefixed add costs more than a \
+             plain one)"
+        ),
+        Setting::Stacktrace => format!(
+            "the programs took the kernel stack on each hit: {then} in the baseline, {now} \
+             now (--stacktrace): overheads differ by that"
+        ),
+        Setting::Batch => {
+            format!("the kernel loop ran batches of {then} in the baseline, {now} now")
+        }
+        Setting::Objects => format!(
+            "the baseline measured other object files ({then}; now {now}): its programs \
+             are another build"
+        ),
+        Setting::Packet => {
+            format!("the baseline's test runs ran on another packet ({then}; now {now})")
+        }
+        Setting::RunLength => format!(
+            "the baseline's timed runs were sized to {then}, this run's to {now}: \
+             shorter runs measure a few % more overhead (an --against run's 10 ms runs \
+             2-3% more than the default 50 ms, docs/gate-power.md)"
         ),
     }
 }

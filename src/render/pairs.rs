@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use super::{aligned, conclusion};
 use crate::document::{Document, MechanismResult};
-use crate::gate::{Findings, Warning, FLOOR_OF_BASE};
+use crate::gate::{Comparison, Findings, Warning, FLOOR_OF_BASE};
 use crate::measure::Mechanism;
 
 /// An in-run comparison (`--against`) side by side, as `veristat -C`
@@ -101,50 +101,18 @@ fn paired_report(doc: &Document, report: &Findings, head: &str, who: &str, advic
     let mut notes = Vec::new();
     let mut floored = false;
     for c in &report.comparisons {
-        let a = doc.mechanism(&c.name);
-        let b = a.and_then(|a| a.side_b.as_deref());
-        let median = |m: Option<&MechanismResult>| {
-            m.and_then(|m| m.overhead_ns.as_ref())
-                .map_or("-".into(), |s| format!("{:+.1}", s.median))
-        };
-        let (Some(diff), Some(change)) = (c.diff_ns, c.change) else {
-            notes.push(format!(
+        match paired_row(doc, c) {
+            Some((row, of_floor)) => {
+                floored |= of_floor;
+                rows.push(row);
+            }
+            None => notes.push(format!(
                 "  {:<9} {}  {}",
                 c.verdict.label(),
                 c.name,
                 c.detail
-            ));
-            continue;
-        };
-        // Of A's own cost, or of the floor where A costs less (as the
-        // gate judges it): a share of a near-zero cost would mean nothing.
-        let base_ns = a
-            .and_then(|a| doc.mechanism(&a.base))
-            .and_then(|m| m.ns_per_event)
-            .unwrap_or(0.0);
-        let a_ns = a
-            .and_then(|m| m.overhead_ns.as_ref())
-            .map_or(0.0, |s| s.median.abs());
-        // Counts are judged against A's own, however small.
-        let mark = if !doc.exact() && a_ns < FLOOR_OF_BASE * base_ns {
-            floored = true;
-            "*"
-        } else {
-            ""
-        };
-        rows.push(vec![
-            c.name.clone(),
-            median(a),
-            median(b),
-            format!("{diff:+.1}"),
-            format!("{:+.1}%{mark}", change * 100.0),
-            c.p_value.map_or("-".into(), |p| format!("{p:.3}")),
-            c.detectable
-                .map_or("-".into(), |d| format!("±{:.1}%", d * 100.0)),
-            a.and_then(|a| a.pairs_ns.as_ref())
-                .map_or("-".into(), |p| p.samples.len().to_string()),
-            c.verdict.label().into(),
-        ]);
+            )),
+        }
     }
     for line in aligned(&rows) {
         let _ = writeln!(out, "{line}");
@@ -162,6 +130,52 @@ fn paired_report(doc: &Document, report: &Findings, head: &str, who: &str, advic
     }
     out.push_str(&conclusion(who, report, advice));
     out
+}
+
+/// `c`'s row of the table, and whether its share is of the floor rather
+/// than of A's overhead; `None` where the gate did not compare it (its
+/// note under the table says why).
+fn paired_row(doc: &Document, c: &Comparison) -> Option<(Vec<String>, bool)> {
+    let (Some(diff), Some(change)) = (c.diff_ns, c.change) else {
+        return None;
+    };
+    let a = doc.mechanism(&c.name);
+    let b = a.and_then(|a| a.side_b.as_deref());
+    let median = |m: Option<&MechanismResult>| {
+        m.and_then(|m| m.overhead_ns.as_ref())
+            .map_or("-".into(), |s| format!("{:+.1}", s.median))
+    };
+    let floored = of_floor(doc, a);
+    let mark = if floored { "*" } else { "" };
+    let row = vec![
+        c.name.clone(),
+        median(a),
+        median(b),
+        format!("{diff:+.1}"),
+        format!("{:+.1}%{mark}", change * 100.0),
+        c.p_value.map_or("-".into(), |p| format!("{p:.3}")),
+        c.detectable
+            .map_or("-".into(), |d| format!("±{:.1}%", d * 100.0)),
+        a.and_then(|a| a.pairs_ns.as_ref())
+            .map_or("-".into(), |p| p.samples.len().to_string()),
+        c.verdict.label().into(),
+    ];
+    Some((row, floored))
+}
+
+/// Whether a change is a share of the floor, as the gate judges it, not
+/// of A's own cost, which is less: a share of a near-zero cost would mean
+/// nothing.
+fn of_floor(doc: &Document, a: Option<&MechanismResult>) -> bool {
+    let base_ns = a
+        .and_then(|a| doc.mechanism(&a.base))
+        .and_then(|m| m.ns_per_event)
+        .unwrap_or(0.0);
+    let a_ns = a
+        .and_then(|m| m.overhead_ns.as_ref())
+        .map_or(0.0, |s| s.median.abs());
+    // Counts are judged against A's own, however small.
+    !doc.exact() && a_ns < FLOOR_OF_BASE * base_ns
 }
 
 #[cfg(test)]

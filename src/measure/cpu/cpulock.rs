@@ -172,78 +172,105 @@ fn hold_until(
         cpus: Vec::with_capacity(cpus.len()),
         waited: Duration::ZERO,
     };
-    let mut status = WaitLine::new();
-    // Since when /proc/locks has named no holder of a taken CPU.
-    let mut unseen_since: Option<Instant> = None;
+    let mut waiting = Waiting {
+        wait,
+        stop,
+        start,
+        status: WaitLine::new(),
+        unseen_since: None,
+    };
     for &cpu in &cpus {
+        // On an error `lock` drops what it took so far.
+        if waiting.take_cpu(cpu)? {
+            lock.cpus.push(cpu);
+        }
+    }
+    waiting.finish(&mut lock, &cpus);
+    Ok(lock)
+}
+
+/// Taking CPUs that other processes may hold: how to wait for them, since
+/// when, and the line on stderr that says so.
+struct Waiting<'a> {
+    wait: Wait,
+    stop: Option<&'a AtomicUsize>,
+    start: Instant,
+    status: WaitLine,
+    /// Since when /proc/locks has named no holder of a taken CPU.
+    unseen_since: Option<Instant>,
+}
+
+impl Waiting<'_> {
+    /// Takes `cpu`, waiting while another process holds it (unless told
+    /// not to wait, or to stop): whether it is held now, `false` where no
+    /// lock can be had.
+    fn take_cpu(&mut self, cpu: usize) -> std::result::Result<bool, Refused> {
         loop {
             match take(cpu) {
-                Taken::Yes => {
-                    lock.cpus.push(cpu);
-                    break;
+                Taken::Yes => return Ok(true),
+                Taken::Unlocked => return Ok(false),
+                Taken::Busy => {}
+            }
+            // Between one holder's release and the next one's lock,
+            // /proc/locks may name nobody: try again before saying so.
+            let who = match holder(cpu) {
+                Some(who) => {
+                    self.unseen_since = None;
+                    who
                 }
-                Taken::Unlocked => break,
-                Taken::Busy => {
-                    // Between one holder's release and the next one's
-                    // lock, /proc/locks may name nobody: try again before
-                    // saying so.
-                    let who = match holder(cpu) {
-                        Some(who) => {
-                            unseen_since = None;
-                            who
-                        }
-                        None if unseen_since.get_or_insert_with(Instant::now).elapsed()
-                            < Duration::from_secs(2) =>
-                        {
-                            std::thread::sleep(Duration::from_millis(5));
-                            continue;
-                        }
-                        None => "a process this one cannot see".into(),
-                    };
-                    if stop.is_some_and(|s| s.load(Ordering::SeqCst) != 0) {
-                        if status.shown {
-                            status.done();
-                        }
-                        return Err(Refused::Stopped);
-                    }
-                    if wait == Wait::No {
-                        // `lock` drops what it took so far.
-                        return Err(Refused::Busy(format!(
-                            "CPU {cpu} is taken by another measuring run ({who}), and --no-wait \
-                             says not to wait: its figures and ours would both be wrong"
-                        )));
-                    }
-                    status.show(&format!(
-                        "waiting for CPU {cpu}, in use by another measuring run ({who}): \
-                         waited {}",
-                        seconds(start.elapsed())
-                    ));
-                    std::thread::sleep(Duration::from_millis(20));
+                None if self.unseen_since.get_or_insert_with(Instant::now).elapsed()
+                    < Duration::from_secs(2) =>
+                {
+                    std::thread::sleep(Duration::from_millis(5));
+                    continue;
+                }
+                None => "a process this one cannot see".into(),
+            };
+            if self.stop.is_some_and(|s| s.load(Ordering::SeqCst) != 0) {
+                if self.status.shown {
+                    self.status.done();
+                }
+                return Err(Refused::Stopped);
+            }
+            if self.wait == Wait::No {
+                return Err(Refused::Busy(format!(
+                    "CPU {cpu} is taken by another measuring run ({who}), and --no-wait \
+                     says not to wait: its figures and ours would both be wrong"
+                )));
+            }
+            self.status.show(&format!(
+                "waiting for CPU {cpu}, in use by another measuring run ({who}): waited {}",
+                seconds(self.start.elapsed())
+            ));
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Sets how long `lock` waited for `cpus`: zero where no line said it
+    /// waited; else the line ends saying they are free, and the wait is
+    /// added to the process's and kept on each CPU this hold took first.
+    fn finish(mut self, lock: &mut CpuLock, cpus: &[usize]) {
+        lock.waited = if self.status.shown {
+            self.start.elapsed()
+        } else {
+            Duration::ZERO
+        };
+        if self.status.shown {
+            self.status.show(&format!(
+                "CPU {} free after waiting {}",
+                list(cpus),
+                seconds(lock.waited)
+            ));
+            self.status.done();
+            *WAITED.lock().unwrap_or_else(|p| p.into_inner()) += lock.waited;
+            let mut held = HELD.lock().unwrap_or_else(|p| p.into_inner());
+            for cpu in &lock.cpus {
+                if let Some(h) = held.get_mut(cpu).filter(|h| h.count == 1) {
+                    h.waited = lock.waited;
                 }
             }
         }
     }
-    lock.waited = if status.shown {
-        start.elapsed()
-    } else {
-        Duration::ZERO
-    };
-    if status.shown {
-        status.show(&format!(
-            "CPU {} free after waiting {}",
-            list(&cpus),
-            seconds(lock.waited)
-        ));
-        status.done();
-        *WAITED.lock().unwrap_or_else(|p| p.into_inner()) += lock.waited;
-        let mut held = HELD.lock().unwrap_or_else(|p| p.into_inner());
-        for cpu in &lock.cpus {
-            if let Some(h) = held.get_mut(cpu).filter(|h| h.count == 1) {
-                h.waited = lock.waited;
-            }
-        }
-    }
-    Ok(lock)
 }
 
 enum Taken {

@@ -129,6 +129,58 @@ pub(crate) fn inspect(
 ) -> std::result::Result<(Vec<Found>, Vec<String>), String> {
     let shown = format!("{flag}{}", path.display());
     let bytes = std::fs::read(path).map_err(|e| format!("{shown}: cannot read it: {e}"))?;
+    check_elf(&shown, &bytes)?;
+    let open = open_object(&shown, path, &bytes)?;
+    let rodata = rodata_vars(&open);
+    let pinned = pinned_maps(&open);
+    if !pinned.is_empty() {
+        log::warn!(
+            "{shown}: {} pinned by name (LIBBPF_PIN_BY_NAME): measured with maps of \
+             the run's own, neither pinned nor taken from a BPF filesystem",
+            names_of_maps(&pinned)
+        );
+    }
+    let names: Vec<String> = open.progs().map(|p| lossy(p.name())).collect();
+    if names.is_empty() {
+        return Err(format!(
+            "{shown}: no BPF programs in it (no SEC(\"...\") function)"
+        ));
+    }
+    if let Some(only) = only.filter(|o| !names.iter().any(|n| n == o)) {
+        return Err(format!(
+            "{shown}:{only}: no program {only} in it; it has {}",
+            names.join(", ")
+        ));
+    }
+    let writes = rodata_writes(&settings.sets, &rodata)?;
+    let mut found = Vec::new();
+    for prog in open.progs() {
+        let program = lossy(prog.name());
+        if only.is_some_and(|o| o != program) {
+            continue;
+        }
+        let section = lossy(prog.section()).trim_start_matches('?').to_string();
+        found.push(
+            hook(&section, settings.trigger, settings.packet)
+                .map(|(kind, trigger)| {
+                    let p = ObjectProgram {
+                        path: path.to_path_buf(),
+                        bytes: bytes.clone(),
+                        program: program.clone(),
+                        section: section.clone(),
+                        rodata: writes.clone(),
+                    };
+                    (p, kind, trigger)
+                })
+                .map_err(|why| format!("{shown}: program {program} (SEC(\"{section}\")): {why}")),
+        );
+    }
+    Ok((found, rodata.into_iter().map(|v| v.0).collect()))
+}
+
+/// That `bytes` (of the file `shown`) are a BPF object of this kernel's
+/// byte order, or what they are instead.
+fn check_elf(shown: &str, bytes: &[u8]) -> std::result::Result<(), String> {
     // ELF magic, and e_machine EM_BPF (247) at offset 18.
     if bytes.len() < 20 || &bytes[..4] != b"\x7fELF" {
         return Err(format!(
@@ -155,65 +207,35 @@ pub(crate) fn inspect(
              build it with clang -target {target} (or -target bpf on this machine)"
         ));
     }
+    Ok(())
+}
+
+/// The object in `bytes` opened by libbpf, or libbpf's reason why not.
+fn open_object(shown: &str, path: &Path, bytes: &[u8]) -> std::result::Result<OpenObject, String> {
     crate::measure::kernel::libbpf_log::capture_libbpf_log();
     crate::measure::kernel::libbpf_log::clear_libbpf_log();
-    let open = builder(path)
-        .and_then(|mut b| b.open_memory(&bytes))
+    builder(path)
+        .and_then(|mut b| b.open_memory(bytes))
         .map_err(|e| {
             let why = crate::measure::kernel::libbpf_log::libbpf_reason()
                 .unwrap_or_else(|| format!("{e:#}"));
             format!("{shown}: libbpf cannot open it (truncated or not built for BPF?): {why}")
-        })?;
-    let rodata = rodata_vars(&open);
-    let pinned = pinned_maps(&open);
-    if !pinned.is_empty() {
-        log::warn!(
-            "{shown}: {} pinned by name (LIBBPF_PIN_BY_NAME): measured with maps of \
-             the run's own, neither pinned nor taken from a BPF filesystem",
-            names_of_maps(&pinned)
-        );
-    }
-    let names: Vec<String> = open.progs().map(|p| lossy(p.name())).collect();
-    if names.is_empty() {
-        return Err(format!(
-            "{shown}: no BPF programs in it (no SEC(\"...\") function)"
-        ));
-    }
-    if let Some(only) = only.filter(|o| !names.iter().any(|n| n == o)) {
-        return Err(format!(
-            "{shown}:{only}: no program {only} in it; it has {}",
-            names.join(", ")
-        ));
-    }
+        })
+}
+
+/// `--set`'s values as bytes to write at their globals' offsets in
+/// `.rodata`; a name the object has no global of is not written.
+fn rodata_writes(
+    sets: &[(String, String)],
+    rodata: &[(String, (usize, usize))],
+) -> std::result::Result<Vec<(usize, Vec<u8>)>, String> {
     let mut writes = Vec::new();
-    for (name, value) in &settings.sets {
+    for (name, value) in sets {
         if let Some(&(offset, size)) = rodata.iter().find(|v| &v.0 == name).map(|v| &v.1) {
             writes.push((offset, encode(name, value, size)?));
         }
     }
-    let mut found = Vec::new();
-    for prog in open.progs() {
-        let program = lossy(prog.name());
-        if only.is_some_and(|o| o != program) {
-            continue;
-        }
-        let section = lossy(prog.section()).trim_start_matches('?').to_string();
-        found.push(
-            hook(&section, settings.trigger, settings.packet)
-                .map(|(kind, trigger)| {
-                    let p = ObjectProgram {
-                        path: path.to_path_buf(),
-                        bytes: bytes.clone(),
-                        program: program.clone(),
-                        section: section.clone(),
-                        rodata: writes.clone(),
-                    };
-                    (p, kind, trigger)
-                })
-                .map_err(|why| format!("{shown}: program {program} (SEC(\"{section}\")): {why}")),
-        );
-    }
-    Ok((found, rodata.into_iter().map(|v| v.0).collect()))
+    Ok(writes)
 }
 
 /// libbpf's builder, the object named by its file (libbpf names one

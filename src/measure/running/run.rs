@@ -210,17 +210,9 @@ impl Attached<'_, '_> {
             p.order(events.get(), start.clone())?;
         }
         let speed_before = speed::reference_ns();
-        // The program's run-time stats, read only when they are on: no
-        // syscall between the lead-in and the timed events otherwise.
-        let prog_stats = |run: &Self| {
-            run.loaded
-                .as_ref()
-                .filter(|_| run.bpf_stats)
-                .and_then(|l| l.prog_stats())
-        };
-        let before = prog_stats(self);
+        let before = self.prog_stats();
         let (all, lost, window) = self.fire_timed(events, &start)?;
-        let after = prog_stats(self);
+        let after = self.prog_stats();
         let timed_counted =
             counted_by == Some(Counts::Program) && self.switch.is_none_or(Counting::counts_timed);
         let mut producers = self.count(&all, timed_counted)?;
@@ -236,26 +228,9 @@ impl Attached<'_, '_> {
             window::record(n, m, events, programs)?;
         }
         // The lead-in's hits stand for the run's where only it counted.
-        let mut counted_events = events;
-        if let Some(lead) = lead.filter(|_| !timed_counted) {
-            counted_events = lead.iter().map(|p| p.events).sum();
-            for (p, l) in producers.iter_mut().zip(&lead) {
-                p.hits = l.hits;
-            }
-        }
-        // Reached at least once an event: then counted as the events, since
-        // a system-wide hook counts other processes' events too.
-        let hits = match counted_by {
-            None => None,
-            // None where nothing was counted (`every-check`, `none`).
-            Some(Counts::Program) => producers.iter().map(|p| p.hits).sum(),
-            Some(Counts::Stats) => {
-                object::check_reached(m, prog_run.map(|(_, n)| n), events)?;
-                Some(events)
-            }
-            // A base's program is ours; the user's ran as often as asked.
-            Some(Counts::TestRun) => (!m.is_base()).then_some(events),
-        };
+        let counted_events =
+            lead_in_counted(&mut producers, lead.filter(|_| !timed_counted), events);
+        let hits = hits_of(m, counted_by, &producers, prog_run, events)?;
         Ok(Sample {
             mechanism: m,
             events,
@@ -274,15 +249,17 @@ impl Attached<'_, '_> {
             lost,
             attach: self.loaded.as_ref().and_then(|l| l.attach_cost()),
             window,
-            site: match m.trigger() {
-                Trigger::Call(target) if load::on_exe(m) => target.site(),
-                Trigger::Call(_)
-                | Trigger::TaskRename
-                | Trigger::Loop(_)
-                | Trigger::Syscall(_)
-                | Trigger::TestRun(_) => None,
-            },
+            site: site_of(m),
         })
+    }
+
+    /// The program's run-time stats, read only when they are on: no
+    /// syscall between the lead-in and the timed events otherwise.
+    fn prog_stats(&self) -> Option<(u64, u64)> {
+        self.loaded
+            .as_ref()
+            .filter(|_| self.bpf_stats)
+            .and_then(|l| l.prog_stats())
     }
 
     /// A lead-in, untimed, from every producer, straight into the timed
@@ -455,6 +432,60 @@ fn check_hits(mechanism: Mechanism, hits: Option<u64>, events: u64) -> Result<()
             Err(Error::failed(what).of(mechanism))
         }
         _ => Ok(()),
+    }
+}
+
+/// The events a run's hits are of: where the lead-in alone counted
+/// (`lead`, each producer's share), the lead-in's, whose hits then stand
+/// for each producer's; else the timed `events`.
+fn lead_in_counted(
+    producers: &mut [ProducerSample],
+    lead: Option<Vec<ProducerSample>>,
+    events: u64,
+) -> u64 {
+    let Some(lead) = lead else {
+        return events;
+    };
+    for (p, l) in producers.iter_mut().zip(&lead) {
+        p.hits = l.hits;
+    }
+    lead.iter().map(|p| p.events).sum()
+}
+
+/// A run's hits of `m`, as `counted_by` counts them; `prog_run` is the
+/// program's run time and count over the timed `events`.
+fn hits_of(
+    m: Mechanism,
+    counted_by: Option<Counts>,
+    producers: &[ProducerSample],
+    prog_run: Option<(u64, u64)>,
+    events: u64,
+) -> Result<Option<u64>> {
+    Ok(match counted_by {
+        None => None,
+        // None where nothing was counted (`every-check`, `none`).
+        Some(Counts::Program) => producers.iter().map(|p| p.hits).sum(),
+        // Reached at least once an event: then counted as the events, since
+        // a system-wide hook counts other processes' events too.
+        Some(Counts::Stats) => {
+            object::check_reached(m, prog_run.map(|(_, n)| n), events)?;
+            Some(events)
+        }
+        // A base's program is ours; the user's ran as often as asked.
+        Some(Counts::TestRun) => (!m.is_base()).then_some(events),
+    })
+}
+
+/// What a probe on a function of this executable left at its instruction
+/// after `m`'s run; `None` for any other mechanism.
+fn site_of(m: Mechanism) -> Option<Site> {
+    match m.trigger() {
+        Trigger::Call(target) if load::on_exe(m) => target.site(),
+        Trigger::Call(_)
+        | Trigger::TaskRename
+        | Trigger::Loop(_)
+        | Trigger::Syscall(_)
+        | Trigger::TestRun(_) => None,
     }
 }
 

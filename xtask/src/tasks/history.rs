@@ -19,7 +19,7 @@ pub mod split;
 pub mod steps;
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
@@ -35,7 +35,7 @@ use builds::Build;
 use kept::{Kept, Stables};
 pub use options::HistoryArgs;
 use options::{Runs, Setting};
-use report::{Counted, History, Line};
+use report::{Counted, History, Line, Located};
 
 pub fn main(a: HistoryArgs) -> i32 {
     vm::task_main(|| run(&a))
@@ -50,13 +50,7 @@ fn run(a: &HistoryArgs) -> Result<i32> {
         .kept
         .clone()
         .unwrap_or_else(|| cache.join("history").join(a.arch.debian()));
-    let out = a.out.clone().unwrap_or_else(|| {
-        let name = match a.arch {
-            Arch::X86_64 => a.series.clone(),
-            other => format!("{}-{}", a.series, other.name()),
-        };
-        repo.join("target/history").join(name)
-    });
+    let out = out_dir(a, &repo);
     let selection = a.selection().map_err(BadInput)?;
     let all = list(a, &cache, (&range.0, &range.1))?;
     let setting = Setting {
@@ -69,28 +63,8 @@ fn run(a: &HistoryArgs) -> Result<i32> {
     if a.list {
         return list_out(a, &all, &setting, &kept_dir);
     }
-    let todo: Vec<&Build> = match &a.only {
-        Some(only) => {
-            let b = all.iter().find(|b| &b.release == only).ok_or_else(|| {
-                BadInput(format!(
-                    "{only} is not a build of {} (see --list)",
-                    a.series
-                ))
-            })?;
-            if let Some(why) = &b.refused {
-                bail!(BadInput(format!("{only}: {why}")));
-            }
-            if kept::load(&kept_dir, &setting.key(b)).is_some() {
-                say!("{only}: kept from an earlier run: nothing to count");
-                return Ok(0);
-            }
-            vec![b]
-        }
-        None if a.no_count => Vec::new(),
-        None => all
-            .iter()
-            .filter(|b| b.refused.is_none() && kept::load(&kept_dir, &setting.key(b)).is_none())
-            .collect(),
+    let Some(todo) = to_count(a, &all, &setting, &kept_dir)? else {
+        return Ok(0);
     };
     let dirs = counting::Dirs {
         kept: &kept_dir,
@@ -121,6 +95,51 @@ fn run(a: &HistoryArgs) -> Result<i32> {
     let worst = failed.values().map(|f| f.1).max().unwrap_or(0);
     let vm = i32::from(crate::util::exit_status::ENVIRONMENT);
     Ok(if bad > 0 { worst.max(vm) } else { worst })
+}
+
+/// `--out`, else target/history/SERIES (`-ARCH` after it but for x86_64).
+fn out_dir(a: &HistoryArgs, repo: &Path) -> PathBuf {
+    a.out.clone().unwrap_or_else(|| {
+        let name = match a.arch {
+            Arch::X86_64 => a.series.clone(),
+            other => format!("{}-{}", a.series, other.name()),
+        };
+        repo.join("target/history").join(name)
+    })
+}
+
+/// The builds to count now: `--only`'s, none with `--no-count`, else each
+/// not refused and not kept. None when `--only`'s build is kept already:
+/// nothing to count, nor to report.
+fn to_count<'b>(
+    a: &HistoryArgs,
+    all: &'b [Build],
+    setting: &Setting,
+    kept_dir: &Path,
+) -> Result<Option<Vec<&'b Build>>> {
+    Ok(Some(match &a.only {
+        Some(only) => {
+            let b = all.iter().find(|b| &b.release == only).ok_or_else(|| {
+                BadInput(format!(
+                    "{only} is not a build of {} (see --list)",
+                    a.series
+                ))
+            })?;
+            if let Some(why) = &b.refused {
+                bail!(BadInput(format!("{only}: {why}")));
+            }
+            if kept::load(kept_dir, &setting.key(b)).is_some() {
+                say!("{only}: kept from an earlier run: nothing to count");
+                return Ok(None);
+            }
+            vec![b]
+        }
+        None if a.no_count => Vec::new(),
+        None => all
+            .iter()
+            .filter(|b| b.refused.is_none() && kept::load(kept_dir, &setting.key(b)).is_none())
+            .collect(),
+    }))
 }
 
 /// The report's four files in `out`; history.txt printed too.
@@ -240,7 +259,7 @@ fn qemu_version(arch: Arch) -> Result<String> {
 /// The history of `all`: each build as kept, the steps of each line,
 /// explained and placed among the stable releases.
 fn history(a: &HistoryArgs, all: &[Build], setting: &Setting, runs: &Runs) -> Result<History> {
-    let (kept_dir, failed) = (runs.kept, runs.failed);
+    let kept_dir = runs.kept;
     let mut lines: Vec<Line> = Vec::new();
     // Each build's result, read once: for its counts now, its steps below.
     let mut docs: BTreeMap<&str, Document> = BTreeMap::new();
@@ -254,35 +273,7 @@ fn history(a: &HistoryArgs, all: &[Build], setting: &Setting, runs: &Runs) -> Re
                 stables.insert(&b.release, s);
             }
         }
-        let counts = k
-            .as_ref()
-            .and_then(|k| k.result.as_ref())
-            .map(counts_of)
-            .unwrap_or_default();
-        let (status, why) = match (&b.refused, &k) {
-            (Some(r), _) => ("refused", Some(r.clone())),
-            (_, Some(k)) if k.result.is_some() => ("counted", k.why.first().cloned()),
-            (_, Some(k)) => ("failed", k.why.first().cloned()),
-            (_, None) => (
-                "not counted",
-                Some(
-                    failed
-                        .get(&b.release)
-                        .map(|f| f.0.clone())
-                        .unwrap_or_else(|| "not counted yet (--no-count)".into()),
-                ),
-            ),
-        };
-        let c = Counted {
-            build: b.clone(),
-            status: status.into(),
-            why,
-            counts,
-            fetch_s: k.as_ref().and_then(|k| k.fetch_s),
-            vm_s: k.as_ref().and_then(|k| k.vm_s),
-            downloaded_bytes: k.as_ref().and_then(|k| k.downloaded_bytes),
-            counted_now: runs.now.contains(&b.release.as_str()),
-        };
+        let c = counted(b, k.as_ref(), runs);
         if let Some(doc) = k.and_then(|k| k.result) {
             docs.insert(&b.release, doc);
         }
@@ -297,30 +288,7 @@ fn history(a: &HistoryArgs, all: &[Build], setting: &Setting, runs: &Runs) -> Re
         }
     }
     for l in &mut lines {
-        let refs: Vec<(&str, Option<&Document>)> = l
-            .builds
-            .iter()
-            .map(|c| (c.build.release.as_str(), docs.get(c.build.release.as_str())))
-            .collect();
-        // --threshold is in percent; the rule takes a share.
-        let mut found = steps::steps(&refs, a.threshold / 100.0)?;
-        if !a.no_explain {
-            split::explain(a, &mut found, all, setting, runs)?;
-        }
-        let chain: Vec<(&str, Option<&Stables>)> = l
-            .builds
-            .iter()
-            .map(|c| {
-                (
-                    c.build.upstream.as_str(),
-                    stables.get(c.build.release.as_str()),
-                )
-            })
-            .collect();
-        l.steps = found
-            .into_iter()
-            .map(|s| split::locate(s, &l.builds, &chain, runs.cache))
-            .collect();
+        l.steps = line_steps(a, l, (&docs, &stables), all, setting, runs)?;
     }
     Ok(History {
         series: a.series.clone(),
@@ -331,6 +299,76 @@ fn history(a: &HistoryArgs, all: &[Build], setting: &Setting, runs: &Runs) -> Re
         plan: setting.plan.clone(),
         lines,
     })
+}
+
+/// Build `b` as reported: refused, counted or failed as `k` (its kept
+/// count) says, else not counted, saying why.
+fn counted(b: &Build, k: Option<&Kept>, runs: &Runs) -> Counted {
+    let counts = k
+        .and_then(|k| k.result.as_ref())
+        .map(counts_of)
+        .unwrap_or_default();
+    let (status, why) = match (&b.refused, k) {
+        (Some(r), _) => ("refused", Some(r.clone())),
+        (_, Some(k)) if k.result.is_some() => ("counted", k.why.first().cloned()),
+        (_, Some(k)) => ("failed", k.why.first().cloned()),
+        (_, None) => (
+            "not counted",
+            Some(
+                runs.failed
+                    .get(&b.release)
+                    .map(|f| f.0.clone())
+                    .unwrap_or_else(|| "not counted yet (--no-count)".into()),
+            ),
+        ),
+    };
+    Counted {
+        build: b.clone(),
+        status: status.into(),
+        why,
+        counts,
+        fetch_s: k.and_then(|k| k.fetch_s),
+        vm_s: k.and_then(|k| k.vm_s),
+        downloaded_bytes: k.and_then(|k| k.downloaded_bytes),
+        counted_now: runs.now.contains(&b.release.as_str()),
+    }
+}
+
+/// Line `l`'s steps: found between its builds' results (`docs`), split
+/// by function unless `--no-explain`, and placed among the stable
+/// releases of its builds' lists (`stables`).
+fn line_steps(
+    a: &HistoryArgs,
+    l: &Line,
+    (docs, stables): (&BTreeMap<&str, Document>, &BTreeMap<&str, Stables>),
+    all: &[Build],
+    setting: &Setting,
+    runs: &Runs,
+) -> Result<Vec<Located>> {
+    let refs: Vec<(&str, Option<&Document>)> = l
+        .builds
+        .iter()
+        .map(|c| (c.build.release.as_str(), docs.get(c.build.release.as_str())))
+        .collect();
+    // --threshold is in percent; the rule takes a share.
+    let mut found = steps::steps(&refs, a.threshold / 100.0)?;
+    if !a.no_explain {
+        split::explain(a, &mut found, all, setting, runs)?;
+    }
+    let chain: Vec<(&str, Option<&Stables>)> = l
+        .builds
+        .iter()
+        .map(|c| {
+            (
+                c.build.upstream.as_str(),
+                stables.get(c.build.release.as_str()),
+            )
+        })
+        .collect();
+    Ok(found
+        .into_iter()
+        .map(|s| split::locate(s, &l.builds, &chain, runs.cache))
+        .collect())
 }
 
 /// Keeps with `k` its build's stable list (after `after`, the build

@@ -9,11 +9,11 @@ pub mod boots;
 pub mod duet;
 pub mod exact;
 pub mod explain;
+mod mitigations;
 mod options;
 
 pub use options::{Args, Exact, Mode};
 
-use std::collections::BTreeMap;
 use std::env;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -26,7 +26,6 @@ use crate::build::tcg_plugin;
 use crate::kernels::arch::Arch;
 use crate::kernels::debian;
 use crate::kernels::kernel::{kernel, Kernel};
-use crate::util::counts::read_document;
 use crate::util::env_vars::{ABSENT_ENV, KCONFIG_ENV, WINDOWS_ENV};
 use crate::util::signal::check_signal;
 use crate::util::{cache_dir, one_line, repo_root, say, secs, which, BadInput};
@@ -43,6 +42,61 @@ pub fn main(a: Args) -> i32 {
 fn run(a: &Args) -> Result<i32> {
     let start = Instant::now();
     let repo = repo_root();
+    let (k, bb) = fetch_kernel(a)?;
+    let fetch = start.elapsed();
+    check_signal()?;
+    let initrd = initramfs(&k, &bb)?;
+    let accel = vm::choose_accel(a.accel, a.arch, a.mode.clock())?;
+    let plugin = plugin(a, &repo)?;
+    let (rundir, rundir_path) = vm::job_dir()?;
+    let out = open_out(a, &repo, &k.release)?;
+
+    let kconfig = write_kconfig(&k, &rundir_path)?;
+    let t = Instant::now();
+    let job = prepare_job(a, &repo, &k, accel, kconfig.as_deref())?;
+    let build = t.elapsed();
+    let vm = guest(
+        a,
+        &k,
+        accel,
+        &initrd,
+        &rundir_path,
+        out.staging.path(),
+        plugin.as_deref(),
+    );
+    let b = boots::run(boots::Booting {
+        script: |r: &Resume| job.script(r),
+        boot: || boot(a, &k, &vm),
+        rundir: &rundir_path,
+        staging: out.staging.path(),
+        log: a.log.as_deref(),
+        tests: matches!(a.job, Job::Tests(_)),
+    })?;
+    drop(rundir);
+    let (rc, why, dir) = conclude(a, &b, &job, out);
+    let timing = Timing {
+        start,
+        fetch,
+        build,
+    };
+    let s = VmtestJson {
+        exit: rc,
+        why,
+        ..record(a, &k, accel, &b, &timing, &dir)
+    };
+    let rc = save_summary(&s, &dir, rc);
+    println!(
+        "vmtest: kernel {} boot {} total {} exit {rc}",
+        k.release,
+        b.first_up.map_or("-".into(), secs),
+        secs(b.vm_time)
+    );
+    Ok(rc)
+}
+
+/// qemu found, then KERNEL (fetched when it is Debian's) and the busybox
+/// its initramfs is built around.
+fn fetch_kernel(a: &Args) -> Result<(Kernel, PathBuf)> {
     ensure!(
         which(a.arch.qemu()).is_some(),
         "{} not found: apt-get install -y {}",
@@ -59,140 +113,86 @@ fn run(a: &Args) -> Result<i32> {
         &cache,
         a.bzimage,
     )?;
-    let fetch = start.elapsed();
-    check_signal()?;
-    let initrd = initramfs(&k, &bb)?;
-    let accel = vm::choose_accel(a.accel, a.arch, a.mode.clock())?;
-    let plugin = plugin(a, &repo)?;
-    let (rundir, rundir_path) = vm::job_dir()?;
-    let out = open_out(a, &repo, &k.release)?;
+    Ok((k, bb))
+}
 
-    let kconfig = write_kconfig(&k, &rundir_path)?;
-    let t = Instant::now();
-    let job = prepare_job(a, &repo, &k, accel, kconfig.as_deref())?;
-    let build = t.elapsed();
-    let vm = Vm {
+/// The boots judged, the guest's files moved out of `out`'s staging and,
+/// as the mode asks, its mitigations compared and its counts explained:
+/// the exit status, why, and the output directory.
+fn conclude(a: &Args, b: &boots::Boots, job: &Prepared, out: Out) -> (i32, Vec<String>, PathBuf) {
+    let (rc, why) = judge(a, &b.last, b.status.as_deref(), job.runs_tests(&b.resume));
+    let (rc, why) = crate::vm::crash::judged(&b.resume.crashed, rc, why);
+    let (rc, dir) = finish_out(out, rc);
+    if a.mode.clock() == Clock::Instructions {
+        mitigations::said(&dir);
+    }
+    (explained(a, &dir, rc), why, dir)
+}
+
+/// The guest's machine: `k` booted with `initrd`, its job in `rundir`,
+/// its files shared through `staging` (the plugin's counts too).
+fn guest<'a>(
+    a: &'a Args,
+    k: &'a Kernel,
+    accel: Accel,
+    initrd: &'a Path,
+    rundir: &'a Path,
+    staging: &'a Path,
+    plugin: Option<&'a Path>,
+) -> Vm<'a> {
+    Vm {
         arch: a.arch,
         accel,
         smp: a.smp,
         memory: &a.memory,
         kernel: &k.boot,
-        initrd: &initrd,
-        cmdline: vm::cmdline(a.arch, !a.arch.is_host(), &rundir_path, true, &append(a)),
-        rundir: &rundir_path,
-        out: Some(out.staging.path()),
+        initrd,
+        cmdline: vm::cmdline(a.arch, !a.arch.is_host(), rundir, true, &append(a)),
+        rundir,
+        out: Some(staging),
         clock: a.mode.clock(),
-        plugin: plugin.as_deref().map(|p| {
-            (
-                p,
-                vec![("out", out.staging.path().join(explain::COUNTS_FILE))],
-            )
-        }),
-    };
-    let b = boots::run(boots::Booting {
-        script: |r: &Resume| job.script(r),
-        boot: || boot(a, &k, &vm),
-        rundir: &rundir_path,
-        staging: out.staging.path(),
-        log: a.log.as_deref(),
-        tests: matches!(a.job, Job::Tests(_)),
-    })?;
-    drop(rundir);
-    let (rc, why) = judge(a, &b.last, b.status.as_deref(), job.runs_tests(&b.resume));
-    let (rc, why) = crate::vm::crash::judged(&b.resume.crashed, rc, why);
-    let (rc, dir) = finish_out(out, rc);
-    if a.mode.clock() == Clock::Instructions {
-        mitigations_said(&dir);
+        plugin: plugin.map(|p| (p, vec![("out", staging.join(explain::COUNTS_FILE))])),
     }
-    let rc = explained(a, &dir, rc);
+}
 
-    let boot = b.first_up;
-    let s = VmtestJson {
+/// Where a run's time went before it booted: `fetch` getting the kernel
+/// ready, `build` the guest's test binaries; the run began at `start`.
+struct Timing {
+    start: Instant,
+    fetch: Duration,
+    build: Duration,
+}
+
+/// vmtest.json's record of the run, its verdict (`exit`, `why`) left to
+/// the caller; the steps are the guest's, read from `dir`.
+fn record(
+    a: &Args,
+    k: &Kernel,
+    accel: Accel,
+    b: &boots::Boots,
+    t: &Timing,
+    dir: &Path,
+) -> VmtestJson {
+    VmtestJson {
         kernel: a.kernel.clone(),
         release: k.release.clone(),
         arch: a.arch.name().into(),
         accel: accel.name().into(),
-        fetch_s: summary::tenths(fetch),
+        fetch_s: summary::tenths(t.fetch),
         downloaded_bytes: k.downloaded,
-        build_s: summary::tenths(build),
-        boot_s: boot.map(summary::tenths),
+        build_s: summary::tenths(t.build),
+        boot_s: b.first_up.map(summary::tenths),
         vm_s: summary::tenths(b.vm_time),
-        total_s: summary::tenths(start.elapsed().saturating_sub(fetch)),
-        exit: rc,
-        why,
+        total_s: summary::tenths(t.start.elapsed().saturating_sub(t.fetch)),
+        exit: 0,
+        why: Vec::new(),
         kernel_config: k.config.as_ref().map(|c| c.record()),
         boots: b.count,
         crashed: b.resume.crashed.clone(),
         steps: fs::read_to_string(dir.join(summary::STEPS_FILE))
             .map(|t| summary::parse_steps(&t))
             .unwrap_or_default(),
-    };
-    let rc = save_summary(&s, &dir, rc);
-    println!(
-        "vmtest: kernel {} boot {} total {} exit {rc}",
-        k.release,
-        boot.map_or("-".into(), secs),
-        secs(b.vm_time)
-    );
-    Ok(rc)
-}
-
-/// One line when the guest's kernel mitigates its CPU otherwise than this
-/// host's does: its counts leave out (or add) the return thunks and
-/// barriers that make a trap or a return dear here (docs/exact.md).
-fn mitigations_said(dir: &Path) {
-    let guest = read_document(&dir.join("result.json")).map(|d| d.mitigations);
-    let Some(guest) = guest.ok().filter(|g| !g.is_empty()) else {
-        return;
-    };
-    if let Some(line) = mitigations_line(&guest, &host_mitigations()) {
-        say!("{line}");
     }
-}
-
-/// This host's /sys/devices/system/cpu/vulnerabilities, as the command
-/// records them (`mitigations` in its result).
-fn host_mitigations() -> BTreeMap<String, String> {
-    let dir = Path::new("/sys/devices/system/cpu/vulnerabilities");
-    fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| {
-            let text = fs::read_to_string(e.path()).ok()?;
-            Some((
-                e.file_name().to_string_lossy().into_owned(),
-                text.trim().to_owned(),
-            ))
-        })
-        .collect()
-}
-
-/// "the guest mitigates otherwise than this host: ..." naming each flaw
-/// whose line differs, guest's then host's; None when they agree.
-fn mitigations_line(
-    guest: &BTreeMap<String, String>,
-    host: &BTreeMap<String, String>,
-) -> Option<String> {
-    let none = String::from("-");
-    let differ: Vec<String> = guest
-        .keys()
-        .chain(host.keys().filter(|k| !guest.contains_key(*k)))
-        .filter(|k| guest.get(*k) != host.get(*k))
-        .map(|k| {
-            let (g, h) = (guest.get(k).unwrap_or(&none), host.get(k).unwrap_or(&none));
-            format!("{k}: guest \"{g}\", host \"{h}\"")
-        })
-        .collect();
-    (!differ.is_empty()).then(|| {
-        format!(
-            "the guest's kernel mitigates its CPU otherwise than this host's, so its counts \
-             leave out what those cost here ({} of {}): {}",
-            differ.len(),
-            guest.len().max(host.len()),
-            differ.join("; ")
-        )
-    })
 }
 
 /// The kernel's config in the job directory, for the command to record
@@ -544,31 +544,6 @@ fn finish_out(out: Out, rc: i32) -> (i32, PathBuf) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn lines(l: &[(&str, &str)]) -> BTreeMap<String, String> {
-        l.iter().map(|(k, v)| ((*k).into(), (*v).into())).collect()
-    }
-
-    #[test]
-    fn a_guest_mitigated_otherwise_is_said_in_one_line() {
-        let host = lines(&[
-            ("spec_rstack_overflow", "Vulnerable: Safe RET, no microcode"),
-            ("meltdown", "Not affected"),
-        ]);
-        let guest = lines(&[
-            ("spec_rstack_overflow", "Not affected"),
-            ("meltdown", "Not affected"),
-        ]);
-        let l = mitigations_line(&guest, &host).unwrap();
-        assert!(!l.contains('\n'), "{l}");
-        assert!(
-            l.ends_with(
-                "(1 of 2): spec_rstack_overflow: guest \"Not affected\", host \"Vulnerable: Safe RET, no microcode\""
-            ),
-            "{l}"
-        );
-        assert_eq!(mitigations_line(&host, &host), None);
-    }
 
     #[test]
     fn absences_per_series_and_architecture() {

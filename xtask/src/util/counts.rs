@@ -314,9 +314,9 @@ mod tests {
         );
     }
 
-    #[test]
-    fn verdicts_by_threshold_alone() {
-        let a = doc(
+    /// A's counts: five mechanisms over one base.
+    fn a() -> Document {
+        doc(
             Unit::Instructions,
             &[
                 ("base", "base", None),
@@ -326,7 +326,11 @@ mod tests {
                 ("kprobe", "base", Some(300.0)),
                 ("lsm", "base", Some(50.0)),
             ],
-        );
+        )
+    }
+
+    #[test]
+    fn verdicts_by_threshold_alone() {
         let b = doc(
             Unit::Instructions,
             &[
@@ -339,7 +343,7 @@ mod tests {
                 ("kprobe.multi", "base", Some(280.0)),
             ],
         );
-        let rows = verdicts(&a, &b, 0.01).unwrap();
+        let rows = verdicts(&a(), &b, 0.01).unwrap();
         let got: Vec<(&str, Verdict)> = rows
             .iter()
             .map(|r| (r.mechanism.as_str(), r.verdict))
@@ -356,8 +360,12 @@ mod tests {
             ]
         );
         assert_eq!(exit_code(&rows), 1);
-        // A link on every function whose rounds spread beyond the
-        // threshold: not judged, whichever way it moved.
+    }
+
+    /// A link on every function whose rounds spread beyond the threshold:
+    /// not judged, whichever way it moved.
+    #[test]
+    fn a_link_on_every_function_that_spreads_is_not_judged() {
         let every = |count: f64, rates: &[f64]| {
             let mut d = doc(
                 Unit::Instructions,
@@ -384,11 +392,19 @@ mod tests {
             verdicts(&all_a, &all_b, 0.02).unwrap()[0].verdict,
             Verdict::Regressed
         );
-        let rows = verdicts(&a, &a, 0.01).unwrap();
+    }
+
+    #[test]
+    fn a_document_against_itself_is_unchanged() {
+        let rows = verdicts(&a(), &a(), 0.01).unwrap();
         assert!(rows.iter().all(|r| r.verdict == Verdict::Unchanged));
         assert_eq!(exit_code(&rows), 0);
+    }
+
+    #[test]
+    fn a_cheaper_count_is_improved_and_tabled_as_such() {
         let cheaper = doc(Unit::Instructions, &[("raw_tp", "base", Some(98.0))]);
-        let r = verdicts(&a, &cheaper, 0.01).unwrap();
+        let r = verdicts(&a(), &cheaper, 0.01).unwrap();
         assert_eq!(r[0].verdict, Verdict::Improved);
         let text = table(&r, "6.1", "6.12", 0.01);
         let row = text.lines().find(|l| l.starts_with("raw_tp")).unwrap();

@@ -4,6 +4,7 @@
 
 use std::fmt::Write as _;
 
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use serde::Serialize;
 
@@ -331,6 +332,8 @@ pub fn svg(h: &History) -> String {
     out
 }
 
+/// One line's panel: its axes, then a grey line for each mechanism that
+/// never stepped and a coloured, named one for each that did.
 fn panel<DB: DrawingBackend>(
     l: &Line,
     series: &str,
@@ -342,10 +345,54 @@ fn panel<DB: DrawingBackend>(
             .iter()
             .flat_map(|b| b.counts.iter().map(|c| c.0.as_str())),
     );
-    let series_of = |m: &str| relative(l, m);
+    let mut chart = axes(l, series, &names, area)?;
+    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    let points = |m: &str| -> Vec<(f64, f64)> {
+        relative(l, m)
+            .into_iter()
+            .map(|(i, v)| (i as f64, v))
+            .collect()
+    };
+    let grey = RGBColor(0xc8, 0xc8, 0xc8);
+    for m in names.iter().filter(|m| !stepped.contains(m)) {
+        chart
+            .draw_series(LineSeries::new(points(m), grey.stroke_width(1)))
+            .map_err(e)?;
+    }
+    for (k, m) in stepped.iter().enumerate() {
+        let colour = PALETTE[k % PALETTE.len()];
+        let pts = points(m);
+        let last = pts.last().copied();
+        chart
+            .draw_series(LineSeries::new(pts.clone(), colour.stroke_width(2)))
+            .map_err(e)?;
+        chart
+            .draw_series(pts.iter().map(|p| Circle::new(*p, 3, colour.filled())))
+            .map_err(e)?;
+        if let Some((x, y)) = last {
+            chart
+                .draw_series(std::iter::once(Text::new(
+                    m.to_string(),
+                    (x + 0.15, y),
+                    ("sans-serif", 11).into_font().color(&colour),
+                )))
+                .map_err(e)?;
+        }
+    }
+    Ok(())
+}
+
+/// A panel's axes: the line's builds along x, labelled by their upstream
+/// release, and room on y for every one of `names`' changes.
+fn axes<'a, DB: DrawingBackend>(
+    l: &Line,
+    series: &str,
+    names: &[&str],
+    area: &'a DrawingArea<DB, plotters::coord::Shift>,
+) -> Result<ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>, String> {
     let all: Vec<f64> = names
         .iter()
-        .flat_map(|m| series_of(m).into_iter().map(|p| p.1))
+        .flat_map(|m| relative(l, m).into_iter().map(|p| p.1))
         .collect();
     let lo = all.iter().copied().fold(-2.0f64, f64::min) - 1.0;
     let hi = all.iter().copied().fold(2.0f64, f64::max) + 1.0;
@@ -381,40 +428,7 @@ fn panel<DB: DrawingBackend>(
         .y_desc("change from the first build, %")
         .draw()
         .map_err(e)?;
-    let grey = RGBColor(0xc8, 0xc8, 0xc8);
-    for m in names.iter().filter(|m| !stepped.contains(m)) {
-        let pts: Vec<(f64, f64)> = series_of(m)
-            .into_iter()
-            .map(|(i, v)| (i as f64, v))
-            .collect();
-        chart
-            .draw_series(LineSeries::new(pts, grey.stroke_width(1)))
-            .map_err(e)?;
-    }
-    for (k, m) in stepped.iter().enumerate() {
-        let colour = PALETTE[k % PALETTE.len()];
-        let pts: Vec<(f64, f64)> = series_of(m)
-            .into_iter()
-            .map(|(i, v)| (i as f64, v))
-            .collect();
-        let last = pts.last().copied();
-        chart
-            .draw_series(LineSeries::new(pts.clone(), colour.stroke_width(2)))
-            .map_err(e)?;
-        chart
-            .draw_series(pts.iter().map(|p| Circle::new(*p, 3, colour.filled())))
-            .map_err(e)?;
-        if let Some((x, y)) = last {
-            chart
-                .draw_series(std::iter::once(Text::new(
-                    m.to_string(),
-                    (x + 0.15, y),
-                    ("sans-serif", 11).into_font().color(&colour),
-                )))
-                .map_err(e)?;
-        }
-    }
-    Ok(())
+    Ok(chart)
 }
 
 #[cfg(test)]

@@ -27,6 +27,7 @@ use anyhow::{bail, ensure, Context, Result};
 use serde::Serialize;
 
 use crate::build::guest_build::build_tests;
+use crate::kernels::kernel::Kernel;
 use crate::tasks::vmtest::Args;
 use crate::util::kconfig::{self, KernelConfig};
 use crate::util::signal::{check_signal, signalled};
@@ -115,18 +116,8 @@ fn run(a: &Args) -> Result<i32> {
     // Both kernels fetched first: a download must not run beside a VM.
     let (ka, kb) = super::both_kernels(a, b_kernel, a.bzimage)?;
     check_signal()?;
-    let [ca, cb] = [&ka, &kb].map(|k| k.config.as_ref().map(|c| c.record()));
-    if let Some(line) = ca
-        .as_ref()
-        .zip(cb.as_ref())
-        .and_then(|(x, y)| kconfig::differences_line(x, y))
-    {
-        say!("{line}");
-    }
-    let (_, exe) = build_tests(&repo, a.arch, false, &a.cargo_args)?;
-    let exe = exe.context("cargo test built no bpf-overhead command")?;
-    let accel = vm::choose_accel(a.accel, a.arch, a.mode.clock())?;
-    let plan = plan(accel, &a.bench_args);
+    let (ca, cb) = configs(&ka, &kb);
+    let d = Duet::new(a, b_kernel, &repo)?;
     let dir = out_dir(a, &repo, &ka.release, &kb.release);
     clear_out(&dir)?;
     say!(
@@ -134,30 +125,12 @@ fn run(a: &Args) -> Result<i32> {
         kb.release,
         ka.release,
         a.sessions,
-        plan.join(" "),
+        d.plan.join(" "),
         dir.display()
     );
-    let xtask = crate::util::own_exe();
-    let mut sessions = Vec::new();
-    let mut why = Vec::new();
-    for s in 0..a.sessions as usize {
-        let cpu = (cpus[s % 2], cpus[(s + 1) % 2]);
-        let sd = dir.join(format!("s{}", s + 1));
-        let session = duet(&xtask, a, accel, b_kernel, &exe, &plan, &sd, cpu)?;
-        for (side, rc) in [("A", session.exit_a), ("B", session.exit_b)] {
-            if rc != 0 {
-                why.push(format!(
-                    "session {}: {side}'s VM exited {rc} (see {})",
-                    s + 1,
-                    sd.join(side.to_lowercase()).join("vmtest.log").display()
-                ));
-            }
-        }
-        sessions.push(session);
-        check_signal()?;
-    }
+    let (sessions, why) = d.sessions(&dir, &cpus)?;
     let (exit, compare) = if why.is_empty() {
-        judge(&exe, &dir, a.sessions as usize)?
+        judge(&d.exe, &dir, a.sessions as usize)?
     } else {
         // A VM that failed: the environment's, not a regression.
         (i32::from(crate::util::exit_status::ENVIRONMENT), None)
@@ -170,10 +143,10 @@ fn run(a: &Args) -> Result<i32> {
         against: b_kernel.to_owned(),
         release: ka.release.clone(),
         against_release: kb.release.clone(),
-        accel: accel.name().into(),
+        accel: d.accel.name().into(),
         kernel_config: ca,
         against_kernel_config: cb,
-        plan,
+        plan: d.plan,
         sessions,
         compare,
         exit,
@@ -190,6 +163,19 @@ fn run(a: &Args) -> Result<i32> {
         secs(start.elapsed())
     );
     Ok(exit)
+}
+
+/// Each kernel's config as recorded, A's and B's; how they differ said.
+fn configs(ka: &Kernel, kb: &Kernel) -> (Option<KernelConfig>, Option<KernelConfig>) {
+    let [ca, cb] = [ka, kb].map(|k| k.config.as_ref().map(|c| c.record()));
+    if let Some(line) = ca
+        .as_ref()
+        .zip(cb.as_ref())
+        .and_then(|(x, y)| kconfig::differences_line(x, y))
+    {
+        say!("{line}");
+    }
+    (ca, cb)
 }
 
 /// The command's fixed plan, the same in both guests: exactly so many
@@ -258,32 +244,124 @@ fn guest_script(exe: &str, plan: &[String]) -> String {
     )
 }
 
-/// One session: both VMs at once, A's on host CPU `cpu.0`, B's on `cpu.1`.
-#[allow(clippy::too_many_arguments)]
-fn duet(
-    xtask: &Path,
-    a: &Args,
+/// What every session of a duet shares: this runner (each side is a
+/// vmtest of its own), the arguments, and the guests' command and plan.
+struct Duet<'a> {
+    xtask: PathBuf,
+    a: &'a Args,
     accel: Accel,
-    b_kernel: &str,
-    exe: &str,
-    plan: &[String],
-    dir: &Path,
-    cpu: (usize, usize),
-) -> Result<Session> {
-    let t = Instant::now();
-    let script = guest_script(exe, plan);
-    let append = format!("nokaslr {}", a.append).trim().to_owned();
-    let stdout = Mutex::new(());
-    let sides = [("a", a.kernel.as_str(), cpu.0), ("b", b_kernel, cpu.1)];
-    let mut children: Vec<(Child, PathBuf)> = Vec::new();
-    let (mut pipes, mut logs) = (Vec::new(), Vec::new());
-    for (side, k, c) in sides {
-        let out = dir.join(side);
-        crate::util::create_dir_all(&out)?;
-        let mut cmd = Command::new(xtask);
-        cmd.arg("vmtest").arg(k).arg("--out").arg(&out);
-        cmd.args(["--append", &append, "--cmd", &script]);
-        cmd.args(["--accel", accel.name()]);
+    b_kernel: &'a str,
+    exe: String,
+    plan: Vec<String>,
+}
+
+impl<'a> Duet<'a> {
+    /// The guests' bpf-overhead, built, and the plan it runs under the
+    /// accelerator chosen.
+    fn new(a: &'a Args, b_kernel: &'a str, repo: &Path) -> Result<Self> {
+        let (_, exe) = build_tests(repo, a.arch, false, &a.cargo_args)?;
+        let exe = exe.context("cargo test built no bpf-overhead command")?;
+        let accel = vm::choose_accel(a.accel, a.arch, a.mode.clock())?;
+        Ok(Duet {
+            xtask: crate::util::own_exe(),
+            a,
+            accel,
+            b_kernel,
+            exe,
+            plan: plan(accel, &a.bench_args),
+        })
+    }
+
+    /// Every session, into DIR's s1, s2...: the host CPUs swapped from
+    /// one to the next. Why each VM that failed did.
+    fn sessions(&self, dir: &Path, cpus: &[usize]) -> Result<(Vec<Session>, Vec<String>)> {
+        let mut sessions = Vec::new();
+        let mut why = Vec::new();
+        for s in 0..self.a.sessions as usize {
+            let cpu = (cpus[s % 2], cpus[(s + 1) % 2]);
+            let sd = dir.join(format!("s{}", s + 1));
+            let session = self.session(&sd, cpu)?;
+            for (side, rc) in [("A", session.exit_a), ("B", session.exit_b)] {
+                if rc != 0 {
+                    why.push(format!(
+                        "session {}: {side}'s VM exited {rc} (see {})",
+                        s + 1,
+                        sd.join(side.to_lowercase()).join("vmtest.log").display()
+                    ));
+                }
+            }
+            sessions.push(session);
+            check_signal()?;
+        }
+        Ok((sessions, why))
+    }
+
+    /// One session: both VMs at once, A's on host CPU `cpu.0`, B's on `cpu.1`.
+    fn session(&self, dir: &Path, cpu: (usize, usize)) -> Result<Session> {
+        let t = Instant::now();
+        let script = guest_script(&self.exe, &self.plan);
+        let append = format!("nokaslr {}", self.a.append).trim().to_owned();
+        let stdout = Mutex::new(());
+        let sides = [
+            ("a", self.a.kernel.as_str(), cpu.0),
+            ("b", self.b_kernel, cpu.1),
+        ];
+        let mut children: Vec<(Child, PathBuf)> = Vec::new();
+        let (mut pipes, mut logs) = (Vec::new(), Vec::new());
+        for (side, k, c) in sides {
+            let out = dir.join(side);
+            crate::util::create_dir_all(&out)?;
+            let mut cmd = self.vmtest(side, k, &out, (&script, &append));
+            cmd.stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
+            pin(&mut cmd, c);
+            say!(
+                "duet {}: {k} on host CPU {c}, into {}",
+                side.to_uppercase(),
+                out.display()
+            );
+            let mut child = cmd.spawn().context("starting vmtest")?;
+            logs.push(Mutex::new(crate::util::create_file(
+                out.join("vmtest.log"),
+            )?));
+            let (o, e) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+            pipes.push((format!("[{}] ", side.to_uppercase()), o, e));
+            children.push((child, out));
+        }
+        let mut waited = None;
+        let exits = thread::scope(|s| -> Result<Vec<i32>> {
+            for ((prefix, o, e), log) in pipes.into_iter().zip(&logs) {
+                let (so, p) = (&stdout, prefix.clone());
+                s.spawn(move || relay(o, &prefix, log, so));
+                s.spawn(move || relay(e, &p, log, so));
+            }
+            waited = start_together(&mut children)?;
+            let mut exits = Vec::new();
+            for (child, _) in children.iter_mut() {
+                exits.push(exit_code(child.wait()?));
+            }
+            Ok(exits)
+        })?;
+        Ok(Session {
+            cpu_a: cpu.0,
+            cpu_b: cpu.1,
+            exit_a: exits[0],
+            exit_b: exits[1],
+            waited_s: waited.map(|w: Duration| (w.as_secs_f64() * 100.0).round() / 100.0),
+            secs: (t.elapsed().as_secs_f64() * 10.0).round() / 10.0,
+        })
+    }
+
+    /// The vmtest of `side` ("a" or "b"): kernel `k` with that side's
+    /// modules and config, booted with `append`, running `script`, its
+    /// output into `out`.
+    fn vmtest(&self, side: &str, k: &str, out: &Path, (script, append): (&str, &str)) -> Command {
+        let a = self.a;
+        let mut cmd = Command::new(&self.xtask);
+        cmd.arg("vmtest").arg(k).arg("--out").arg(out);
+        cmd.args(["--append", append, "--cmd", script]);
+        cmd.args(["--accel", self.accel.name()]);
         cmd.args(["--memory", &a.memory, "--smp", &a.smp.to_string()]);
         cmd.args(["--timeout", &a.timeout.to_string()]);
         cmd.args(["--boot-timeout", &a.boot_timeout.to_string()]);
@@ -302,45 +380,8 @@ fn duet(
         for (k, v) in &a.env {
             cmd.args(["--env", &format!("{k}={v}")]);
         }
-        cmd.stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        pin(&mut cmd, c);
-        say!(
-            "duet {}: {k} on host CPU {c}, into {}",
-            side.to_uppercase(),
-            out.display()
-        );
-        let mut child = cmd.spawn().context("starting vmtest")?;
-        logs.push(Mutex::new(crate::util::create_file(
-            out.join("vmtest.log"),
-        )?));
-        let (o, e) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
-        pipes.push((format!("[{}] ", side.to_uppercase()), o, e));
-        children.push((child, out));
+        cmd
     }
-    let mut waited = None;
-    let exits = thread::scope(|s| -> Result<Vec<i32>> {
-        for ((prefix, o, e), log) in pipes.into_iter().zip(&logs) {
-            let (so, p) = (&stdout, prefix.clone());
-            s.spawn(move || relay(o, &prefix, log, so));
-            s.spawn(move || relay(e, &p, log, so));
-        }
-        waited = start_together(&mut children)?;
-        let mut exits = Vec::new();
-        for (child, _) in children.iter_mut() {
-            exits.push(exit_code(child.wait()?));
-        }
-        Ok(exits)
-    })?;
-    Ok(Session {
-        cpu_a: cpu.0,
-        cpu_b: cpu.1,
-        exit_a: exits[0],
-        exit_b: exits[1],
-        waited_s: waited.map(|w: Duration| (w.as_secs_f64() * 100.0).round() / 100.0),
-        secs: (t.elapsed().as_secs_f64() * 10.0).round() / 10.0,
-    })
 }
 
 /// Waits until both guests are up, then tells both to start; a VM that

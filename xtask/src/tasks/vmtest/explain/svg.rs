@@ -1,6 +1,7 @@
 //! explain.svg: per mechanism one bar of its count, cut into its largest
 //! functions, each function in one colour across the mechanisms.
 
+use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
@@ -55,6 +56,63 @@ fn pieces(s: &Split) -> Vec<(String, f64, RGBColor)> {
     p
 }
 
+/// One mechanism's row at `y`: its name and count, its bar cut into
+/// pieces (`scale` pixels an instruction), its largest functions named.
+fn bar<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    s: &Split,
+    y: i32,
+    scale: f64,
+) -> Result<(), String> {
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    let right = Pos::new(HPos::Right, VPos::Center);
+    let label = format!("{} {:+.1}", s.mechanism, s.count);
+    root.draw(&Text::new(
+        label,
+        (LABELS - 6, y + ROW / 2),
+        TextStyle::from((FONT, 12).into_font()).pos(right),
+    ))
+    .map_err(err)?;
+    let mut x = f64::from(LABELS);
+    for (name, v, c) in pieces(s) {
+        let w = v * scale;
+        let (x0, x1) = (x.round() as i32, (x + w).round() as i32);
+        root.draw(&Rectangle::new(
+            [(x0, y + 2), (x1, y + ROW - 2)],
+            c.filled(),
+        ))
+        .map_err(err)?;
+        // A name that fits inside its piece (about 6.5 px a letter).
+        if f64::from(x1 - x0) > 6.5 * name.len() as f64 + 6.0 {
+            root.draw(&Text::new(
+                name,
+                (x0 + 3, y + ROW / 2),
+                TextStyle::from((FONT, 11).into_font()).pos(Pos::new(HPos::Left, VPos::Center)),
+            ))
+            .map_err(err)?;
+        }
+        x += w;
+    }
+    let names: Vec<String> = s
+        .functions
+        .iter()
+        .filter(|f| f.per_event > 0.0)
+        .take(NAMED)
+        .map(|f| format!("{} {:+.0}", f.function, f.per_event))
+        .collect();
+    root.draw(&Text::new(
+        names.join(", "),
+        (x.round() as i32 + 6, y + ROW / 2),
+        (FONT, 11)
+            .into_font()
+            .color(&RGBColor(0x33, 0x33, 0x33))
+            .pos(Pos::new(HPos::Left, VPos::Center)),
+    ))
+    .map_err(err)?;
+    Ok(())
+}
+
+/// explain.svg: a title, a bar a mechanism ([`bar`]), and how to read them.
 pub fn svg(e: &Explained) -> Result<String, String> {
     let rows = e.mechanisms.len() as i32;
     let height = (TOP + ROW * rows + 40) as u32;
@@ -80,53 +138,8 @@ pub fn svg(e: &Explained) -> Result<String, String> {
             (FONT, 18).into_font().style(FontStyle::Bold),
         ))
         .map_err(err)?;
-        let right = Pos::new(HPos::Right, VPos::Center);
         for (i, s) in e.mechanisms.iter().enumerate() {
-            let y = TOP + ROW * i as i32;
-            let label = format!("{} {:+.1}", s.mechanism, s.count);
-            root.draw(&Text::new(
-                label,
-                (LABELS - 6, y + ROW / 2),
-                TextStyle::from((FONT, 12).into_font()).pos(right),
-            ))
-            .map_err(err)?;
-            let mut x = f64::from(LABELS);
-            for (name, v, c) in pieces(s) {
-                let w = v * scale;
-                let (x0, x1) = (x.round() as i32, (x + w).round() as i32);
-                root.draw(&Rectangle::new(
-                    [(x0, y + 2), (x1, y + ROW - 2)],
-                    c.filled(),
-                ))
-                .map_err(err)?;
-                // A name that fits inside its piece (about 6.5 px a letter).
-                if f64::from(x1 - x0) > 6.5 * name.len() as f64 + 6.0 {
-                    root.draw(&Text::new(
-                        name,
-                        (x0 + 3, y + ROW / 2),
-                        TextStyle::from((FONT, 11).into_font())
-                            .pos(Pos::new(HPos::Left, VPos::Center)),
-                    ))
-                    .map_err(err)?;
-                }
-                x += w;
-            }
-            let names: Vec<String> = s
-                .functions
-                .iter()
-                .filter(|f| f.per_event > 0.0)
-                .take(NAMED)
-                .map(|f| format!("{} {:+.0}", f.function, f.per_event))
-                .collect();
-            root.draw(&Text::new(
-                names.join(", "),
-                (x.round() as i32 + 6, y + ROW / 2),
-                (FONT, 11)
-                    .into_font()
-                    .color(&RGBColor(0x33, 0x33, 0x33))
-                    .pos(Pos::new(HPos::Left, VPos::Center)),
-            ))
-            .map_err(err)?;
+            bar(&root, s, TOP + ROW * i as i32, scale)?;
         }
         let foot = "Each bar: the count, cut into its largest functions (the same colour for a \
                     function in every bar; the three largest named after it) and the rest (grey); \
