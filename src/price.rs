@@ -11,6 +11,7 @@
 //! error that says how far a price can be trusted on a mechanism the fit
 //! has not seen. Pure: the command reads the files and renders.
 
+pub use bpf_overhead_common::calibration::LeftOut;
 use bpf_overhead_common::kinds::KINDS;
 use serde::{Deserialize, Serialize};
 
@@ -102,16 +103,6 @@ pub fn fit(points: &[Point]) -> Vec<f64> {
 /// A point's price under `weights`.
 pub fn price(weights: &[f64], x: &[f64]) -> f64 {
     weights.iter().zip(x).map(|(w, v)| w * v).sum()
-}
-
-/// One mechanism priced by a fit made without it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct LeftOut {
-    pub mechanism: String,
-    pub ns: f64,
-    pub priced_ns: f64,
-    /// (priced − ns) / ns.
-    pub error: f64,
 }
 
 /// Each point priced by a fit of the others.

@@ -11,8 +11,8 @@ use std::process::ExitCode;
 
 use bpf_overhead::document::{Document, Need};
 use bpf_overhead::measure::kernel::{host, round_trip};
-use bpf_overhead::price::{self, LeftOut, Point, FEATURES};
-use serde::{Deserialize, Serialize};
+use bpf_overhead::price::{self, Point, FEATURES};
+use bpf_overhead_common::calibration::{Calibration, Identity, SCHEMA};
 use serde_json::Value;
 
 use super::cli::CalibrateArgs;
@@ -25,53 +25,19 @@ const APART: f64 = 0.15;
 /// A fit whose median leave-one-out error is over this prices nothing.
 const MOST_FIT_ERROR: f64 = 0.5;
 
-/// What makes a host's prices its own: its CPU, its kernel and how that
-/// kernel mitigates the CPU's flaws (the return thunks and barriers that
-/// make a trap or a return dear).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Identity {
-    pub cpu_model: String,
-    pub kernel_release: String,
-    /// /sys/devices/system/cpu/vulnerabilities: each file's line.
-    pub mitigations: BTreeMap<String, String>,
-}
-
-impl Identity {
-    fn here() -> Identity {
-        Identity {
-            cpu_model: host::cpu_model(),
-            kernel_release: host::kernel_release(),
-            mitigations: host::mitigations(),
-        }
+/// This host's identity, which its prices belong to.
+fn here() -> Identity {
+    Identity {
+        cpu_model: host::cpu_model(),
+        kernel_release: host::kernel_release(),
+        mitigations: host::mitigations(),
     }
-}
-
-/// A saved calibration.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct Calibration {
-    pub schema: String,
-    pub host: Identity,
-    /// The guest whose counts the fit used: its kernel, QEMU's version.
-    pub guest_kernel: String,
-    pub emulator: String,
-    /// ns per unit of each of [`FEATURES`], fitted over every mechanism.
-    pub weights: BTreeMap<String, f64>,
-    /// Each mechanism priced by a fit without it.
-    pub left_out: Vec<LeftOut>,
-    /// The median of the left-out errors' sizes.
-    pub fit_error: f64,
-    /// Kinds timed alone here, ns per round trip (`syscall`: getppid's
-    /// entry and return), beside the fit's prices. Absent from older files.
-    #[serde(default)]
-    pub round_trips: BTreeMap<String, f64>,
 }
 
 /// A syscall round trip's runs: enough calls that a tick is noise, the
 /// fewest of a few runs so that a preemption is not.
 const ROUND_TRIP_CALLS: u32 = 200_000;
 const ROUND_TRIP_RUNS: u32 = 5;
-
-const SCHEMA: &str = "bpf-overhead-calibration";
 
 pub fn calibrate(args: &CalibrateArgs) -> Result<ExitCode, Failure> {
     let exact = read_json(&args.exact, "--exact")?;
@@ -86,41 +52,8 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<ExitCode, Failure> {
                 .into(),
         ));
     };
-    let doc = Document::read(host_file, Need::Complete)
-        .map_err(|e| Failure::Input(format!("calibrate: {}", e.about(host_file))))?;
-    if doc.unit != bpf_overhead::document::Unit::Ns {
-        return Err(Failure::Input(format!(
-            "calibrate: {} counts {}, not time: give a timed run of this host",
-            host_file.display(),
-            doc.unit
-        )));
-    }
-    let here = Identity::here();
-    if doc.cpu_model != here.cpu_model || doc.kernel_release != here.kernel_release {
-        return Err(Failure::Input(format!(
-            "calibrate: {} was measured on {} ({}), not this host ({}, {}): measure here",
-            host_file.display(),
-            doc.cpu_model,
-            doc.kernel_release,
-            here.cpu_model,
-            here.kernel_release
-        )));
-    }
-    let points: Vec<Point> = doc
-        .mechanisms
-        .iter()
-        .filter(|m| !m.is_base() && m.is_ok())
-        .filter_map(|m| {
-            let ns = m.overhead_ns.as_ref()?.median;
-            let (ins, kinds) = counts.get(&m.name)?;
-            Some(Point::new(
-                &m.name,
-                *ins,
-                kinds.iter().map(|(k, v)| (k.as_str(), *v)),
-                ns,
-            ))
-        })
-        .collect();
+    let points = points_of(host_file, &counts)?;
+    let here = here();
     if points.len() < 3 {
         return Err(Failure::Input(format!(
             "calibrate: {} mechanisms in both files; a fit needs at least 3 (measure the \
@@ -158,6 +91,47 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<ExitCode, Failure> {
         eprintln!("bpf-overhead: calibration saved to {}", out.display());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The points of a fit: each mechanism timed in `host_file`, a run of this
+/// host, with its count.
+fn points_of(host_file: &Path, counts: &Counts) -> Result<Vec<Point>, Failure> {
+    let doc = Document::read(host_file, Need::Complete)
+        .map_err(|e| Failure::Input(format!("calibrate: {}", e.about(host_file))))?;
+    if doc.unit != bpf_overhead::document::Unit::Ns {
+        return Err(Failure::Input(format!(
+            "calibrate: {} counts {}, not time: give a timed run of this host",
+            host_file.display(),
+            doc.unit
+        )));
+    }
+    let here = here();
+    if doc.cpu_model != here.cpu_model || doc.kernel_release != here.kernel_release {
+        return Err(Failure::Input(format!(
+            "calibrate: {} was measured on {} ({}), not this host ({}, {}): measure here",
+            host_file.display(),
+            doc.cpu_model,
+            doc.kernel_release,
+            here.cpu_model,
+            here.kernel_release
+        )));
+    }
+    let points: Vec<Point> = doc
+        .mechanisms
+        .iter()
+        .filter(|m| !m.is_base() && m.is_ok())
+        .filter_map(|m| {
+            let ns = m.overhead_ns.as_ref()?.median;
+            let (ins, kinds) = counts.get(&m.name)?;
+            Some(Point::new(
+                &m.name,
+                *ins,
+                kinds.iter().map(|(k, v)| (k.as_str(), *v)),
+                ns,
+            ))
+        })
+        .collect();
+    Ok(points)
 }
 
 /// The fit's table: weights, each mechanism left out, the summary.
@@ -221,13 +195,8 @@ fn fit_table(cal: &Calibration) -> String {
 /// `--price`: the exact counts priced with a saved calibration of this host.
 fn price_with(cal_file: &Path, exact: &Value, counts: &Counts) -> Result<ExitCode, Failure> {
     let bad = |why: String| Failure::Input(format!("calibrate: {}: {why}", cal_file.display()));
-    let text = fs::read_to_string(cal_file).map_err(|e| bad(format!("cannot read it: {e}")))?;
-    let cal: Calibration =
-        serde_json::from_str(&text).map_err(|e| bad(format!("not a calibration: {e}")))?;
-    if cal.schema != SCHEMA {
-        return Err(bad(format!("schema {:?}, not {SCHEMA:?}", cal.schema)));
-    }
-    let here = Identity::here();
+    let cal = Calibration::read(cal_file).map_err(bad)?;
+    let here = here();
     if cal.host != here {
         return Err(bad(format!(
             "made on another host ({}, {}, or other mitigations): calibrate this one",

@@ -7,11 +7,10 @@
 //! change, instructions stay the rule (docs/exact.md).
 
 use std::collections::BTreeMap;
-use std::fs;
 use std::path::Path;
 
-use anyhow::{ensure, Context, Result};
-use serde_json::Value;
+use anyhow::{anyhow, Result};
+use bpf_overhead_common::calibration::Calibration;
 
 use crate::tasks::vmtest::explain::kinds::PATH;
 use crate::tasks::vmtest::explain::{Explained, Split};
@@ -30,34 +29,10 @@ pub struct Prices {
 impl Prices {
     /// A calibration written by `bpf-overhead calibrate --save`.
     pub fn read(path: &Path) -> Result<Prices> {
-        let text =
-            fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        let v: Value =
-            serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
-        ensure!(
-            v["schema"] == "bpf-overhead-calibration",
-            "{} is not a calibration (bpf-overhead calibrate --save)",
-            path.display()
-        );
-        let weights: BTreeMap<String, f64> = v["weights"]
-            .as_object()
-            .into_iter()
-            .flatten()
-            .filter_map(|(k, w)| {
-                Some((
-                    k.clone(),
-                    w.as_f64().filter(|w| w.is_finite() && *w >= 0.0)?,
-                ))
-            })
-            .collect();
-        ensure!(
-            weights.contains_key("instructions"),
-            "{}: no prices in it",
-            path.display()
-        );
+        let cal = Calibration::read(path).map_err(|e| anyhow!("{}: {e}", path.display()))?;
         Ok(Prices {
-            host: v["host"]["cpu_model"].as_str().unwrap_or("?").to_owned(),
-            weights,
+            host: cal.host.cpu_model,
+            weights: cal.weights,
         })
     }
 
