@@ -250,6 +250,9 @@ fn names(r: &GateReport) -> Vec<String> {
     r.comparisons.iter().map(|c| c.name.clone()).collect()
 }
 
+/// Each mechanism's B - A change in every run: as judged, as measured.
+type Changes = Vec<(String, [Vec<f64>; 2])>;
+
 fn aa(runs: usize, mechanisms: Option<&str>) {
     let set = set();
     let one = Document::load(std::path::Path::new(ONE)).ok();
@@ -262,7 +265,7 @@ fn aa(runs: usize, mechanisms: Option<&str>) {
     let mut lines = Vec::new();
     // Each mechanism's B - A change in every run, for the spread between
     // runs: as judged (speed-adjusted) and on the pairs as measured.
-    let mut changes: Vec<(String, [Vec<f64>; 2])> = Vec::new();
+    let mut changes: Changes = Vec::new();
     for (ci, condition) in CONDITIONS.iter().enumerate() {
         let load = condition.start();
         let d = drift(20);
@@ -284,17 +287,7 @@ fn aa(runs: usize, mechanisms: Option<&str>) {
                 against::Correction::None,
                 against::Speed::AsMeasured,
             );
-            for (c, m) in report.comparisons.iter().zip(&measured.comparisons) {
-                if let (Some(change), Some(as_measured)) = (c.change, m.change) {
-                    match changes.iter_mut().find(|(n, _)| *n == c.name) {
-                        Some((_, [v, w])) => {
-                            v.push(change);
-                            w.push(as_measured);
-                        }
-                        None => changes.push((c.name.clone(), [vec![change], vec![as_measured]])),
-                    }
-                }
-            }
+            add_changes(&mut changes, &report, &measured);
             conclusive += usize::from(all_ok_on(&doc, &report, &CONCLUSIVE_TRIGGERS));
             eprintln!(
                 "compare_power: A/A {} exit {code} in {s:.0} s",
@@ -338,13 +331,34 @@ fn aa(runs: usize, mechanisms: Option<&str>) {
         ),
         &cross_set,
     );
+    spread_table(&changes);
+}
+
+/// Each mechanism's B - A change of one run, as judged and as measured,
+/// added to those of the runs before.
+fn add_changes(changes: &mut Changes, report: &GateReport, measured: &GateReport) {
+    for (c, m) in report.comparisons.iter().zip(&measured.comparisons) {
+        if let (Some(change), Some(as_measured)) = (c.change, m.change) {
+            match changes.iter_mut().find(|(n, _)| *n == c.name) {
+                Some((_, [v, w])) => {
+                    v.push(change);
+                    w.push(as_measured);
+                }
+                None => changes.push((c.name.clone(), [vec![change], vec![as_measured]])),
+            }
+        }
+    }
+}
+
+/// How far each mechanism's B - A moved between runs.
+fn spread_table(changes: &Changes) {
     println!("\n### In-run A/A: how far B - A moved between runs\n");
     println!("Each run's change (its pairs' Hodges-Lehmann estimate over A's own cost), over all the runs: its spread between runs against the `sees` of one run says whether something fixed for a run moves it. As judged (what the machine's speed explains taken out of the pairs, where some pair's runs differ in speed by more than 5%), and on the pairs as measured; `adjusted` counts the runs where the two differ.\n");
     println!("| mechanism | runs | median | SD between runs | min | max | SD as measured | min | max | adjusted |");
     println!("|---|---|---|---|---|---|---|---|---|---|");
     let low = |v: &[f64]| 100.0 * v.iter().copied().fold(f64::INFINITY, f64::min);
     let high = |v: &[f64]| 100.0 * v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    for (name, [v, w]) in &changes {
+    for (name, [v, w]) in changes {
         let adjusted = v.iter().zip(w).filter(|(a, b)| a != b).count();
         println!(
             "| {name} | {} | {:+.1}% | {:.1}% | {:+.1}% | {:+.1}% | {:.1}% | {:+.1}% | {:+.1}% | {adjusted} |",

@@ -103,7 +103,12 @@ pub struct Spec {
     /// The `SEC()` names its programs may have (after the `?`, before
     /// the `/`): a test checks each program's.
     pub sections: &'static [&'static str],
+    /// What the kernel must have for any hook of this kind, in words: what
+    /// a user's program of it is told (an entry says its mechanism's own).
+    pub needs: &'static str,
 }
+
+const TRAMPOLINES: &str = "BTF, BPF trampolines";
 
 /// The support probe a kind needs before loading.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -208,6 +213,7 @@ impl Kind {
                 access: Access::Nothing,
                 attach: Attach::Nothing,
                 sections: &[],
+                needs: "BPF",
             },
             Kprobe => Spec {
                 link_type: None,
@@ -216,6 +222,7 @@ impl Kind {
                 access: Access::Probe(ProbeType::Kprobe),
                 attach: Attach::Section(SectionHook::Whole),
                 sections: &["kprobe", "kretprobe"],
+                needs: "CONFIG_KPROBES",
             },
             RawTracepoint => Spec {
                 link_type: None,
@@ -224,6 +231,7 @@ impl Kind {
                 access: Access::Load,
                 attach: Attach::Section(SectionHook::Name),
                 sections: &["raw_tp"],
+                needs: "CONFIG_BPF_EVENTS",
             },
             Tracepoint => Spec {
                 link_type: None,
@@ -232,6 +240,7 @@ impl Kind {
                 access: Access::ReadTracefs,
                 attach: Attach::Section(SectionHook::Whole),
                 sections: &["tp"],
+                needs: "CONFIG_BPF_EVENTS, tracefs",
             },
             BtfTracepoint => Spec {
                 link_type: None,
@@ -240,6 +249,7 @@ impl Kind {
                 access: Access::Load,
                 attach: Attach::Section(SectionHook::Name),
                 sections: &["tp_btf"],
+                needs: "BTF (CONFIG_DEBUG_INFO_BTF)",
             },
             Trampoline => Spec {
                 link_type: None,
@@ -248,6 +258,7 @@ impl Kind {
                 access: Access::Load,
                 attach: Attach::Section(SectionHook::Whole),
                 sections: &["fentry", "fexit", "fmod_ret"],
+                needs: TRAMPOLINES,
             },
             Lsm => Spec {
                 link_type: Some("BPF_LSM_MAC"),
@@ -256,6 +267,7 @@ impl Kind {
                 access: Access::Load,
                 attach: Attach::Section(SectionHook::Whole),
                 sections: &["lsm"],
+                needs: "CONFIG_BPF_LSM, bpf among the active LSMs (lsm=...,bpf), BPF trampolines",
             },
             Uprobe { ret } => Spec {
                 link_type: None,
@@ -264,6 +276,7 @@ impl Kind {
                 access: Access::Probe(ProbeType::Uprobe),
                 attach: Attach::Uprobe { ret },
                 sections: if ret { &["uretprobe"] } else { &["uprobe"] },
+                needs: "BPF",
             },
             KprobeMulti => Spec {
                 link_type: Some("BPF_TRACE_KPROBE_MULTI"),
@@ -272,6 +285,7 @@ impl Kind {
                 access: Access::Load,
                 attach: Attach::Section(SectionHook::Whole),
                 sections: &["kprobe.multi", "kretprobe.multi"],
+                needs: "BPF",
             },
             KprobeMultiAll { ret } => Spec {
                 link_type: Some("BPF_TRACE_KPROBE_MULTI"),
@@ -284,6 +298,7 @@ impl Kind {
                 } else {
                     &["kprobe.multi"]
                 },
+                needs: "BPF",
             },
             KprobeSession => Spec {
                 link_type: Some("BPF_TRACE_KPROBE_SESSION"),
@@ -292,6 +307,7 @@ impl Kind {
                 access: Access::Load,
                 attach: Attach::Section(SectionHook::Whole),
                 sections: &["kprobe.session"],
+                needs: "BPF",
             },
             Fsession => Spec {
                 link_type: Some("BPF_TRACE_FSESSION"),
@@ -300,6 +316,7 @@ impl Kind {
                 access: Access::Load,
                 attach: Attach::Section(SectionHook::Whole),
                 sections: &["fsession"],
+                needs: TRAMPOLINES,
             },
             TracingMulti { flavor, every } => Spec {
                 link_type: Some(match flavor {
@@ -322,6 +339,7 @@ impl Kind {
                     Multi::Fexit => &["fexit.multi"],
                     Multi::Fsession => &["fsession.multi"],
                 },
+                needs: TRAMPOLINES,
             },
             UprobeMulti { ret } => Spec {
                 link_type: Some("BPF_TRACE_UPROBE_MULTI"),
@@ -337,6 +355,7 @@ impl Kind {
                 } else {
                     &["uprobe.multi"]
                 },
+                needs: "BPF",
             },
             UprobeSession => Spec {
                 link_type: Some("BPF_TRACE_UPROBE_SESSION"),
@@ -348,6 +367,7 @@ impl Kind {
                     session: true,
                 },
                 sections: &["uprobe.session"],
+                needs: "BPF",
             },
             Usdt => Spec {
                 link_type: None,
@@ -356,6 +376,7 @@ impl Kind {
                 access: Access::Load,
                 attach: Attach::Usdt,
                 sections: &["usdt"],
+                needs: "BPF",
             },
             TestRun => Spec {
                 link_type: None,
@@ -364,6 +385,7 @@ impl Kind {
                 access: Access::Load,
                 attach: Attach::Nothing,
                 sections: &ProgType::PLAIN_SECTIONS,
+                needs: "BPF_PROG_TEST_RUN of its program type",
             },
         }
     }

@@ -21,8 +21,8 @@ use libbpf_rs::btf::types::{DataSec, Var};
 use libbpf_rs::btf::Btf;
 use libbpf_rs::{AsRawLibbpf, Link, Object, ObjectBuilder, OpenObject};
 
+use super::section::hook;
 pub use super::section::list_triggers;
-use super::section::{hook, needs};
 use crate::measure::error::{Error, Result};
 use crate::measure::mechanism::catalogue::{self, Entry, Kind, Mechanism};
 pub use crate::measure::mechanism::program::ObjectProgram;
@@ -344,7 +344,7 @@ pub(crate) fn entry(
         hook: leak(p.section.clone()),
         needs: leak(format!(
             "{}, and what {} needs",
-            needs(kind),
+            kind.spec().needs,
             p.path.display()
         )),
     }))

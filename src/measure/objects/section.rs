@@ -135,27 +135,6 @@ fn runs_on(kind_name: &str) -> &'static str {
     }
 }
 
-/// What the kernel must have for a kind of hook.
-pub(crate) fn needs(like: Kind) -> &'static str {
-    match like {
-        Kind::Tracepoint => "CONFIG_BPF_EVENTS, tracefs",
-        Kind::RawTracepoint => "CONFIG_BPF_EVENTS",
-        Kind::BtfTracepoint => "BTF (CONFIG_DEBUG_INFO_BTF)",
-        Kind::Kprobe => "CONFIG_KPROBES",
-        Kind::Trampoline | Kind::Fsession | Kind::TracingMulti { .. } => "BTF, BPF trampolines",
-        Kind::Lsm => "CONFIG_BPF_LSM, bpf among the active LSMs (lsm=...,bpf), BPF trampolines",
-        Kind::Base
-        | Kind::Uprobe { .. }
-        | Kind::KprobeMulti
-        | Kind::KprobeMultiAll { .. }
-        | Kind::KprobeSession
-        | Kind::UprobeMulti { .. }
-        | Kind::UprobeSession
-        | Kind::Usdt => "BPF",
-        Kind::TestRun => "BPF_PROG_TEST_RUN of its program type",
-    }
-}
-
 /// `--list-triggers`: each trigger, what one event is, and the sections
 /// it fires.
 pub fn list_triggers() -> String {
@@ -239,6 +218,14 @@ mod tests {
             Ok((Kind::RawTracepoint, Trigger::Syscall(Syscall::ReadZero)))
         );
         assert!(t("cgroup_skb/ingress").unwrap_err().contains("cgroup"));
+        assert!(t("tp/syscalls/sys_enter_fork")
+            .unwrap_err()
+            .contains("fork"));
+    }
+
+    #[test]
+    fn test_run_sections_name_their_program_type() {
+        let t = |s| hook(s, None, &[]);
         assert!(matches!(
             t("tcx/ingress"),
             Ok((
@@ -259,9 +246,6 @@ mod tests {
                 })
             ))
         ));
-        assert!(t("tc/egress/extra")
-            .unwrap_err()
-            .contains("libbpf knows no program type"));
         for (section, prog_type) in [
             ("flow_dissector", ProgType::FlowDissector),
             ("syscall", ProgType::Syscall),
@@ -278,16 +262,27 @@ mod tests {
                 "{section}"
             );
         }
-        assert!(t("tp/syscalls/sys_enter_fork")
-            .unwrap_err()
-            .contains("fork"));
-        // Sections libbpf does not know, said as such, not as a trigger.
-        for section in ["socket/filter", "socket_filter/x", "kprobe_nope"] {
+    }
+
+    /// Sections libbpf does not know, said as such, not as a trigger.
+    #[test]
+    fn sections_libbpf_does_not_know_are_said_so() {
+        let t = |s| hook(s, None, &[]);
+        for section in [
+            "socket/filter",
+            "socket_filter/x",
+            "kprobe_nope",
+            "tc/egress/extra",
+        ] {
             let why = t(section).unwrap_err();
             assert!(why.contains("libbpf knows no program type"), "{why}");
         }
         assert!(t("socket/filter").unwrap_err().contains("SEC(\"socket\")"));
-        // Sleepable programs attach as the others.
+    }
+
+    #[test]
+    fn sleepable_programs_attach_as_the_others() {
+        let t = |s| hook(s, None, &[]);
         assert_eq!(
             t("fentry.s/__x64_sys_getpid"),
             Ok((Kind::Trampoline, Trigger::Syscall(Syscall::Getpid)))
