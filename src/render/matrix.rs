@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::ops::Range;
 
+use bpf_overhead_common::palette;
 use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -210,19 +211,9 @@ pub(crate) fn notes(m: &Matrix) -> Vec<String> {
     notes
 }
 
-/// Colour-blind-safe (Okabe–Ito), one per run in turn.
-const PALETTE: [RGBColor; 7] = [
-    RGBColor(0x00, 0x72, 0xB2),
-    RGBColor(0xE6, 0x9F, 0x00),
-    RGBColor(0x00, 0x9E, 0x73),
-    RGBColor(0xCC, 0x79, 0xA7),
-    RGBColor(0x56, 0xB4, 0xE9),
-    RGBColor(0xD5, 0x5E, 0x00),
-    RGBColor(0x33, 0x33, 0x33),
-];
-
 fn colour(run: usize) -> RGBColor {
-    PALETTE[run % PALETTE.len()]
+    let (r, g, b) = palette::nth(run);
+    RGBColor(r, g, b)
 }
 
 const WIDTH: u32 = 960;

@@ -4,6 +4,7 @@
 
 use std::fmt::Write as _;
 
+use bpf_overhead_common::palette;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use serde::Serialize;
@@ -303,16 +304,6 @@ fn relative(l: &Line, m: &str) -> Vec<(usize, f64)> {
 
 const PANEL: u32 = 380;
 const WIDTH: u32 = 1200;
-const PALETTE: [RGBColor; 8] = [
-    RGBColor(0x4e, 0x79, 0xa7),
-    RGBColor(0xf2, 0x8e, 0x2b),
-    RGBColor(0xe1, 0x57, 0x59),
-    RGBColor(0x59, 0xa1, 0x4f),
-    RGBColor(0xb0, 0x7a, 0xa1),
-    RGBColor(0x9c, 0x75, 0x5f),
-    RGBColor(0x76, 0xb7, 0xb2),
-    RGBColor(0xed, 0xc9, 0x48),
-];
 
 /// history.svg: a panel a line, the builds along x, each mechanism's count
 /// as its change from the line's first count (%): one flat grey line for
@@ -360,7 +351,8 @@ fn panel<DB: DrawingBackend>(
             .map_err(e)?;
     }
     for (k, m) in stepped.iter().enumerate() {
-        let colour = PALETTE[k % PALETTE.len()];
+        let (r, g, b) = palette::nth(k);
+        let colour = RGBColor(r, g, b);
         let pts = points(m);
         let last = pts.last().copied();
         chart

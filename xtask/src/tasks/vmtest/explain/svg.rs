@@ -1,6 +1,7 @@
 //! explain.svg: per mechanism one bar of its count, cut into its largest
 //! functions, each function in one colour across the mechanisms.
 
+use bpf_overhead_common::palette;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -17,19 +18,6 @@ const PIECES: usize = 6;
 /// Room for the names right of a bar, and how many are named there.
 const NAMES: i32 = 420;
 const NAMED: usize = 3;
-
-const PALETTE: [RGBColor; 10] = [
-    RGBColor(0x4e, 0x79, 0xa7),
-    RGBColor(0xf2, 0x8e, 0x2b),
-    RGBColor(0xe1, 0x57, 0x59),
-    RGBColor(0x76, 0xb7, 0xb2),
-    RGBColor(0x59, 0xa1, 0x4f),
-    RGBColor(0xed, 0xc9, 0x48),
-    RGBColor(0xb0, 0x7a, 0xa1),
-    RGBColor(0xff, 0x9d, 0xa7),
-    RGBColor(0x9c, 0x75, 0x5f),
-    RGBColor(0x86, 0xbc, 0xb6),
-];
 const OTHER: RGBColor = RGBColor(0xc8, 0xc8, 0xc8);
 
 /// A function's colour: the same wherever it appears.
@@ -37,7 +25,8 @@ fn colour(name: &str) -> RGBColor {
     let h = name
         .bytes()
         .fold(0u32, |h, b| h.wrapping_mul(31).wrapping_add(b.into()));
-    PALETTE[h as usize % PALETTE.len()]
+    let (r, g, b) = palette::nth(h as usize);
+    RGBColor(r, g, b)
 }
 
 /// The pieces of a bar: its largest functions that add, and the rest.
