@@ -528,7 +528,8 @@ pub fn write_log(path: &Path, log: &[u8]) -> Result<()> {
 mod tests {
     use super::*;
 
-    fn boot(end: End, log: &str, up: bool) -> Boot {
+    /// A boot that ended as `end` with `log`, up if `up`: at one instant.
+    pub(super) fn boot(end: End, log: &str, up: bool) -> Boot {
         let t = Instant::now();
         Boot {
             end,

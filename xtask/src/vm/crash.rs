@@ -184,9 +184,8 @@ pub fn judged(crashed: &[Crash], rc: i32, why: Vec<String>) -> (i32, Vec<String>
 
 #[cfg(test)]
 mod tests {
-    use std::time::Instant;
-
     use super::*;
+    use crate::vm::tests::boot;
 
     /// 6.12's sysrq crash (what vmtest's own test injects).
     const SYSRQ_6_12: &str = "\
@@ -298,18 +297,6 @@ Internal error: Oops: 0000000096000046 [#1] SMP
         );
         assert_eq!(running(""), None);
         assert_eq!(running("kprobe\n"), None, "no step: not a job's");
-    }
-
-    fn boot(end: End, log: &str, up: bool) -> Boot {
-        let t = Instant::now();
-        Boot {
-            end,
-            started: t,
-            finished: t,
-            first_output: Some(t),
-            up: up.then_some(t),
-            log: log.as_bytes().to_vec(),
-        }
     }
 
     #[test]
