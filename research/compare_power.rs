@@ -53,7 +53,7 @@ use bpf_overhead::gate::{self, against, Comparison, Findings as GateReport, Thre
 use bpf_overhead::stats::{median, stddev};
 
 mod common;
-use common::{tally, Spinner};
+use common::{background, tally, Background};
 
 const SECTIONS: [&str; 7] = ["baseline", "aa", "ab", "stats", "objects", "time", "budget"];
 const AB: [&str; 4] = ["raw_tp-loop", "tp-loop", "uprobe-nop", "raw_tp"];
@@ -104,17 +104,9 @@ impl Condition {
         match self {
             Condition::Quiet => Load::None,
             Condition::Hog => Load::Thread(common::hog()),
-            Condition::Disk => Load::Thread(Spinner::start(|| {
+            Condition::Disk => Load::Thread(common::beside(|| {
                 let path = std::env::temp_dir().join("compare-power-disk");
-                let block = vec![0x5au8; 1 << 20];
-                if let Ok(mut f) = std::fs::File::create(&path) {
-                    use std::io::Write;
-                    for _ in 0..20 {
-                        let _ = f.write_all(&block);
-                    }
-                }
-                unsafe { libc::sync() };
-                let _ = std::fs::remove_file(&path);
+                background::disk(&path, || std::fs::File::create(&path));
             })),
             Condition::Apt => {
                 // Stopped by a file, between two apt-gets: killing one
@@ -140,7 +132,7 @@ impl Condition {
 
 enum Load {
     None,
-    Thread(#[allow(dead_code)] Spinner),
+    Thread(#[allow(dead_code)] Background),
     /// A shell loop, and the file that stops it.
     Process(Child, std::path::PathBuf),
 }

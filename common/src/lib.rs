@@ -1,11 +1,12 @@
 //! What the `bpf-overhead` command, its build script, `cargo xtask` and the
 //! TCG plugin share, in one small crate without libbpf: the result document
-//! and its verdicts, a host's calibration, the charts' palette, the exit statuses, the environment variables, the
+//! and its verdicts, a host's calibration, the charts' palette, loads beside a measurement, the exit statuses, the environment variables, the
 //! marks of a counting window, the constants the BPF program shares, kernel
 //! configs, the exact rule, the safe write, and for tests the import parser
 //! and cycle finder of the layer tests and the documented command lines. Each reader uses these types; none
 //! re-reads their JSON by hand.
 
+pub mod background;
 pub mod bpf_consts;
 pub mod calibration;
 pub mod document;

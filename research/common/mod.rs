@@ -1,57 +1,24 @@
 //! What the power experiments (gate_power, compare_power) share: a
 //! load on the other CPU, and verdict counts.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-
 use bpf_overhead::gate::Verdict;
 use bpf_overhead::measure::{online_cpus, CpuPin};
+pub use bpf_overhead_common::background::{self, Background};
 
-/// A loop on a CPU other than the measuring one, while it lives.
-pub struct Spinner {
-    stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Spinner {
-    pub fn start(work: fn()) -> Self {
-        let cpu = online_cpus()
-            .unwrap()
-            .into_iter()
-            .find(|&c| c != 0)
-            .unwrap_or(0);
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
-        let thread = std::thread::spawn(move || {
-            let _pin = CpuPin::new(Some(cpu)).unwrap();
-            while !flag.load(Ordering::Relaxed) {
-                work();
-            }
-        });
-        Self {
-            stop,
-            thread: Some(thread),
-        }
-    }
-}
-
-impl Drop for Spinner {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
+/// `round` over and over on a CPU other than the measuring one, while it
+/// lives.
+pub fn beside(round: impl FnMut() + Send + 'static) -> Background {
+    let cpu = online_cpus()
+        .unwrap()
+        .into_iter()
+        .find(|&c| c != 0)
+        .unwrap_or(0);
+    Background::start(move || CpuPin::new(Some(cpu)).unwrap(), round)
 }
 
 /// A busy loop on the other CPU: the CPU hog.
-pub fn hog() -> Spinner {
-    Spinner::start(|| {
-        let mut x = 0u64;
-        for _ in 0..1_000_000 {
-            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
-        }
-    })
+pub fn hog() -> Background {
+    beside(background::spin)
 }
 
 /// Verdict counts: [regressed, unsure, ok, improved].

@@ -9,15 +9,12 @@
 //! Exit 0 when no test failed, 1 when one did.
 
 use std::collections::BTreeMap;
-use std::fs;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
+use bpf_overhead_common::background::{self, Background};
 
 use crate::util::values::positive_usize;
 use crate::util::{cargo, repo_root};
@@ -144,62 +141,21 @@ fn count(result: &str, what: &str) -> usize {
 
 /// A disturbance beside the runs, stopped (and its files removed) when
 /// dropped.
-struct Load {
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Load {
-    fn start(condition: Condition, dir: &Path) -> Result<Option<Load>> {
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
-        let thread = match condition {
-            Condition::Quiet => return Ok(None),
-            Condition::Hog => {
-                let cpu = other_cpu()?;
-                std::thread::spawn(move || {
-                    pin(cpu);
-                    let mut x = 0u64;
-                    while !flag.load(Ordering::Relaxed) {
-                        for _ in 0..1_000_000 {
-                            x = std::hint::black_box(
-                                x.wrapping_mul(6364136223846793005).wrapping_add(1),
-                            );
-                        }
-                    }
-                })
-            }
-            Condition::Disk => {
-                let file = dir.join("disk-load.bin");
-                let block = vec![0x5au8; 1 << 20];
-                std::thread::spawn(move || {
-                    while !flag.load(Ordering::Relaxed) {
-                        if let Ok(mut f) = crate::util::create_file(&file) {
-                            for _ in 0..20 {
-                                let _ = f.write_all(&block);
-                            }
-                        }
-                        // SAFETY: sync(2) takes no arguments and cannot fail.
-                        unsafe { libc::sync() };
-                        let _ = fs::remove_file(&file);
-                    }
-                })
-            }
-        };
-        Ok(Some(Load {
-            stop,
-            thread: Some(thread),
-        }))
-    }
-}
-
-impl Drop for Load {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
+fn load(condition: Condition, dir: &Path) -> Result<Option<Background>> {
+    Ok(Some(match condition {
+        Condition::Quiet => return Ok(None),
+        Condition::Hog => {
+            let cpu = other_cpu()?;
+            Background::start(move || pin(cpu), background::spin)
         }
-    }
+        Condition::Disk => {
+            let file = dir.join("disk-load.bin");
+            Background::start(
+                || (),
+                move || background::disk(&file, || crate::util::create_file(&file)),
+            )
+        }
+    }))
 }
 
 /// The CPU the hog takes: the last this process may use, which is not the
@@ -278,7 +234,7 @@ fn hunt(a: &FlakesArgs) -> Result<bool> {
     let mut fails: BTreeMap<String, BTreeMap<Condition, usize>> = BTreeMap::new();
     let mut runs: Vec<(Condition, usize, Outcome, f64)> = Vec::new();
     for &condition in &a.under {
-        let load = Load::start(condition, &dir)?;
+        let load = load(condition, &dir)?;
         for n in 1..=a.runs {
             let started = Instant::now();
             let (text, success) = run_tests()?;
