@@ -122,7 +122,8 @@ const volatile __u32 counting = COUNT_PLAIN;
  * The switch: what a comm or call program does beyond test_overhead's,
  * in the writable .bss that user space maps. EXTRA_COUNT for the lead-in
  * (and, under --counting every*, for the timed events too), EXTRA_WORK
- * under --prog-work, 0 for the plain timed events. Set between the
+ * under --prog-work, EXTRA_STACK under --stacktrace, 0 for the plain
+ * timed events. Set between the
  * lead-in and the timed events with no syscall: same program, same link.
  * Not .rodata: the verifier must not know it.
  */
@@ -179,30 +180,12 @@ static __always_inline void count_hit(void)
 }
 
 /*
- * What the switch asks for, as a subprogram of its own: its registers are
- * saved in its own prologue, where they cost only the events that run
- * it, not in the program's, where they would cost every event. It
- * returns `ret`, so the caller can end on the call and keep nothing
- * across it.
- */
-static __attribute__((noinline)) int extras(int ret)
-{
-	if (extra & EXTRA_COUNT)
-		count_hit();
-	else if (prog_work)
-		/* No sink: the steps' empty asm keeps them (a store would
-		 * bounce one cache line between producers). */
-		work(0);
-	/* Opaque, or clang keeps ret across the call in a saved register. */
-	asm volatile("" : "+r"(ret));
-	return ret;
-}
-
-/*
  * --stacktrace, as upstream's bench option: every hit also takes the
  * kernel stack (bpf_get_stack, 128 entries, into a per-CPU buffer), the
  * most common thing a real tracing program does. Frozen .rodata: off, the
- * verifier drops it, and the programs are as without it.
+ * verifier drops the call, but not the load of the flag: so a comm or call
+ * program takes it in extras(), which the plain timed events never run,
+ * and the loop's before its count, where ctx need not outlive a call.
  */
 const volatile __u32 stacktrace = 0;
 
@@ -228,31 +211,52 @@ static __always_inline void take_stack(void *ctx)
 }
 
 /*
+ * What the switch asks for, as a subprogram of its own: its registers are
+ * saved in its own prologue, where they cost only the events that run
+ * it, not in the program's, where they would cost every event. It
+ * returns `ret`, so the caller can end on the call and keep nothing
+ * across it.
+ */
+static __attribute__((noinline)) int extras(int ret, void *ctx)
+{
+	take_stack(ctx);
+	if (extra & EXTRA_COUNT)
+		count_hit();
+	else if (prog_work)
+		/* No sink: the steps' empty asm keeps them (a store would
+		 * bounce one cache line between producers). */
+		work(0);
+	/* Opaque, or clang keeps ret across the call in a saved register. */
+	asm volatile("" : "+r"(ret));
+	return ret;
+}
+
+/*
  * What every comm and call program ends with: `ret`, its value as
- * test_overhead's program computes it, after the stack (--stacktrace) and
- * the extras the switch asks for. With neither, one load of the switch
- * and one branch: all it adds (3 BPF instructions).
+ * test_overhead's program computes it, after the extras the switch asks
+ * for (the stack under --stacktrace among them). With none, one load of
+ * the switch and one branch: all it adds (3 BPF instructions).
  */
 #define RETURN_AFTER_EXTRAS(ret)                                                         \
 	do {                                                                     \
 		int ret_ = (ret);                                                \
-		take_stack(ctx);                                                 \
 		if (extra)                                                       \
-			return extras(ret_);                                     \
+			return extras(ret_, ctx);                                \
 		return ret_;                                                     \
 	} while (0)
 
 /*
  * The kernel loop counts as upstream's bench does, whatever --counting,
- * and takes the stack after, as its handle() does.
+ * and takes the stack (first: see take_stack()).
  */
 static __always_inline void count_loop_hit(void *ctx)
 {
-	int slot = driver_slot();
+	int slot;
 
+	take_stack(ctx);
+	slot = driver_slot();
 	if (slot >= 0)
 		count_in(&counters[slot & (MAX_SLOTS - 1)], true);
-	take_stack(ctx);
 }
 
 /*

@@ -20,15 +20,17 @@ pub const COUNT_FILTER: u32 = 2;
 
 /// What the comm and call programs' switch, `extra`, asks of them beyond
 /// test_overhead's program: a count (the lead-in, `--counting every*`),
-/// or `--prog-work`'s steps alone. 0: nothing.
+/// or `--prog-work`'s steps alone, or the stack alone (`--stacktrace`,
+/// taken in every case). 0: nothing.
 pub const EXTRA_COUNT: u32 = 1;
 pub const EXTRA_WORK: u32 = 2;
+pub const EXTRA_STACK: u32 = 4;
 
 const _: () = assert!(MAX_SLOTS.is_power_of_two());
 
 /// The `#define`s build.rs writes for the BPF program: each name as
 /// bpf/overhead.bpf.c spells it, and its value.
-pub const C_DEFINES: [(&str, u64); 7] = [
+pub const C_DEFINES: [(&str, u64); 8] = [
     ("MAX_SLOTS", MAX_SLOTS as u64),
     ("MAX_PROG_WORK", MAX_PROG_WORK as u64),
     ("COUNT_PLAIN", COUNT_PLAIN as u64),
@@ -36,6 +38,7 @@ pub const C_DEFINES: [(&str, u64); 7] = [
     ("COUNT_FILTER", COUNT_FILTER as u64),
     ("EXTRA_COUNT", EXTRA_COUNT as u64),
     ("EXTRA_WORK", EXTRA_WORK as u64),
+    ("EXTRA_STACK", EXTRA_STACK as u64),
 ];
 
 /// The header's file name in `$OUT_DIR`.

@@ -24,7 +24,7 @@ use crate::measure::objects::object;
 use crate::measure::running::attach_cost::{AttachCost, Timing};
 use crate::measure::settings::options::Options;
 use crate::measure::skel::{types, OpenOverheadSkel, OverheadSkel, OverheadSkelBuilder};
-use bpf_overhead_common::bpf_consts::{EXTRA_COUNT, EXTRA_WORK, MAX_SLOTS};
+use bpf_overhead_common::bpf_consts::{EXTRA_COUNT, EXTRA_STACK, EXTRA_WORK, MAX_SLOTS};
 
 /// The BPF object loaded for one run: the mechanism's program (attached
 /// by [`Loaded::attach`]) and the trigger's driver, if it has one. Dropping
@@ -403,14 +403,17 @@ impl Loaded<'_> {
 
     /// Sets what the comm and call programs do beyond test_overhead's
     /// (their `extra` switch): count (`count`), else `--prog-work`'s steps
-    /// (`work`), else nothing. No syscall; a producer on another CPU sees
-    /// it after the barrier that starts its run.
-    pub(crate) fn set_extra(&mut self, count: bool, work: bool) {
+    /// (`work`), else the stack alone (`stack`), else nothing; the stack
+    /// in every case under --stacktrace. No syscall; a producer on another
+    /// CPU sees it after the barrier that starts its run.
+    pub(crate) fn set_extra(&mut self, count: bool, work: bool, stack: bool) {
         let Some(bss) = self.bss() else { return };
         let extra = if count {
             EXTRA_COUNT
         } else if work {
             EXTRA_WORK
+        } else if stack {
+            EXTRA_STACK
         } else {
             0
         };

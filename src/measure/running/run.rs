@@ -190,6 +190,8 @@ pub struct Attached<'a, 'scope> {
     switch: Option<Counting>,
     /// `--prog-work`: the programs do extra work on every event.
     work: bool,
+    /// `--stacktrace`: the programs take the stack on every event.
+    stack: bool,
     cpu: usize,
     longest_run: Option<Duration>,
 }
@@ -279,7 +281,7 @@ impl Attached<'_, '_> {
             // Attaching may have hit the probe already (fmod_ret sees every
             // write(2) of this thread, including log output).
             l.reset_hits();
-            l.set_extra(counted, self.work);
+            l.set_extra(counted, self.work, self.stack);
         }
         let n = lead_in(events.get());
         let start = Arc::new(Barrier::new(1 + self.producers.len()));
@@ -298,7 +300,11 @@ impl Attached<'_, '_> {
             None
         };
         if let Some(l) = self.loaded.as_mut() {
-            l.set_extra(self.switch.is_some_and(Counting::on_when_timed), self.work);
+            l.set_extra(
+                self.switch.is_some_and(Counting::on_when_timed),
+                self.work,
+                self.stack,
+            );
             l.reset_hits();
         }
         Ok((ns_per_event, lead))
@@ -562,6 +568,7 @@ pub fn with_attached<R>(
             bpf_stats,
             switch: switched(mechanism).then_some(opts.counting),
             work: opts.prog_work.get() > 0,
+            stack: opts.stacktrace,
             cpu: pin.cpu,
             longest_run: opts.longest_run,
         };
