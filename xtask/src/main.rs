@@ -39,7 +39,7 @@ mod layers;
 
 use std::process::ExitCode;
 
-use cli::args::{self, Parsed};
+use cli::args::{self, Parsed, Task};
 use tasks::vmtest::{self, duet, exact, Mode};
 use tasks::{ci, flakes, history, kselftest};
 
@@ -51,24 +51,35 @@ fn main() -> ExitCode {
     if let Some(task) = task {
         util::set_task(task);
     }
-    let code = match args::parse(&argv, env_accel.as_deref()) {
-        Ok(Parsed::Help(h)) => {
-            print!("{h}");
-            0
-        }
-        Ok(Parsed::Vmtest(a)) => match (&a.against, &a.mode) {
-            (Some(_), Mode::Exact(_)) => exact::main(*a),
-            (Some(_), Mode::Timed) => duet::main(*a),
-            (None, _) => vmtest::main(*a),
-        },
-        Ok(Parsed::Ci(c)) => ci::main(c),
-        Ok(Parsed::Kselftest(k)) => kselftest::main(k),
-        Ok(Parsed::Flakes(f)) => flakes::main(f),
-        Ok(Parsed::History(h)) => history::main(*h),
+    let code = match args::parse(&argv, env_accel.as_deref()).and_then(run) {
+        Ok(code) => code,
         Err(e) => {
             eprintln!("{}: {e:#}", task.map_or("xtask", String::as_str));
             2
         }
     };
     ExitCode::from(u8::try_from(code).unwrap_or(1))
+}
+
+/// What the command line asks for, done: the one match on the tasks. Bad
+/// input is the error.
+fn run(parsed: Parsed) -> anyhow::Result<i32> {
+    Ok(match parsed {
+        Parsed::Help(h) => {
+            print!("{h}");
+            0
+        }
+        Parsed::Task(Task::Vmtest(v)) => {
+            let a = v.checked()?;
+            match (&a.against, &a.mode) {
+                (Some(_), Mode::Exact(_)) => exact::main(a),
+                (Some(_), Mode::Timed) => duet::main(a),
+                (None, _) => vmtest::main(a),
+            }
+        }
+        Parsed::Task(Task::Ci(c)) => ci::main(c),
+        Parsed::Task(Task::Kselftest(k)) => kselftest::main(k),
+        Parsed::Task(Task::Flakes(f)) => flakes::main(f),
+        Parsed::Task(Task::History(h)) => history::main(*h),
+    })
 }

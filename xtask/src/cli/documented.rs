@@ -1,6 +1,6 @@
 //! Every `cargo xtask ...` command line in README.md and docs/*.md's code
-//! blocks parses with [`args::parse`]: the docs cannot show an option a
-//! task lacks. Lines with placeholders (`KERNEL`, `[...]`, `$VAR`) are
+//! blocks parses with [`args::parse`] (a vmtest line is checked too): the
+//! docs cannot show an option a task lacks. Lines with placeholders (`KERNEL`, `[...]`, `$VAR`) are
 //! skipped.
 
 use std::fs;
@@ -21,7 +21,11 @@ fn every_documented_xtask_line_parses() {
                 continue;
             }
             let argv: Vec<String> = line.split_whitespace().skip(2).map(String::from).collect();
-            if let Err(e) = args::parse(&argv, None) {
+            let checked = args::parse(&argv, None).and_then(|parsed| match parsed {
+                args::Parsed::Task(args::Task::Vmtest(v)) => v.checked().map(drop),
+                _ => Ok(()),
+            });
+            if let Err(e) = checked {
                 failures.push(format!("{}:{n}: {line}: {e:#}", page.display()));
             }
             parsed += 1;

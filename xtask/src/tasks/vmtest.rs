@@ -12,7 +12,7 @@ pub mod explain;
 mod mitigations;
 mod options;
 
-pub use options::{Args, Exact, Mode};
+pub use options::{Args, Exact, Mode, VmtestCli};
 
 use std::env;
 use std::fs;

@@ -295,8 +295,9 @@ mod tests {
             .chain(v.iter().copied())
             .map(String::from)
             .collect();
-        match crate::cli::args::parse(&argv, None).unwrap() {
-            crate::cli::args::Parsed::Vmtest(a) => *a,
+        use crate::cli::args::{parse, Parsed, Task};
+        match parse(&argv, None).unwrap() {
+            Parsed::Task(Task::Vmtest(v)) => v.checked().unwrap(),
             other => panic!("{other:?}"),
         }
     }
