@@ -198,16 +198,23 @@ struct {
 	__type(value, stack_trace_t);
 } stack_heap SEC(".maps");
 
-static __always_inline void take_stack(void *ctx)
+/* Its own subprogram: its stack slot and the ctx it keeps stay out of the
+ * caller's frame, which would pay for them on every hit. */
+static __attribute__((noinline)) int stack_now(void *ctx)
 {
 	__u32 zero = 0;
 	__u64 *buf;
 
-	if (!stacktrace)
-		return;
 	buf = bpf_map_lookup_elem(&stack_heap, &zero);
 	if (buf)
 		bpf_get_stack(ctx, buf, sizeof(stack_trace_t), 0);
+	return 0;
+}
+
+static __always_inline void take_stack(void *ctx)
+{
+	if (stacktrace)
+		stack_now(ctx);
 }
 
 /*
@@ -215,9 +222,9 @@ static __always_inline void take_stack(void *ctx)
  * saved in its own prologue, where they cost only the events that run
  * it, not in the program's, where they would cost every event. It
  * returns `ret`, so the caller can end on the call and keep nothing
- * across it.
+ * across it, and takes ctx first, in the register the program got it in.
  */
-static __attribute__((noinline)) int extras(int ret, void *ctx)
+static __attribute__((noinline)) int extras(void *ctx, int ret)
 {
 	take_stack(ctx);
 	if (extra & EXTRA_COUNT)
@@ -241,7 +248,7 @@ static __attribute__((noinline)) int extras(int ret, void *ctx)
 	do {                                                                     \
 		int ret_ = (ret);                                                \
 		if (extra)                                                       \
-			return extras(ret_, ctx);                                \
+			return extras(ctx, ret_);                                \
 		return ret_;                                                     \
 	} while (0)
 
