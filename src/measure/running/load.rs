@@ -623,4 +623,39 @@ mod tests {
             assert_eq!(on_exe(m), m.kind().spec().attach.on_exe(), "{m}");
         }
     }
+
+    /// On a timed event a comm or call program adds to test_overhead's
+    /// only the switch's load and branch (RETURN_AFTER_EXTRAS): it keeps
+    /// no callee-saved register and no stack slot, whose saves and frame
+    /// the JIT would add to every event. (--stacktrace's check once did
+    /// so: ten more x86 instructions an event, the flag off.)
+    #[test]
+    fn a_switched_program_keeps_no_register_or_stack_slot() {
+        const LD_IMM64: u8 = 0x18;
+        const CALL: u8 = 0x85;
+        let mut storage = MaybeUninit::uninit();
+        let mut open = OverheadSkelBuilder::default().open(&mut storage).unwrap();
+        let mut checked = 0;
+        for (m, program) in catalogue_programs() {
+            let Some(m) = m.filter(|&m| super::super::run::switched(m)) else {
+                continue;
+            };
+            let prog = (program.open)(&mut open);
+            for (i, insn) in prog.insns().iter().enumerate() {
+                // An ld_imm64's and a call's src_reg says what, not which register.
+                let regs = match insn.code {
+                    LD_IMM64 => vec![insn.dst_reg()],
+                    CALL => vec![],
+                    _ => vec![insn.dst_reg(), insn.src_reg()],
+                };
+                assert!(
+                    regs.iter().all(|&r| r < 6),
+                    "{m}: instruction {i} of {:?} uses registers {regs:?} (r6 up: saved, frame)",
+                    prog.name()
+                );
+            }
+            checked += 1;
+        }
+        assert!(checked > 20, "only {checked} switched programs");
+    }
 }

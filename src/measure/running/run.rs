@@ -415,7 +415,7 @@ fn fitted_for(m: Mechanism, events: NonZeroU64, ns: f64, longest: Option<Duratio
 /// Whether `mechanism`'s program has the `count_on` switch: the comm and
 /// call triggers' programs of our own object, but the sessions', whose
 /// exit check needs every entry counted.
-fn switched(mechanism: Mechanism) -> bool {
+pub(super) fn switched(mechanism: Mechanism) -> bool {
     matches!(mechanism.trigger(), Trigger::TaskRename | Trigger::Call(_))
         && mechanism.object().is_none()
         && !mechanism.kind().is_session()
