@@ -153,6 +153,7 @@ fn one_line(e: &clap::Error) -> String {
 mod tests {
     use super::*;
     use crate::kernels::arch::Arch;
+    use crate::tasks::ci::options::Step;
     use crate::tasks::vmtest::{Args, Mode};
     use crate::vm::job::Job;
     use crate::vm::Accel;
@@ -392,7 +393,7 @@ mod tests {
             (c.jobs, c.kernels),
             (1, vec!["6.1".into(), "newest".into()])
         );
-        assert_eq!(c.skip, ["fmt", "clippy"]);
+        assert_eq!(c.skip, [Step::Fmt, Step::Clippy]);
         assert!(msg(&["ci", "--skip", "lint"]).starts_with("--skip wants one of fmt, clippy"));
         assert!(msg(&["ci", "--jobs", "0"]).starts_with("--jobs wants a positive number"));
         assert_eq!(

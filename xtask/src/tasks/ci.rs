@@ -34,7 +34,7 @@ use crate::tasks::ci::against::AGAINST;
 use crate::tasks::ci::collect::{collect, kernel_dir, KernelRun};
 use crate::tasks::ci::kernels::names;
 pub use crate::tasks::ci::kernels::{matrix, read_kernels, CiKernel, Run, KERNELS_FILE};
-use crate::tasks::ci::options::{CiArgs, CI_STEPS};
+use crate::tasks::ci::options::{CiArgs, Step};
 use crate::tasks::ci::queue::Job;
 use crate::util::env_vars::KCIDB_PYTHON_ENV;
 use crate::util::{cargo, is_root, one_line, repo_root, run_relayed, sh_quote, shown};
@@ -83,12 +83,12 @@ fn run(c: &CiArgs) -> Result<i32> {
     let start = Instant::now();
     let mut done = Vec::new();
     if !c.vms_only {
-        for &name in CI_STEPS {
-            if c.skip.iter().any(|s| s == name) {
-                say(&format!("{name}: skipped (--skip)"));
+        for &step in <Step as clap::ValueEnum>::value_variants() {
+            if c.skip.contains(&step) {
+                say(&format!("{}: skipped (--skip)", step.name()));
                 continue;
             }
-            done.push(host_step(name, &repo));
+            done.push(host_step(step, &repo));
         }
     }
     if !c.no_vms {
@@ -126,18 +126,18 @@ fn say(s: &str) {
 }
 
 /// One host step, its output streamed.
-fn host_step(name: &str, repo: &Path) -> Done {
+fn host_step(step: Step, repo: &Path) -> Done {
     let t = Instant::now();
-    let ok = match name {
-        "actionlint" => {
+    let name = step.name();
+    let ok = match host_command(step) {
+        None => {
             say("actionlint: .github/workflows/*.yml, action.yml");
             lint::run(repo)
                 .map_err(|e| say(&format!("actionlint: {e:#}")))
                 .is_ok()
         }
-        _ => {
-            let mut cmd = host_command(name);
-            if matches!(name, "host-tests" | "slow-tests") {
+        Some(mut cmd) => {
+            if matches!(step, Step::HostTests | Step::SlowTests) {
                 // The tests validate the command's KCIDB records with it
                 // (tests/cli_kernel_ci.rs), and fail in CI without it.
                 match lint::kcidb_python() {
@@ -148,7 +148,7 @@ fn host_step(name: &str, repo: &Path) -> Done {
                 }
             }
             say(&format!("{name}: {}", shown(&cmd)));
-            let status = if name == "host-tests" {
+            let status = if step == Step::HostTests {
                 test_time::run(cmd)
             } else {
                 cmd.status()
@@ -167,21 +167,18 @@ fn host_step(name: &str, repo: &Path) -> Done {
         "{name}: {} in {secs:.1}s",
         if ok { "ok" } else { "FAILED" }
     ));
-    Done {
-        name: name.into(),
-        ok,
-        secs,
-    }
+    Done { name, ok, secs }
 }
 
-fn host_command(name: &str) -> Command {
-    let mut cmd = match name {
-        "fmt" => {
+/// A step's command; actionlint has none (it runs in this process).
+fn host_command(step: Step) -> Option<Command> {
+    let mut cmd = match step {
+        Step::Fmt => {
             let mut c = cargo();
             c.args(["fmt", "--all", "--check"]);
             c
         }
-        "clippy" => {
+        Step::Clippy => {
             let mut c = cargo();
             c.args([
                 "clippy",
@@ -195,7 +192,7 @@ fn host_command(name: &str) -> Command {
         }
         // The VM runner's unit tests (fixture images, damaged ones included; no
         // root), and the TCG plugin's.
-        "xtask-tests" => {
+        Step::XtaskTests => {
             let mut c = cargo();
             c.args(["test", "--package", "xtask"]);
             c.args(["--package", "bpf-overhead-tcg-plugin"]);
@@ -203,21 +200,21 @@ fn host_command(name: &str) -> Command {
         }
         // The README's test command, verbatim: built as the CI user, the test
         // binaries run as root through sudo (cargo's runner, .cargo/config.toml).
-        "host-tests" => {
+        Step::HostTests => {
             let mut c = cargo();
             c.args(["sudo-test", "--", "--nocapture"]);
             c
         }
         // The tests left out of it for their time (#[ignore] with why).
-        "slow-tests" => {
+        Step::SlowTests => {
             let mut c = cargo();
             c.args(["sudo-test", "--", "--ignored", "--nocapture"]);
             c
         }
         // The command's and the suite's KTAP through prove, the kernel's
         // kunit_parser and kselftest's runner; it needs root.
-        "check-ktap" if is_root() => Command::new("scripts/check-ktap"),
-        "check-ktap" => {
+        Step::CheckKtap if is_root() => Command::new("scripts/check-ktap"),
+        Step::CheckKtap => {
             let mut c = Command::new("sudo");
             c.args(["-E", "env"])
                 .arg(format!("PATH={}", env::var("PATH").unwrap_or_default()))
@@ -226,11 +223,11 @@ fn host_command(name: &str) -> Command {
         }
         // The in-tree drop-in, installed with a kernel tree's own Makefile
         // and compared with `cargo xtask kselftest`'s layout (no root).
-        "check-kselftest" => Command::new("scripts/check-kselftest"),
-        other => unreachable!("step {other}"),
+        Step::CheckKselftest => Command::new("scripts/check-kselftest"),
+        Step::Actionlint => return None,
     };
     cmd.stdin(Stdio::null());
-    cmd
+    Some(cmd)
 }
 
 /// What the VMs run, built before they start: each vmtest's own build is

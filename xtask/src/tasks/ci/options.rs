@@ -24,8 +24,8 @@ pub struct CiArgs {
     pub kernels: Vec<String>,
     /// Leave out a step: fmt, clippy, xtask-tests, actionlint, host-tests, slow-tests, check-ktap,
     /// check-kselftest (repeatable or comma-separated)
-    #[arg(long, value_name = "STEP", value_delimiter = ',', value_parser = step_name)]
-    pub skip: Vec<String>,
+    #[arg(long, value_name = "STEP", value_delimiter = ',', value_parser = step)]
+    pub skip: Vec<Step>,
     /// Only the host steps: no kernel, no report
     #[arg(long = "no-vms", conflicts_with = "vms_only")]
     pub no_vms: bool,
@@ -44,23 +44,34 @@ pub struct CiArgs {
     pub markdown: bool,
 }
 
-/// The host steps of `cargo xtask ci`, in order.
-pub const CI_STEPS: &[&str] = &[
-    "fmt",
-    "clippy",
-    "xtask-tests",
-    "actionlint",
-    "host-tests",
-    "slow-tests",
-    "check-ktap",
-    "check-kselftest",
-];
+/// The host steps of `cargo xtask ci`, in the order they run.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    Fmt,
+    Clippy,
+    XtaskTests,
+    Actionlint,
+    HostTests,
+    SlowTests,
+    CheckKtap,
+    CheckKselftest,
+}
+
+impl Step {
+    /// Its name, as `--skip` takes it and the log says it.
+    pub fn name(self) -> String {
+        clap::ValueEnum::to_possible_value(&self)
+            .map_or_else(String::new, |v| v.get_name().to_owned())
+    }
+}
 
 /// `--skip`'s value parser (clap's): a host step's name.
-pub fn step_name(v: &str) -> Result<String, String> {
-    if CI_STEPS.contains(&v) {
-        Ok(v.to_owned())
-    } else {
-        Err(format!("wants one of {}", CI_STEPS.join(", ")))
-    }
+pub fn step(v: &str) -> Result<Step, String> {
+    <Step as clap::ValueEnum>::from_str(v, false).map_err(|_| {
+        let names: Vec<String> = <Step as clap::ValueEnum>::value_variants()
+            .iter()
+            .map(|s| s.name())
+            .collect();
+        format!("wants one of {}", names.join(", "))
+    })
 }
