@@ -94,15 +94,21 @@ fn run(a: &Args) -> Result<i32> {
     Ok(rc)
 }
 
+/// `arch`'s qemu is on the PATH, or what to install.
+pub(crate) fn qemu_installed(arch: Arch) -> Result<()> {
+    ensure!(
+        which(arch.qemu()).is_some(),
+        "{} not found: apt-get install -y {}",
+        arch.qemu(),
+        arch.qemu_package()
+    );
+    Ok(())
+}
+
 /// qemu found, then KERNEL (fetched when it is Debian's) and the busybox
 /// its initramfs is built around.
 fn fetch_kernel(a: &Args) -> Result<(Kernel, PathBuf)> {
-    ensure!(
-        which(a.arch.qemu()).is_some(),
-        "{} not found: apt-get install -y {}",
-        a.arch.qemu(),
-        a.arch.qemu_package()
-    );
+    qemu_installed(a.arch)?;
     let cache = cache_dir()?;
     let bb = busybox(a.arch, &cache)?;
     let k = kernel(

@@ -31,7 +31,7 @@ use crate::kernels::kernel::Kernel;
 use crate::tasks::vmtest::Args;
 use crate::util::kconfig::{self, KernelConfig};
 use crate::util::signal::{check_signal, signalled};
-use crate::util::{exit_code, relay, repo_root, say, secs, sh_quote, shown, which};
+use crate::util::{exit_code, relay, repo_root, say, secs, sh_quote, shown};
 use crate::vm::job::Job;
 use crate::vm::out::STAGING;
 use crate::vm::{self, Accel};
@@ -93,12 +93,7 @@ fn duet_cpus(a: &Args) -> Result<Vec<usize>> {
         a.bench,
         "--against is the bpf-overhead command: no --no-bench"
     );
-    ensure!(
-        which(a.arch.qemu()).is_some(),
-        "{} not found: apt-get install -y {}",
-        a.arch.qemu(),
-        a.arch.qemu_package()
-    );
+    super::qemu_installed(a.arch)?;
     let cpus = allowed_cpus()?;
     ensure!(
         cpus.len() >= 2,
