@@ -95,7 +95,7 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<ExitCode, Failure> {
 
 /// The points of a fit: each mechanism timed in `host_file`, a run of this
 /// host, with its count.
-fn points_of(host_file: &Path, counts: &Counts) -> Result<Vec<Point>, Failure> {
+fn points_of(host_file: &Path, counts: &ExactCounts) -> Result<Vec<Point>, Failure> {
     let doc = Document::read(host_file, Need::Complete)
         .map_err(|e| Failure::Input(format!("calibrate: {}", e.about(host_file))))?;
     if doc.unit != bpf_overhead::document::Unit::Ns {
@@ -193,7 +193,7 @@ fn fit_table(cal: &Calibration) -> String {
 }
 
 /// `--price`: the exact counts priced with a saved calibration of this host.
-fn price_with(cal_file: &Path, exact: &Value, counts: &Counts) -> Result<ExitCode, Failure> {
+fn price_with(cal_file: &Path, exact: &Value, counts: &ExactCounts) -> Result<ExitCode, Failure> {
     let bad = |why: String| Failure::Input(format!("calibrate: {}: {why}", cal_file.display()));
     let cal = Calibration::read(cal_file).map_err(bad)?;
     let here = here();
@@ -245,9 +245,9 @@ fn price_with(cal_file: &Path, exact: &Value, counts: &Counts) -> Result<ExitCod
 }
 
 /// Per mechanism of an explain.json: its count and its kinds.
-type Counts = BTreeMap<String, (f64, Vec<(String, f64)>)>;
+type ExactCounts = BTreeMap<String, (f64, Vec<(String, f64)>)>;
 
-fn counts_of(exact: &Value, path: &Path) -> Result<Counts, Failure> {
+fn counts_of(exact: &Value, path: &Path) -> Result<ExactCounts, Failure> {
     let bad = |why: &str| Failure::Input(format!("calibrate: {}: {why}", path.display()));
     if exact["unit"] != "instructions" {
         return Err(bad(

@@ -27,7 +27,7 @@ pub use bpf_overhead_common::{
     document, env_vars, exact_rule, exit_status, kconfig, kinds, safe_write, verdict,
 };
 // Exact counts read from result documents and judged by that rule.
-pub mod counts;
+pub mod exact_counts;
 
 use env_vars::CACHE_ENV;
 

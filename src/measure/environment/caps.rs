@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 
 use crate::measure::kernel::tracefs;
 use crate::measure::kernel::tracefs::ProbeType;
-use crate::measure::mechanism::catalogue::{counts, Counts, Kind, Mechanism};
+use crate::measure::mechanism::catalogue::{hit_counter, HitCounter, Kind, Mechanism};
 use crate::measure::mechanism::kind::Access;
 use crate::measure::mechanism::trigger::Trigger;
 
@@ -306,7 +306,7 @@ pub fn missing(mechanism: Mechanism) -> Option<Missing> {
         }
     };
     // A user's object program's hits are the BPF stats' run count.
-    if counts(mechanism) == Counts::Stats {
+    if hit_counter(mechanism) == HitCounter::Stats {
         needs.push(ENABLE_STATS);
     }
     lacking(&needs, Privileges::current())

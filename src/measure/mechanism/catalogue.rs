@@ -521,7 +521,7 @@ impl FromStr for Mechanism {
 
 /// Who counts a run's hits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Counts {
+pub(crate) enum HitCounter {
     /// The skeleton's programs, in its counters (and a loop's counting
     /// driver in a base run).
     Program,
@@ -534,16 +534,16 @@ pub(crate) enum Counts {
 
 /// Who counts the hits of `mechanism`'s runs (when anything is loaded for
 /// them). Stats means the BPF stats are on in all its runs.
-pub(crate) fn counts(mechanism: Mechanism) -> Counts {
+pub(crate) fn hit_counter(mechanism: Mechanism) -> HitCounter {
     match (mechanism.trigger(), mechanism.object()) {
-        (Trigger::TestRun(_), _) => Counts::TestRun,
+        (Trigger::TestRun(_), _) => HitCounter::TestRun,
         (Trigger::TaskRename | Trigger::Call(_) | Trigger::Loop(_) | Trigger::Syscall(_), None) => {
-            Counts::Program
+            HitCounter::Program
         }
         (
             Trigger::TaskRename | Trigger::Call(_) | Trigger::Loop(_) | Trigger::Syscall(_),
             Some(_),
-        ) => Counts::Stats,
+        ) => HitCounter::Stats,
     }
 }
 

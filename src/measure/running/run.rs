@@ -22,7 +22,7 @@ use crate::measure::cpu::pin::{producer_cpus, CpuPin};
 use crate::measure::environment::support::Ready;
 use crate::measure::error::{Error, Result};
 use crate::measure::kernel::{exe, features};
-use crate::measure::mechanism::catalogue::{counts, Counts, Mechanism};
+use crate::measure::mechanism::catalogue::{hit_counter, HitCounter, Mechanism};
 use crate::measure::mechanism::target::Site;
 use crate::measure::mechanism::trigger::{Armed, Trigger};
 use crate::measure::objects::object;
@@ -204,7 +204,7 @@ impl Attached<'_, '_> {
         // A program counts, and so does a loop's driver in a base run; a
         // user's object's program is counted by the BPF stats instead, and
         // a test run by the kernel.
-        let counted_by = self.loaded.as_ref().map(|_| counts(m));
+        let counted_by = self.loaded.as_ref().map(|_| hit_counter(m));
         let (lead_in_ns_per_event, lead) = self.lead_in(events, counted_by)?;
         let events = fitted_for(m, events, lead_in_ns_per_event, self.longest_run);
         let start = Arc::new(Barrier::new(1 + self.producers.len()));
@@ -215,8 +215,8 @@ impl Attached<'_, '_> {
         let before = self.prog_stats();
         let (all, lost, window) = self.fire_timed(events, &start)?;
         let after = self.prog_stats();
-        let timed_counted =
-            counted_by == Some(Counts::Program) && self.switch.is_none_or(Counting::counts_timed);
+        let timed_counted = counted_by == Some(HitCounter::Program)
+            && self.switch.is_none_or(Counting::counts_timed);
         let mut producers = self.count(&all, timed_counted)?;
         self.armed.verify().map_err(|e| e.of(m))?;
         let speed_ns = (speed_before + speed::reference_ns()) / 2.0;
@@ -273,9 +273,9 @@ impl Attached<'_, '_> {
     fn lead_in(
         &mut self,
         events: NonZeroU64,
-        counted_by: Option<Counts>,
+        counted_by: Option<HitCounter>,
     ) -> Result<(f64, Option<Vec<ProducerSample>>)> {
-        let counted = counted_by == Some(Counts::Program)
+        let counted = counted_by == Some(HitCounter::Program)
             && self.switch.is_some_and(Counting::counts_lead_in);
         if let Some(l) = self.loaded.as_mut() {
             // Attaching may have hit the probe already (fmod_ret sees every
@@ -462,7 +462,7 @@ fn lead_in_counted(
 /// program's run time and count over the timed `events`.
 fn hits_of(
     m: Mechanism,
-    counted_by: Option<Counts>,
+    counted_by: Option<HitCounter>,
     producers: &[ProducerSample],
     prog_run: Option<(u64, u64)>,
     events: u64,
@@ -470,15 +470,15 @@ fn hits_of(
     Ok(match counted_by {
         None => None,
         // None where nothing was counted (`every-check`, `none`).
-        Some(Counts::Program) => producers.iter().map(|p| p.hits).sum(),
+        Some(HitCounter::Program) => producers.iter().map(|p| p.hits).sum(),
         // Reached at least once an event: then counted as the events, since
         // a system-wide hook counts other processes' events too.
-        Some(Counts::Stats) => {
+        Some(HitCounter::Stats) => {
             object::check_reached(m, prog_run.map(|(_, n)| n), events)?;
             Some(events)
         }
         // A base's program is ours; the user's ran as often as asked.
-        Some(Counts::TestRun) => (!m.is_base()).then_some(events),
+        Some(HitCounter::TestRun) => (!m.is_base()).then_some(events),
     })
 }
 
@@ -507,7 +507,7 @@ pub fn with_attached<R>(
     let mechanism = ready.mechanism();
     crate::measure::kernel::progress::starting(mechanism.name());
     // A user's object's hits are its run count: stats on in all its runs.
-    let bpf_stats = opts.bpf_stats || counts(mechanism) == Counts::Stats;
+    let bpf_stats = opts.bpf_stats || hit_counter(mechanism) == HitCounter::Stats;
     let stats = bpf_stats && !mechanism.is_base();
     if let Some(missing) = ready.stats_lacking().filter(|_| stats) {
         return Err(Error::unsupported(format!("no prog ns: needs {missing}")).of(mechanism));

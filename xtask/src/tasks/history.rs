@@ -11,10 +11,10 @@
 
 pub mod builds;
 pub mod changelog;
-pub mod counting;
 pub mod kept;
 pub mod options;
 pub mod report;
+pub mod runs;
 pub mod split;
 pub mod steps;
 
@@ -66,12 +66,12 @@ fn run(a: &HistoryArgs) -> Result<i32> {
     let Some(todo) = to_count(a, &all, &setting, &kept_dir)? else {
         return Ok(0);
     };
-    let dirs = counting::Dirs {
+    let dirs = runs::Dirs {
         kept: &kept_dir,
         out: &out,
         cache: &cache,
     };
-    let failed = counting::count_all(a, &all, &todo, &setting, &dirs)?;
+    let failed = runs::count_all(a, &all, &todo, &setting, &dirs)?;
     if a.only.is_some() {
         return Ok(failed.values().map(|f| f.1).max().unwrap_or(0));
     }
@@ -379,7 +379,7 @@ fn keep_stable(kept_dir: &Path, k: &mut Kept, (b, after): (&Build, &str), cache:
     if k.stable.as_ref().is_some_and(|s| s.reach(after)) {
         return;
     }
-    let root = counting::package_root(cache, &b.release);
+    let root = runs::package_root(cache, &b.release);
     if let Some(s) = Stables::read(&root, after, &b.upstream) {
         k.stable = Some(s);
         if let Err(e) = kept::save(kept_dir, k) {
@@ -418,8 +418,7 @@ mod tests {
             packages: vec![],
             refused: None,
         };
-        let doc =
-            counting::package_root(cache.path(), &b.release).join("usr/share/doc/linux-image");
+        let doc = runs::package_root(cache.path(), &b.release).join("usr/share/doc/linux-image");
         std::fs::create_dir_all(&doc).unwrap();
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
         gz.write_all(

@@ -10,7 +10,7 @@ use std::time::Duration;
 use anyhow::{bail, ensure, Context, Result};
 use base64::Engine;
 
-use crate::util::counts::read_document;
+use crate::util::exact_counts::read_document;
 use crate::util::{cargo, repo_root};
 use crate::vm::summary::VmtestJson;
 

@@ -10,12 +10,12 @@ use serde::{Deserialize, Serialize};
 
 use super::builds::{self, Build};
 use super::changelog;
-use super::counting::{package_root, relay, vmtest};
 use super::kept::{self, Stables};
 use super::options::{HistoryArgs, Runs, Setting};
 use super::report::{Counted, Located, StableNote};
+use super::runs::{package_root, relay, vmtest};
 use super::steps::{self, Moved, Step};
-use crate::util::counts::Row;
+use crate::util::exact_counts::Row;
 use crate::util::signal::check_signal;
 use crate::util::{fnv, say, write_whole, FNV_START};
 /// Splits each pair of builds' steps by function: `vmtest A --against B

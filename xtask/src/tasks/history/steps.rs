@@ -6,8 +6,8 @@
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use crate::util::counts::{verdicts, Verdict};
 use crate::util::document::Document;
+use crate::util::exact_counts::{verdicts, Verdict};
 
 /// A function's share of a step, from `--explain` on its two builds.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

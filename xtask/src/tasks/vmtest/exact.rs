@@ -22,8 +22,8 @@ use serde::Serialize;
 
 use crate::tasks::vmtest::explain::{self, change, Explained};
 use crate::tasks::vmtest::{Args, Exact, Mode};
-use crate::util::counts::{exit_code, read_document, table, verdicts, Row, Verdict};
 use crate::util::document::Document;
+use crate::util::exact_counts::{exit_code, read_document, table, verdicts, Row, Verdict};
 use crate::util::kconfig::{self, KernelConfig};
 use crate::util::signal::check_signal;
 use crate::util::{repo_root, say, secs};

@@ -26,8 +26,8 @@ use std::path::Path;
 use anyhow::{bail, ensure, Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::util::counts::read_document;
 use crate::util::document::{Document, MechanismResult};
+use crate::util::exact_counts::read_document;
 use symbols::{Elf, Made, Map, Name, Region, Sorted, Symbols};
 
 /// What the plugin writes (`-plugin ...,out=`), in the run's folder.

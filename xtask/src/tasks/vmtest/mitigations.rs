@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 
-use crate::util::counts::read_document;
+use crate::util::exact_counts::read_document;
 use crate::util::say;
 
 /// One line when the guest's kernel mitigates its CPU otherwise than this

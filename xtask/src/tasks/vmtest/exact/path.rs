@@ -14,7 +14,7 @@ use bpf_overhead_common::calibration::Calibration;
 
 use crate::tasks::vmtest::explain::kinds::PATH;
 use crate::tasks::vmtest::explain::{Explained, Split};
-use crate::util::counts::{Row, Verdict};
+use crate::util::exact_counts::{Row, Verdict};
 
 /// A change of a kind by less than this per event is no change of path.
 const LEAST_CHANGE: f64 = 0.5;
