@@ -7,6 +7,7 @@ use std::fs;
 use std::time::SystemTime;
 
 use bpf_overhead_common::document::Emulation;
+pub use bpf_overhead_common::mitigations::read as mitigations;
 
 use crate::env_vars::{EMULATED_ENV, EMULATOR_ENV};
 
@@ -52,39 +53,6 @@ pub fn emulated() -> Option<Emulation> {
 /// The emulator's version, as its runner gave it ([`EMULATOR_ENV`]).
 pub fn emulator() -> Option<String> {
     std::env::var(EMULATOR_ENV).ok().filter(|v| !v.is_empty())
-}
-
-/// /sys/devices/system/cpu/vulnerabilities: each flaw's file and its
-/// line, as the kernel mitigates this CPU (empty where it does not say).
-/// A guest's differ from its host's when its CPU model does.
-pub fn mitigations() -> BTreeMap<String, String> {
-    let mut out = BTreeMap::new();
-    if let Ok(dir) = fs::read_dir("/sys/devices/system/cpu/vulnerabilities") {
-        for e in dir.flatten() {
-            if let Ok(text) = fs::read_to_string(e.path()) {
-                let name = e.file_name().to_string_lossy().into_owned();
-                out.insert(name, text.trim().to_owned());
-            }
-        }
-    }
-    out
-}
-
-/// The flaws `a` and `b` mitigate differently (or one does not name),
-/// sorted: a count made under `a` leaves out what `b`'s cost.
-pub fn mitigations_differ<'a>(
-    a: &'a BTreeMap<String, String>,
-    b: &'a BTreeMap<String, String>,
-) -> Vec<&'a str> {
-    let mut out: Vec<&str> = a
-        .keys()
-        .chain(b.keys())
-        .filter(|k| a.get(*k) != b.get(*k))
-        .map(String::as_str)
-        .collect();
-    out.sort_unstable();
-    out.dedup();
-    out
 }
 
 pub fn kernel_release() -> String {

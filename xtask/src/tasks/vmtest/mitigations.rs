@@ -2,8 +2,9 @@
 //! exact count leaves out (or adds) what a mitigation costs.
 
 use std::collections::BTreeMap;
-use std::fs;
 use std::path::Path;
+
+use bpf_overhead_common::mitigations;
 
 use crate::util::exact_counts::read_document;
 use crate::util::say;
@@ -16,27 +17,9 @@ pub(super) fn said(dir: &Path) {
     let Some(guest) = guest.ok().filter(|g| !g.is_empty()) else {
         return;
     };
-    if let Some(line) = mitigations_line(&guest, &host_mitigations()) {
+    if let Some(line) = mitigations_line(&guest, &mitigations::read()) {
         say!("{line}");
     }
-}
-
-/// This host's /sys/devices/system/cpu/vulnerabilities, as the command
-/// records them (`mitigations` in its result).
-fn host_mitigations() -> BTreeMap<String, String> {
-    let dir = Path::new("/sys/devices/system/cpu/vulnerabilities");
-    fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| {
-            let text = fs::read_to_string(e.path()).ok()?;
-            Some((
-                e.file_name().to_string_lossy().into_owned(),
-                text.trim().to_owned(),
-            ))
-        })
-        .collect()
 }
 
 /// "the guest mitigates otherwise than this host: ..." naming each flaw
@@ -46,10 +29,8 @@ fn mitigations_line(
     host: &BTreeMap<String, String>,
 ) -> Option<String> {
     let none = String::from("-");
-    let differ: Vec<String> = guest
-        .keys()
-        .chain(host.keys().filter(|k| !guest.contains_key(*k)))
-        .filter(|k| guest.get(*k) != host.get(*k))
+    let differ: Vec<String> = mitigations::differ(guest, host)
+        .into_iter()
         .map(|k| {
             let (g, h) = (guest.get(k).unwrap_or(&none), host.get(k).unwrap_or(&none));
             format!("{k}: guest \"{g}\", host \"{h}\"")
