@@ -27,7 +27,7 @@ pub enum Format {
 /// A run's rendering: stdout carries it alone. Beside a machine-readable
 /// one, what a human reads goes to stderr: `notes` (one line each) and the
 /// gate's report.
-#[derive(Debug, Default, PartialEq)]
+#[derive(Debug, PartialEq)]
 pub struct Page {
     pub stdout: String,
     pub notes: Vec<String>,
@@ -51,24 +51,22 @@ impl Format {
     /// (`gate`) if the run was judged.
     pub fn page(self, doc: &Document, gate: Option<(&Findings, &str)>) -> Page {
         let findings = gate.map(|(f, _)| f);
-        let report = gate.map_or(String::new(), |(_, text)| text.to_string());
+        let report = gate.map(|(_, text)| text);
         let stdout = match self {
-            Format::Table => {
-                let table = super::table(doc);
-                return Page {
-                    stdout: if report.is_empty() {
-                        table
-                    } else {
-                        format!("{table}\n{report}")
-                    },
-                    ..Page::default()
-                };
-            }
+            Format::Table => match report {
+                Some(text) => format!("{}\n{text}", super::table(doc)),
+                None => super::table(doc),
+            },
             Format::Json => doc.to_json(),
             Format::Ktap => super::ktap(doc, findings),
             Format::Selftest => super::selftest(doc),
             Format::Kcidb => super::kcidb::judged(&[(doc, findings)]),
             Format::Squad => super::squad::judged(doc, findings),
+        };
+        // The table carries the report; beside the others, stderr does.
+        let stderr = match self {
+            Format::Table => String::new(),
+            _ => report.unwrap_or_default().to_owned(),
         };
         // The selftest's lines name only what ran.
         let notes = match self {
@@ -78,7 +76,7 @@ impl Format {
         Page {
             stdout,
             notes,
-            stderr: report,
+            stderr,
         }
     }
 }
