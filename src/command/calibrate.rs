@@ -52,8 +52,8 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<ExitCode, Failure> {
                 .into(),
         ));
     };
-    let points = points_of(host_file, &counts)?;
     let here = here();
+    let points = points_of(host_file, &counts, &here)?;
     if points.len() < 3 {
         return Err(Failure::Input(format!(
             "calibrate: {} mechanisms in both files; a fit needs at least 3 (measure the \
@@ -94,8 +94,12 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<ExitCode, Failure> {
 }
 
 /// The points of a fit: each mechanism timed in `host_file`, a run of this
-/// host, with its count.
-fn points_of(host_file: &Path, counts: &ExactCounts) -> Result<Vec<Point>, Failure> {
+/// host (`here`), with its count.
+fn points_of(
+    host_file: &Path,
+    counts: &ExactCounts,
+    here: &Identity,
+) -> Result<Vec<Point>, Failure> {
     let doc = Document::read(host_file, Need::Complete)
         .map_err(|e| Failure::Input(format!("calibrate: {}", e.about(host_file))))?;
     if doc.unit != bpf_overhead::document::Unit::Ns {
@@ -105,7 +109,6 @@ fn points_of(host_file: &Path, counts: &ExactCounts) -> Result<Vec<Point>, Failu
             doc.unit
         )));
     }
-    let here = here();
     if doc.cpu_model != here.cpu_model || doc.kernel_release != here.kernel_release {
         return Err(Failure::Input(format!(
             "calibrate: {} was measured on {} ({}), not this host ({}, {}): measure here",
