@@ -79,11 +79,7 @@ fn run(a: &Args) -> Result<i32> {
         fetch,
         build,
     };
-    let s = VmtestJson {
-        exit: rc,
-        why,
-        ..record(a, &k, accel, &b, &timing, &dir)
-    };
+    let s = record(a, &k, accel, &b, &timing, &dir, (rc, why));
     let rc = save_summary(&s, &dir, rc);
     println!(
         "vmtest: kernel {} boot {} total {} exit {rc}",
@@ -169,8 +165,8 @@ struct Timing {
     build: Duration,
 }
 
-/// vmtest.json's record of the run, its verdict (`exit`, `why`) left to
-/// the caller; the steps are the guest's, read from `dir`.
+/// vmtest.json's record of the run and its verdict (`exit`, `why`); the
+/// steps are the guest's, read from `dir`.
 fn record(
     a: &Args,
     k: &Kernel,
@@ -178,6 +174,7 @@ fn record(
     b: &boots::Boots,
     t: &Timing,
     dir: &Path,
+    (exit, why): (i32, Vec<String>),
 ) -> VmtestJson {
     VmtestJson {
         kernel: a.kernel.clone(),
@@ -190,8 +187,8 @@ fn record(
         boot_s: b.first_up.map(summary::tenths),
         vm_s: summary::tenths(b.vm_time),
         total_s: summary::tenths(t.start.elapsed().saturating_sub(t.fetch)),
-        exit: 0,
-        why: Vec::new(),
+        exit,
+        why,
         kernel_config: k.config.as_ref().map(|c| c.record()),
         boots: b.count,
         crashed: b.resume.crashed.clone(),
