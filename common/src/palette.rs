@@ -17,3 +17,7 @@ pub const PALETTE: [(u8, u8, u8); 7] = [
 pub fn nth(n: usize) -> (u8, u8, u8) {
     PALETTE[n % PALETTE.len()]
 }
+
+/// What a chart does not name one by one (the rest of a bar, the lines
+/// that never moved): a light grey.
+pub const OTHER: (u8, u8, u8) = (0xc8, 0xc8, 0xc8);

@@ -344,7 +344,8 @@ fn panel<DB: DrawingBackend>(
             .map(|(i, v)| (i as f64, v))
             .collect()
     };
-    let grey = RGBColor(0xc8, 0xc8, 0xc8);
+    let (r, g, b) = palette::OTHER;
+    let grey = RGBColor(r, g, b);
     for m in names.iter().filter(|m| !stepped.contains(m)) {
         chart
             .draw_series(LineSeries::new(points(m), grey.stroke_width(1)))

@@ -18,7 +18,7 @@ const PIECES: usize = 6;
 /// Room for the names right of a bar, and how many are named there.
 const NAMES: i32 = 420;
 const NAMED: usize = 3;
-const OTHER: RGBColor = RGBColor(0xc8, 0xc8, 0xc8);
+const OTHER: RGBColor = RGBColor(palette::OTHER.0, palette::OTHER.1, palette::OTHER.2);
 
 /// A function's colour: the same wherever it appears.
 fn colour(name: &str) -> RGBColor {
