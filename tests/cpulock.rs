@@ -224,15 +224,12 @@ fn a_signal_while_waiting_stops_the_wait() {
     let cpus = cpulock::cpus_of(None, 1).unwrap();
     let _lock = cpulock::hold(&cpus, Wait::Yes).unwrap();
     let mut run = spawn(&mut command(&RUN), Stdio::null());
-    let mut stderr = run.stderr.take().unwrap();
-    let mut seen = Vec::new();
-    let mut buf = [0u8; 256];
-    while !String::from_utf8_lossy(&seen).contains("waiting for CPU") {
-        match std::io::Read::read(&mut stderr, &mut buf) {
-            Ok(0) | Err(_) => panic!("it ended: {}", String::from_utf8_lossy(&seen)),
-            Ok(n) => seen.extend_from_slice(&buf[..n]),
-        }
-    }
+    let (mut seen, mut stderr) = until_waiting(run.stderr.take().unwrap());
+    assert!(
+        String::from_utf8_lossy(&seen).contains("waiting for CPU"),
+        "it ended: {}",
+        String::from_utf8_lossy(&seen)
+    );
     let asked = Instant::now();
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(run.id() as i32),
