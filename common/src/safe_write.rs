@@ -437,17 +437,16 @@ fn up(at: &mut PathBuf) {
 }
 
 /// Where a walk of `path` starts, opened, and its path as shown: `/`, or
-/// the working directory (shown as nothing, so that paths stay relative).
+/// the working directory.
 fn start(path: &Path) -> Result<(OwnedFd, PathBuf)> {
-    let mut at = PathBuf::new();
-    let dir = if path.is_absolute() {
-        at.push("/");
-        open_path(c"/")
+    // The working directory is shown as nothing: paths stay relative.
+    let (start, shown, at) = if path.is_absolute() {
+        (c"/", "/", "/")
     } else {
-        open_path(c".")
-    }
-    .map_err(|e| failed(Path::new("/"), e))?;
-    Ok((dir, at))
+        (c".", ".", "")
+    };
+    let dir = open_path(start).map_err(|e| failed(Path::new(shown), e))?;
+    Ok((dir, PathBuf::from(at)))
 }
 
 /// The whole directory a file was to go in, where the walk found `here`
