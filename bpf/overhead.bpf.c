@@ -123,9 +123,9 @@ const volatile __u32 counting = COUNT_PLAIN;
  * in the writable .bss that user space maps. EXTRA_COUNT for the lead-in
  * (and, under --counting every*, for the timed events too), EXTRA_WORK
  * under --prog-work, EXTRA_STACK under --stacktrace, 0 for the plain
- * timed events. Set between the
- * lead-in and the timed events with no syscall: same program, same link.
- * Not .rodata: the verifier must not know it.
+ * timed events. Set between the lead-in and the timed events with no
+ * syscall: same program, same link. Not .rodata: the verifier must not
+ * know it.
  */
 __u32 extra;
 

@@ -1,7 +1,7 @@
 //! Every `cargo xtask ...` command line in README.md and docs/*.md's code
 //! blocks parses with [`args::parse`] (a vmtest line is checked too): the
-//! docs cannot show an option a task lacks. Lines with placeholders (`KERNEL`, `[...]`, `$VAR`) are
-//! skipped.
+//! docs cannot show an option a task lacks. Lines with placeholders
+//! (`KERNEL`, `[...]`, `$VAR`) are skipped.
 
 use std::fs;
 use std::path::Path;
