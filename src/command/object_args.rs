@@ -3,6 +3,7 @@
 //! input is one line and exit 2 with nothing loaded.
 
 use bpf_overhead::measure::objects::object::{self, ObjectFlags};
+use bpf_overhead::measure::objects::preflight;
 use bpf_overhead::measure::Variant;
 use bpf_overhead::pipeline::Plan;
 use bpf_overhead::Mechanism;
@@ -98,10 +99,11 @@ pub fn try_load(plan: &Plan) -> Result<(), Failure> {
         .iter()
         .filter_map(|&m| plan.against.as_ref()?.b_of(m).filter(|&b| !same(b, m)));
     for m in plan.mechanisms.iter().copied() {
-        object::try_load(m, "--object ").map_err(|e| Failure::Input(e + &the_others(plan, m)))?;
+        preflight::try_load(m, "--object ")
+            .map_err(|e| Failure::Input(e + &the_others(plan, m)))?;
     }
     for b in b_sides {
-        object::try_load(b, "--against object=").map_err(Failure::Input)?;
+        preflight::try_load(b, "--against object=").map_err(Failure::Input)?;
     }
     Ok(())
 }

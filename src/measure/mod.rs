@@ -46,6 +46,7 @@ pub mod objects {
     pub mod builds;
     pub(super) mod consumer;
     pub mod object;
+    pub mod preflight;
     pub(super) mod section;
 }
 
