@@ -484,19 +484,20 @@ fn ctrl_c_mid_run_leaves_no_object_program_loaded() {
         &mut cli::command(&["--object", &file, "--repeat", "200", "--format", "json"]),
         std::process::Stdio::piped(),
     );
-    // Into the rounds: a program attached (a link held), not only loaded
-    // by the check before the run, and not waiting for the CPU, which
-    // another measuring run may hold for a while.
+    // Into the rounds: a program attached (a link held) by the measuring
+    // thread, not only loaded or attached by the check before the run,
+    // and not waiting for the CPU, which another measuring run may hold
+    // for a while.
     let started = std::time::Instant::now();
-    while procs::BpfFds::of(child.id()).links.is_empty()
-        && started.elapsed() < std::time::Duration::from_secs(120)
-    {
+    let mut attached = false;
+    while !attached && started.elapsed() < std::time::Duration::from_secs(120) {
         std::thread::sleep(std::time::Duration::from_millis(5));
+        attached = !procs::BpfFds::measuring(child.id()).links.is_empty();
     }
-    assert!(
-        !procs::BpfFds::of(child.id()).links.is_empty(),
-        "the run never attached a program"
-    );
+    if !attached {
+        let _ = kill(Pid::from_raw(child.id() as i32), Signal::SIGKILL);
+        panic!("the run never attached a program");
+    }
     kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
     let out = child.wait_with_output().unwrap();
     let doc: Value = serde_json::from_slice(&out.stdout)
@@ -673,6 +674,39 @@ fn a_gpl_only_helper_without_gpl_is_refused_with_the_verifiers_reason() {
     verifier_refuses(
         "non_gpl",
         "the verifier refused it: cannot call GPL-restricted function from non-GPL compatible program",
+    );
+}
+
+/// What the kernel checks only at attach, that a tracepoint program reads
+/// within the event's context, is checked before the run too: bad input,
+/// one line, never a failed mechanism.
+#[test]
+#[serial]
+fn a_program_reading_past_its_tracepoints_context_is_refused() {
+    if !root_or_skip(NEEDS_ROOT) {
+        return;
+    }
+    let file = object("reads_past");
+    let tp = refused(
+        &["--object", &format!("{file}:past_record")],
+        "does not attach: the kernel refused it (EACCES)",
+    );
+    assert!(
+        tp.contains("reads past the end of its tracepoint's record"),
+        "{tp}"
+    );
+    let raw_tp = refused(
+        &[
+            "--object",
+            &format!("{file}:past_args"),
+            "--trigger",
+            "getpid",
+        ],
+        "does not attach: the kernel refused it (EINVAL)",
+    );
+    assert!(
+        raw_tp.contains("reads past its tracepoint's arguments"),
+        "{raw_tp}"
     );
 }
 

@@ -20,29 +20,48 @@ impl BpfFds {
     /// Those of `pid`; none once it has gone.
     pub fn of(pid: u32) -> Self {
         let mut held = Self::default();
-        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-            return held;
+        for task in tasks(pid) {
+            held.add_task(&task);
+        }
+        held
+    }
+
+    /// Those of `pid`'s threads with a file table of their own, as the
+    /// measuring thread has: what the run holds, and not what the main
+    /// thread and the threads sharing its table do (the check before the
+    /// run attaches a tracepoint's program there, briefly).
+    pub fn measuring(pid: u32) -> Self {
+        let main = std::path::PathBuf::from(format!("/proc/{pid}/task/{pid}"));
+        let mut shared = Self::default();
+        shared.add_task(&main);
+        let mut held = Self::default();
+        for task in tasks(pid).filter(|t| *t != main) {
+            held.add_task(&task);
+        }
+        held.programs.retain(|p| !shared.programs.contains(p));
+        held.links.retain(|l| !shared.links.contains(l));
+        held
+    }
+
+    /// Adds what one thread's fds hold.
+    fn add_task(&mut self, task: &std::path::Path) {
+        let Ok(fds) = std::fs::read_dir(task.join("fdinfo")) else {
+            return;
         };
-        for task in tasks.flatten() {
-            let Ok(fds) = std::fs::read_dir(task.path().join("fdinfo")) else {
+        for fd in fds.flatten() {
+            // An fd closed meanwhile reads as nothing.
+            let Ok(info) = std::fs::read_to_string(fd.path()) else {
                 continue;
             };
-            for fd in fds.flatten() {
-                // An fd closed meanwhile reads as nothing.
-                let Ok(info) = std::fs::read_to_string(fd.path()) else {
-                    continue;
-                };
-                for line in info.lines() {
-                    let id = |key: &str| line.strip_prefix(key)?.trim().parse::<u32>().ok();
-                    if let Some(id) = id("prog_id:") {
-                        held.programs.insert(id);
-                    } else if let Some(id) = id("link_id:") {
-                        held.links.insert(id);
-                    }
+            for line in info.lines() {
+                let id = |key: &str| line.strip_prefix(key)?.trim().parse::<u32>().ok();
+                if let Some(id) = id("prog_id:") {
+                    self.programs.insert(id);
+                } else if let Some(id) = id("link_id:") {
+                    self.links.insert(id);
                 }
             }
         }
-        held
     }
 
     /// Those of every process on the machine: what a live process still
@@ -58,6 +77,15 @@ impl BpfFds {
         }
         all
     }
+}
+
+/// `pid`'s threads' directories in /proc; none once it has gone.
+fn tasks(pid: u32) -> impl Iterator<Item = std::path::PathBuf> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|t| t.path())
 }
 
 /// Whether `pid` holds a BPF program, so it is measuring.
