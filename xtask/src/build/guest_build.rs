@@ -45,20 +45,22 @@ pub fn test_build_args(all: bool, user: &[String]) -> Vec<String> {
     args
 }
 
-/// The build of the guest's test binaries for `arch`: `cargo test --no-run`
-/// with [`test_build_args`], or for another architecture than the host's
-/// [`static_test_command`]'s cross build (`scripts/setup --arm64` installs
-/// what it needs), JSON on stdout with `json`.
+/// The build of the guest's test binaries for `arch`: [`static_test_command`]
+/// with [`test_build_args`] (for another architecture than the host's a
+/// cross build, for which `scripts/setup --arm64` installs what it needs),
+/// or with `all` on the host `cargo test --no-run`; JSON on stdout with
+/// `json`.
 pub fn build_command(repo: &Path, arch: Arch, all: bool, user: &[String], json: bool) -> Command {
     let args = test_build_args(all, user);
     let json = json.then_some("--message-format=json-render-diagnostics");
-    let mut c = if arch.is_host() {
+    let mut c = if arch.is_host() && all {
         let mut c = cargo();
         c.args(["test", "--no-run"]).args(json).args(args);
         c
     } else {
         // Static, as the kselftest collection's (which then builds nothing
-        // again): the guest needs no arm64 libraries.
+        // again): one build of the guest's tests for both, and an arm64
+        // guest needs no arm64 libraries.
         let mut c = static_test_command(repo, arch);
         c.args(json)
             .args(args.into_iter().filter(|a| a != "--release"));
@@ -378,11 +380,18 @@ mod tests {
         let host = build_command(repo, Arch::X86_64, false, &[], true);
         assert!(
             shown(&host).ends_with(
-                "test --no-run --message-format=json-render-diagnostics --release --test overhead \
-                 --test cleanup --test kernel_hooks"
+                "test --release --no-run --features static --target x86_64-unknown-linux-gnu \
+                 --message-format=json-render-diagnostics --test overhead --test cleanup \
+                 --test kernel_hooks"
             ),
             "{}",
             shown(&host)
+        );
+        let all = build_command(repo, Arch::X86_64, true, &[], true);
+        assert!(
+            shown(&all).ends_with("test --no-run --message-format=json-render-diagnostics"),
+            "{}",
+            shown(&all)
         );
         let arm = build_command(repo, Arch::Arm64, false, &[], true);
         assert_eq!(arm.get_program(), "/usr/bin/cargo");
