@@ -1,15 +1,16 @@
 //! The check before the run: each program of a user's object loaded
-//! once (a tracepoint's attached too) and dropped, so that what the kernel refuses is bad input, said
-//! once, not a failure found in the run.
+//! once (a tracepoint's attached too) and dropped, so that what the
+//! kernel refuses is bad input, said once, not a failure found in the run.
 
 use libbpf_rs::Object;
 
 use super::object::{attach, load, ObjectProgram};
 use crate::measure::mechanism::catalogue::{Kind, Mechanism};
 
-/// Loads `m`'s program and drops it, before the run: what the kernel
-/// refuses (the verifier, a missing map pin or BTF) is bad input, said
-/// once, rather than a failure found in the run. A kind this kernel lacks
+/// Loads `m`'s program (and attaches a tracepoint's: `try_attach`) and
+/// drops it, before the run: what the kernel refuses (the verifier, a
+/// missing map pin or BTF, a read past the event's record) is bad input,
+/// said once, rather than a failure found in the run. A kind this kernel lacks
 /// is left to the run, which skips it as it skips the built-ins.
 /// `flag` is what named its file (`--object`, `--against object=`).
 pub fn try_load(m: Mechanism, flag: &str) -> std::result::Result<(), String> {
