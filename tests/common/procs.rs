@@ -29,17 +29,17 @@ impl BpfFds {
     /// Those of `pid`'s threads with a file table of their own, as the
     /// measuring thread has: what the run holds, and not what the main
     /// thread and the threads sharing its table do (the check before the
-    /// run attaches a tracepoint's program there, briefly).
+    /// run attaches a tracepoint's program there, briefly). Told apart by
+    /// kcmp(2), not by what each table held when read: a link made between
+    /// two reads would pass for the measuring thread's.
     pub fn measuring(pid: u32) -> Self {
-        let main = std::path::PathBuf::from(format!("/proc/{pid}/task/{pid}"));
-        let mut shared = Self::default();
-        shared.add_task(&main);
         let mut held = Self::default();
-        for task in tasks(pid).filter(|t| *t != main) {
-            held.add_task(&task);
+        for task in tasks(pid) {
+            let tid = task.file_name().and_then(|t| t.to_str()?.parse().ok());
+            if tid.is_some_and(|tid| !shares_files(pid, tid)) {
+                held.add_task(&task);
+            }
         }
-        held.programs.retain(|p| !shared.programs.contains(p));
-        held.links.retain(|l| !shared.links.contains(l));
         held
     }
 
@@ -77,6 +77,24 @@ impl BpfFds {
         }
         all
     }
+}
+
+/// Whether two tasks share one file table (a task shares its own). A task
+/// gone meanwhile shares nothing.
+fn shares_files(a: u32, b: u32) -> bool {
+    const KCMP_FILES: libc::c_long = 2;
+    // SAFETY: kcmp compares two tasks' resources; no memory is passed.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_kcmp,
+            a as libc::pid_t,
+            b as libc::pid_t,
+            KCMP_FILES,
+            0,
+            0,
+        )
+    };
+    r == 0
 }
 
 /// `pid`'s threads' directories in /proc; none once it has gone.
