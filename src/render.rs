@@ -58,14 +58,17 @@ fn heading(doc: &Document) -> Vec<String> {
             doc.tool_version, doc.kernel_release, doc.arch, doc.cpu_model, doc.cpu
         ),
         format!(
-            "{} per run; up to {} timed round{} after {} warm-up, {} with its base{}",
+            "{} per run; up to {} timed round{}{}, {} with its base{}",
             doc.run_secs.map_or_else(
                 || format!("{} events", doc.iterations),
                 |s| format!("~{:.0} ms", s * 1e3)
             ),
             doc.repeats,
             if doc.repeats == 1 { "" } else { "s" },
-            doc.warmup_runs,
+            match doc.warmup_runs {
+                0 => ", no warm-up".to_owned(),
+                n => format!(" after {n} warm-up"),
+            },
             doc.order,
             doc.context.as_ref().map_or(String::new(), |c| format!(
                 "; CPU {}: {:.1}% stolen, {:.1}% other work, {} preemptions, load {:.2}-{:.2}",

@@ -88,8 +88,10 @@ pub struct Cli {
 
     /// Events per timed run (a base's scaled as its trigger says). Without
     /// it, each mechanism's events are scaled so that its timed runs last
-    /// about 50 ms, from its warm-up run (100000 under emulation). A run
-    /// that would take more than a day is refused.
+    /// about 50 ms, from its warm-up run (100000 under emulation). With
+    /// it there is nothing to size, and no warm-up run (each timed run's
+    /// lead-in warms the path, as in test_overhead), but for exact counts.
+    /// A run that would take more than a day is refused.
     #[arg(long, value_name = "N", allow_negative_numbers = true,
           value_parser = parse_at_least_one::<NonZeroU64>)]
     pub iterations: Option<NonZeroU64>,

@@ -172,6 +172,11 @@ fn plan(cli: &Cli, selection: &[Mechanism], against: Option<Variant>) -> Plan {
         },
         // A count asked for is a count: no sizing to a run time.
         run_time: defaults.run_time.filter(|_| cli.iterations.is_none()),
+        // Then nothing to size either: no warm-up, as test_overhead (each
+        // timed run's lead-in warms the path), but for exact counts, where
+        // it takes a first run's faults out of the count. Its attach and
+        // detach were half of a one-round run's time.
+        warmup: defaults.warmup && (cli.iterations.is_none() || defaults.exact()),
         repeats: cli.repeat,
         stats_run: !cli.no_prog_stats,
         budget: cli.budget.unwrap_or(defaults.budget),
