@@ -72,6 +72,7 @@ pub mod running {
     pub(super) mod producer;
     pub mod run;
     pub mod speed;
+    pub mod thread;
     pub mod window;
 }
 
@@ -84,8 +85,8 @@ pub use mechanism::target::{Site, Target};
 pub use mechanism::trigger::{Driver, Trigger, MAX_BATCH};
 pub use running::attach_cost::AttachCost;
 pub use running::run::{
-    fitted, lead_in, on_measuring_thread, timed_run, timed_runs, with_attached, Attached,
-    ProducerSample, Sample,
+    fitted, lead_in, timed_run, timed_runs, with_attached, Attached, ProducerSample, Sample,
 };
+pub use running::thread::on_measuring_thread;
 pub use settings::options::{Batch, Counting, Options, ProgWork, DEFAULT_ITERATIONS};
 pub use settings::variant::Variant;

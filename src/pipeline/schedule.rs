@@ -2,10 +2,11 @@
 //! on the measuring thread, within its budget (see [`super`] for the order).
 
 use std::num::{NonZeroU64, NonZeroUsize};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 mod ab;
 mod stats_run;
+mod warm_up;
 
 use super::plan::{Plan, FLOOR_OF_BASE, SURE_SHARE};
 use crate::document::Status;
@@ -16,9 +17,6 @@ use crate::measure::{
     Sample, Support,
 };
 use ab::{side, sides, Side};
-
-/// The fewest events a timed run scaled by [`Plan::run_time`] fires.
-const MIN_SCALED_EVENTS: u64 = 1000;
 
 /// Times a timed run is measured again when the measuring thread lost the
 /// CPU during it for more than [`MAX_LOST`] of its time (see
@@ -255,7 +253,7 @@ fn run_here(
         progress: &mut progress,
     };
     if plan.warmup {
-        warm_up(&mut at, &mut per_mechanism);
+        warm_up::warm_up(&mut at, &mut per_mechanism);
     }
     propagate_base_problems(&mut per_mechanism);
     let rounds = timed_rounds(&mut at, &mut per_mechanism);
@@ -301,58 +299,6 @@ impl<P: FnMut(&Step)> Running<'_, P> {
     fn timed_runs(&self, m: Mechanism, opts: &Options, n: usize) -> Result<Vec<Sample>> {
         timed_runs(self.support.ready(m)?, opts, n)
     }
-}
-
-/// Step 1: one untimed run of every mechanism: the load-time support check.
-fn warm_up(at: &mut Running<'_, impl FnMut(&Step)>, per_mechanism: &mut [MechanismRuns]) {
-    let plan = at.plan;
-    // A run of about a round's length: it checks and sizes as well as
-    // 100000 events of 10 µs (uprobe-ret), which took a fifth of a run.
-    let opts = Options {
-        bpf_stats: false,
-        longest_run: plan.options.longest_run.or(plan.run_time),
-        ..plan.options.clone()
-    };
-    // Runs made in one attachment, of a size given, need none: the first
-    // of them is one, and the count is the fewest.
-    let warms = |o: &MechanismRuns| {
-        o.is_ok() && (plan.per_attachment(o.mechanism) == 1 || plan.run_time.is_some())
-    };
-    at.step.total = per_mechanism.iter().filter(|o| warms(o)).count() as u64;
-    for m_runs in per_mechanism.iter_mut().filter(|o| warms(o)) {
-        if plan.stopped_by().is_some() {
-            return;
-        }
-        at.next(format!("warm-up {}", m_runs.mechanism));
-        match at.timed_run(m_runs.mechanism, &opts) {
-            Ok(sample) => {
-                m_runs.iterations = plan.run_time.map(|t| scaled(m_runs.mechanism, &sample, t))
-            }
-            Err(err) => m_runs.fail(err),
-        }
-        at.step.done += 1;
-        // B runs as many events as A, so that each pair compares like
-        // with like; its warm-up checks that the variant loads.
-        let iterations = m_runs.iterations;
-        if let Some(b) = m_runs.against.as_mut().filter(|b| b.is_ok()) {
-            b.iterations = iterations;
-            at.next(format!("warm-up {} (B)", b.mechanism));
-            if let Err(err) = at.timed_run(b.mechanism, &plan.options_for(b, false)) {
-                b.fail(err);
-            }
-        }
-    }
-}
-
-/// The iterations that make `m`'s runs last about `run_time`, from
-/// `sample`'s time per event: the faster of its lead-in and its timed
-/// events, since a preemption stretches one of them.
-fn scaled(m: Mechanism, sample: &Sample, run_time: Duration) -> NonZeroU64 {
-    let ns = sample.ns_per_event().min(sample.lead_in_ns_per_event);
-    let events = (run_time.as_nanos() as f64 / ns.max(0.01)) as u64;
-    let per_iteration = m.events(1).max(1);
-    NonZeroU64::new(events.max(MIN_SCALED_EVENTS).div_ceil(per_iteration))
-        .unwrap_or(NonZeroU64::MIN)
 }
 
 /// A base and the mechanisms compared to it, as ranges of the plan.
