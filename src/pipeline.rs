@@ -23,7 +23,8 @@
 //! 3. optionally, one more run of every non-base mechanism with the
 //!    kernel's BPF run-time stats enabled, for the program's own ns per
 //!    event. It is kept out of the timed passes because the stats add two
-//!    clock reads to every program run.
+//!    clock reads to every program run. After a warm-up, it is made in the
+//!    warm-up's attachment (one attach and detach fewer); without one, last.
 //!
 //! All of it happens on one measuring thread with a file table of its own
 //! ([`on_measuring_thread`]), so a run inside `cargo test` measures what a

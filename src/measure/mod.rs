@@ -85,7 +85,8 @@ pub use mechanism::target::{Site, Target};
 pub use mechanism::trigger::{Driver, Trigger, MAX_BATCH};
 pub use running::attach_cost::AttachCost;
 pub use running::run::{
-    fitted, lead_in, timed_run, timed_runs, with_attached, Attached, ProducerSample, Sample,
+    fitted, lead_in, timed_run, timed_runs, warm_up_run, with_attached, Attached, ProducerSample,
+    Sample,
 };
 pub use running::thread::on_measuring_thread;
 pub use settings::options::{Batch, Counting, Options, ProgWork, DEFAULT_ITERATIONS};

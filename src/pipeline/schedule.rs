@@ -252,14 +252,13 @@ fn run_here(
         step: &mut step,
         progress: &mut progress,
     };
-    if plan.warmup {
-        warm_up::warm_up(&mut at, &mut per_mechanism);
-    }
+    // Where the warm-up found no BPF stats, the stats run finds none.
+    let stats = !plan.warmup || warm_up::warm_up(&mut at, &mut per_mechanism);
     propagate_base_problems(&mut per_mechanism);
     let rounds = timed_rounds(&mut at, &mut per_mechanism);
     ab::prog_run_times_from_rounds(&mut per_mechanism);
     propagate_base_problems(&mut per_mechanism);
-    if plan.stats_run {
+    if plan.stats_run && stats {
         stats_run::stats_run(&mut at, &mut per_mechanism);
     }
     if let Some(signal) = plan.stopped_by() {

@@ -209,6 +209,16 @@ impl Attached<'_, '_> {
         })
     }
 
+    /// One more run, untimed in effect, with the BPF run-time stats on:
+    /// the program's own time per event.
+    fn stats_run(&mut self, events: NonZeroU64) -> Result<Sample> {
+        let _on = features::enable_run_time_stats().map_err(|e| e.of(self.mechanism))?;
+        let was = std::mem::replace(&mut self.bpf_stats, true);
+        let sample = self.time_run(events);
+        self.bpf_stats = was;
+        sample
+    }
+
     /// The program's run-time stats, read only when they are on: no
     /// syscall between the lead-in and the timed events otherwise.
     fn prog_stats(&self) -> Option<(u64, u64)> {
@@ -534,6 +544,33 @@ pub fn with_attached<R>(
 /// events, scaled for a base as its trigger says.
 pub fn timed_run(ready: Ready<'_>, opts: &Options) -> Result<Sample> {
     timed_runs(ready, opts, 1).map(|mut s| s.remove(0))
+}
+
+/// A warm-up: one measurement of `ready`'s mechanism with `opts`, then,
+/// in the same attachment, the stats run: one with the BPF run-time
+/// stats on, of the iterations `stats` asks for once it has seen the
+/// first (none: no such run). Attached on its own, the stats run paid an
+/// attach and a detach more (a perf event's detach waits ~0.1 s for RCU).
+pub fn warm_up_run(
+    ready: Ready<'_>,
+    opts: &Options,
+    stats: impl FnOnce(&Sample) -> Option<NonZeroU64>,
+) -> Result<(Sample, Option<Result<Sample>>)> {
+    let m = ready.mechanism();
+    let events = |n: NonZeroU64| {
+        NonZeroU64::new(m.events(n.get())).expect("scaling a non-zero count keeps it non-zero")
+    };
+    let lacking = ready
+        .stats_lacking()
+        .map(|l| format!("no prog ns: needs {l}"));
+    with_attached(ready, opts, |run| {
+        let warm = run.time_run(events(opts.iterations))?;
+        let stats = stats(&warm).map(|n| match &lacking {
+            Some(why) => Err(Error::unsupported(why.clone()).of(m)),
+            None => run.stats_run(events(n)),
+        });
+        Ok((warm, stats))
+    })
 }
 
 /// `n` (at least one) such measurements in one attachment.

@@ -48,6 +48,10 @@ fn stats_of(at: &mut Running<'_, impl FnMut(&Step)>, o: &mut MechanismRuns) -> b
         o.prog_ns_per_event = Some(crate::stats::median(&timed));
         return true;
     }
+    // Most had theirs in their warm-up's attachment.
+    if o.prog_ns_per_event.is_some() {
+        return true;
+    }
     let b_mark = if o.is_b { " (B)" } else { "" };
     at.next(format!("BPF stats {}{b_mark}", o.mechanism));
     match at.timed_run(o.mechanism, &at.plan.options_for(o, true)) {

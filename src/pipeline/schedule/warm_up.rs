@@ -5,18 +5,20 @@ use std::num::NonZeroU64;
 use std::time::Duration;
 
 use super::{MechanismRuns, Running, Step};
-use crate::measure::{Mechanism, Options, Sample};
+use crate::measure::{warm_up_run, Mechanism, Options, Result, Sample};
 
 /// The fewest events a timed run scaled by [`Plan::run_time`] fires.
 ///
 /// [`Plan::run_time`]: crate::pipeline::Plan::run_time
 const MIN_SCALED_EVENTS: u64 = 1000;
 
-/// Step 1: one untimed run of every mechanism: the load-time support check.
+/// Step 1: one untimed run of every mechanism: the load-time support
+/// check, which sizes the timed runs; then, attached still, the stats run
+/// of those the plan wants it for. False when the kernel has no BPF stats.
 pub(super) fn warm_up(
     at: &mut Running<'_, impl FnMut(&Step)>,
     per_mechanism: &mut [MechanismRuns],
-) {
+) -> bool {
     let plan = at.plan;
     // A run of about a round's length: it checks and sizes as well as
     // 100000 events of 10 µs (uprobe-ret), which took a fifth of a run.
@@ -30,15 +32,23 @@ pub(super) fn warm_up(
     let warms = |o: &MechanismRuns| {
         o.is_ok() && (plan.per_attachment(o.mechanism) == 1 || plan.run_time.is_some())
     };
+    let mut stats = plan.stats_run;
     at.step.total = per_mechanism.iter().filter(|o| warms(o)).count() as u64;
     for m_runs in per_mechanism.iter_mut().filter(|o| warms(o)) {
         if plan.stopped_by().is_some() {
-            return;
+            return stats;
         }
         at.next(format!("warm-up {}", m_runs.mechanism));
-        match at.timed_run(m_runs.mechanism, &opts) {
-            Ok(sample) => {
-                m_runs.iterations = plan.run_time.map(|t| scaled(m_runs.mechanism, &sample, t))
+        let m = m_runs.mechanism;
+        let sized = |warm: &Sample| plan.run_time.map(|t| scaled(m, warm, t));
+        let wanted = |warm: &Sample| {
+            let iterations = sized(warm).unwrap_or(plan.options.iterations);
+            (stats && !m.is_base() && warm.prog_ns_per_event().is_none()).then_some(iterations)
+        };
+        match at.warm_up_run(m, &opts, wanted) {
+            Ok((warm, stats_run)) => {
+                m_runs.iterations = sized(&warm);
+                stats &= take_stats(m_runs, stats_run);
             }
             Err(err) => m_runs.fail(err),
         }
@@ -49,10 +59,44 @@ pub(super) fn warm_up(
         if let Some(b) = m_runs.against.as_mut().filter(|b| b.is_ok()) {
             b.iterations = iterations;
             at.next(format!("warm-up {} (B)", b.mechanism));
-            if let Err(err) = at.timed_run(b.mechanism, &plan.options_for(b, false)) {
-                b.fail(err);
+            let wanted = |warm: &Sample| {
+                let iterations = iterations.unwrap_or(plan.options.iterations);
+                let none = warm.prog_ns_per_event().is_none();
+                (stats && !b.mechanism.is_base() && none).then_some(iterations)
+            };
+            match at.warm_up_run(b.mechanism, &plan.options_for(b, false), wanted) {
+                Ok((_, stats_run)) => stats &= take_stats(b, stats_run),
+                Err(err) => b.fail(err),
             }
         }
+    }
+    stats
+}
+
+/// Keeps what a stats run found. False when the kernel has no BPF stats:
+/// no figures, not a failure, and no point trying the others.
+fn take_stats(o: &mut MechanismRuns, run: Option<Result<Sample>>) -> bool {
+    match run {
+        Some(Ok(sample)) => o.prog_ns_per_event = sample.prog_ns_per_event(),
+        // Before 5.8.
+        Some(Err(err)) if err.is_unsupported() => {
+            log::warn!("no program run times: {}", err.reason());
+            return false;
+        }
+        Some(Err(err)) => o.fail(err),
+        None => {}
+    }
+    true
+}
+
+impl<P: FnMut(&Step)> Running<'_, P> {
+    fn warm_up_run(
+        &self,
+        m: Mechanism,
+        opts: &Options,
+        stats: impl FnOnce(&Sample) -> Option<NonZeroU64>,
+    ) -> Result<(Sample, Option<Result<Sample>>)> {
+        warm_up_run(self.support.ready(m)?, opts, stats)
     }
 }
 
