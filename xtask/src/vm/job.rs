@@ -52,6 +52,18 @@ impl Bench {
     }
 }
 
+/// The links on every function: their attach and detach are half an
+/// exact run's instructions, and their counts spread beyond any
+/// threshold from boot to boot (docs/exact.md), so no step of theirs
+/// could be judged (`cargo xtask history` leaves them out).
+pub const EVERY_FUNCTION: &[&str] = &[
+    "kprobe.multi-all-loop",
+    "kretprobe.multi-all-loop",
+    "fentry.multi-all-loop",
+    "fexit.multi-all-loop",
+    "fsession.multi-all-loop",
+];
+
 /// The plan of `--exact`: under an instruction clock a run is a count, and
 /// the command keeps each mechanism's smallest (what no tick landed in).
 /// Runs of 200 events (0.2-0.6M instructions; a tick every 4M) make a

@@ -9,18 +9,7 @@ use super::builds::Build;
 use super::kept::Key;
 use crate::kernels::arch::{arch, Arch};
 use crate::util::values::{percent, positive, positive_usize};
-
-/// The links on every function: their attach and detach are half an
-/// exact run's instructions, and their counts spread beyond any
-/// threshold from boot to boot (docs/exact.md), so no step of theirs
-/// could be judged.
-pub const EVERY_FUNCTION: &[&str] = &[
-    "kprobe.multi-all-loop",
-    "kretprobe.multi-all-loop",
-    "fentry.multi-all-loop",
-    "fexit.multi-all-loop",
-    "fsession.multi-all-loop",
-];
+use crate::vm::job::EVERY_FUNCTION;
 
 /// The command's rounds per build: a tick (every 4M instructions) lands in
 /// a run of 200 events at most one time in 5 (the return uprobes' 0.8M), so

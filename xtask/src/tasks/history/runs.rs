@@ -14,10 +14,11 @@ use anyhow::{bail, Context, Result};
 
 use super::builds::{self, Build};
 use super::kept::{self, Kept, Stables};
-use super::options::{HistoryArgs, Setting, EVERY_FUNCTION};
+use super::options::{HistoryArgs, Setting};
 use crate::util::document::Document;
 use crate::util::signal::check_signal;
 use crate::util::{say, secs};
+use crate::vm::job::EVERY_FUNCTION;
 use crate::vm::summary::{self, VmtestJson};
 
 /// Where a counting keeps and writes: the kept counts, the runs, and
