@@ -66,6 +66,30 @@ fn selftest_format_is_test_overheads_lines() {
     }
 }
 
+/// A warm-up runs only where it sizes the runs (no `--iterations`), and the
+/// program's own run time is measured either way: in the warm-up's
+/// attachment, or after the rounds. The heading says which plan ran.
+#[test]
+#[serial]
+fn a_warm_up_runs_only_to_size_the_runs_and_prog_ns_comes_either_way() {
+    let sized: &[&str] = &["-m", "raw_tp", "--repeat", "1"];
+    let counted: &[&str] = &["-m", "raw_tp", "--repeat", "1", "--iterations", "2000"];
+    for (args, warm_ups, heading) in [
+        (sized, 1, "after 1 warm-up,"),
+        (counted, 0, ", no warm-up,"),
+    ] {
+        let saved = TempFile::new("warm-up.json");
+        let out = run_ok(&[args, &["--save", saved.path()]].concat());
+        let second = out.stdout.lines().nth(1).unwrap_or_default();
+        assert!(second.contains(heading), "{args:?}: {second}");
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(saved.path()).unwrap()).unwrap();
+        assert_eq!(doc["warmup_runs"], warm_ups, "{args:?}");
+        let prog_ns = mechanism(&doc, "raw_tp")["prog_ns_per_event"].as_f64();
+        assert!(prog_ns.is_some_and(|ns| ns > 0.0), "{args:?}: {prog_ns:?}");
+    }
+}
+
 #[test]
 #[serial]
 fn ktap_format_for_kselftest() {
