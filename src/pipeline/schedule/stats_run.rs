@@ -2,7 +2,7 @@
 //! stats.
 
 use super::{MechanismRuns, Running, Step};
-use crate::measure::Sample;
+use crate::measure::{Result, Sample};
 
 /// Step 3: the program's own run time, with BPF stats on for this run only.
 pub(super) fn stats_run(
@@ -54,7 +54,15 @@ fn stats_of(at: &mut Running<'_, impl FnMut(&Step)>, o: &mut MechanismRuns) -> b
     }
     let b_mark = if o.is_b { " (B)" } else { "" };
     at.next(format!("BPF stats {}{b_mark}", o.mechanism));
-    match at.timed_run(o.mechanism, &at.plan.options_for(o, true)) {
+    let run = at.timed_run(o.mechanism, &at.plan.options_for(o, true));
+    keep(o, run)
+}
+
+/// Keeps what a stats run of `o` found (here or in its warm-up's
+/// attachment). False when the kernel has no BPF stats: no figures, not a
+/// failure, and no point trying the others.
+pub(super) fn keep(o: &mut MechanismRuns, run: Result<Sample>) -> bool {
+    match run {
         Ok(sample) => o.prog_ns_per_event = sample.prog_ns_per_event(),
         // Before 5.8.
         Err(err) if err.is_unsupported() => {

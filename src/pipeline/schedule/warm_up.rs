@@ -4,6 +4,7 @@
 use std::num::NonZeroU64;
 use std::time::Duration;
 
+use super::stats_run::keep;
 use super::{MechanismRuns, Running, Step};
 use crate::measure::{warm_up_run, Mechanism, Options, Result, Sample};
 
@@ -48,7 +49,7 @@ pub(super) fn warm_up(
         match at.warm_up_run(m, &opts, wanted) {
             Ok((warm, stats_run)) => {
                 m_runs.iterations = sized(&warm);
-                stats &= take_stats(m_runs, stats_run);
+                stats &= stats_run.is_none_or(|run| keep(m_runs, run));
             }
             Err(err) => m_runs.fail(err),
         }
@@ -65,28 +66,12 @@ pub(super) fn warm_up(
                 (stats && !b.mechanism.is_base() && none).then_some(iterations)
             };
             match at.warm_up_run(b.mechanism, &plan.options_for(b, false), wanted) {
-                Ok((_, stats_run)) => stats &= take_stats(b, stats_run),
+                Ok((_, stats_run)) => stats &= stats_run.is_none_or(|run| keep(b, run)),
                 Err(err) => b.fail(err),
             }
         }
     }
     stats
-}
-
-/// Keeps what a stats run found. False when the kernel has no BPF stats:
-/// no figures, not a failure, and no point trying the others.
-fn take_stats(o: &mut MechanismRuns, run: Option<Result<Sample>>) -> bool {
-    match run {
-        Some(Ok(sample)) => o.prog_ns_per_event = sample.prog_ns_per_event(),
-        // Before 5.8.
-        Some(Err(err)) if err.is_unsupported() => {
-            log::warn!("no program run times: {}", err.reason());
-            return false;
-        }
-        Some(Err(err)) => o.fail(err),
-        None => {}
-    }
-    true
 }
 
 impl<P: FnMut(&Step)> Running<'_, P> {
