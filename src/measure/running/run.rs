@@ -473,8 +473,8 @@ pub fn with_attached<R>(
     // A user's object's hits are its run count: stats on in all its runs.
     let bpf_stats = opts.bpf_stats || hit_counter(mechanism) == HitCounter::Stats;
     let stats = bpf_stats && !mechanism.is_base();
-    if let Some(missing) = ready.stats_lacking().filter(|_| stats) {
-        return Err(Error::unsupported(format!("no prog ns: needs {missing}")).of(mechanism));
+    if let Some(refused) = stats.then(|| stats_refused(ready)).flatten() {
+        return Err(refused);
     }
     let _stats = if stats {
         Some(features::enable_run_time_stats().map_err(|e| e.of(mechanism))?)
@@ -546,6 +546,12 @@ pub fn timed_run(ready: Ready<'_>, opts: &Options) -> Result<Sample> {
     timed_runs(ready, opts, 1).map(|mut s| s.remove(0))
 }
 
+/// Why `ready`'s mechanism cannot have the BPF stats on, if it cannot.
+fn stats_refused(ready: Ready<'_>) -> Option<Error> {
+    let missing = ready.stats_lacking()?;
+    Some(Error::unsupported(format!("no prog ns: needs {missing}")).of(ready.mechanism()))
+}
+
 /// A warm-up: one measurement of `ready`'s mechanism with `opts`, then,
 /// in the same attachment, the stats run: one with the BPF run-time
 /// stats on, of the iterations `stats` asks for once it has seen the
@@ -560,13 +566,11 @@ pub fn warm_up_run(
     let events = |n: NonZeroU64| {
         NonZeroU64::new(m.events(n.get())).expect("scaling a non-zero count keeps it non-zero")
     };
-    let lacking = ready
-        .stats_lacking()
-        .map(|l| format!("no prog ns: needs {l}"));
+    let refused = stats_refused(ready);
     with_attached(ready, opts, |run| {
         let warm = run.time_run(events(opts.iterations))?;
-        let stats = stats(&warm).map(|n| match &lacking {
-            Some(why) => Err(Error::unsupported(why.clone()).of(m)),
+        let stats = stats(&warm).map(|n| match refused {
+            Some(refused) => Err(refused),
             None => run.stats_run(events(n)),
         });
         Ok((warm, stats))
