@@ -38,7 +38,7 @@ use crate::tasks::ci::options::{CiArgs, Step};
 use crate::tasks::ci::queue::Job;
 use crate::util::env_vars::KCIDB_PYTHON_ENV;
 use crate::util::{cargo, is_root, one_line, repo_root, run_relayed, sh_quote, shown};
-use crate::vm::job::EVERY_FUNCTION;
+use crate::vm::job::skip_every_function;
 
 pub fn main(c: CiArgs) -> i32 {
     match run(&c) {
@@ -437,7 +437,7 @@ fn run_kernel(exe: &Path, k: &CiKernel, out: &Path, stdout: &Mutex<()>) -> Kerne
             // of 187 s (7.3 under TCG), for figures emulation makes no
             // figures of. The exact runs count them.
             Run::Suite => {
-                cmd.arg(format!("--bench-arg=--skip={}", EVERY_FUNCTION.join(",")));
+                cmd.args(skip_every_function());
             }
             Run::Kselftest => {
                 cmd.arg("--cmd").arg(kselftest_cmd(out, k.arch)?);

@@ -64,6 +64,15 @@ pub const EVERY_FUNCTION: &[&str] = &[
     "fsession.multi-all-loop",
 ];
 
+/// `vmtest`'s arguments that leave [`EVERY_FUNCTION`] out of the command's
+/// run after the tests.
+pub fn skip_every_function() -> [String; 2] {
+    [
+        "--bench-arg=--skip".to_owned(),
+        format!("--bench-arg={}", EVERY_FUNCTION.join(",")),
+    ]
+}
+
 /// The plan of `--exact`: under an instruction clock a run is a count, and
 /// the command keeps each mechanism's smallest (what no tick landed in).
 /// Runs of 200 events (0.2-0.6M instructions; a tick every 4M) make a

@@ -18,7 +18,7 @@ use super::options::{HistoryArgs, Setting};
 use crate::util::document::Document;
 use crate::util::signal::check_signal;
 use crate::util::{say, secs};
-use crate::vm::job::EVERY_FUNCTION;
+use crate::vm::job::skip_every_function;
 use crate::vm::summary::{self, VmtestJson};
 
 /// Where a counting keeps and writes: the kept counts, the runs, and
@@ -128,8 +128,7 @@ fn count(
             .arg(format!("--bench-arg={}", setting.selection.join(",")));
     }
     if !a.every_function {
-        cmd.arg("--bench-arg=--skip")
-            .arg(format!("--bench-arg={}", EVERY_FUNCTION.join(",")));
+        cmd.args(skip_every_function());
     }
     let t = Instant::now();
     let last = relay(cmd, if a.jobs > 1 { &b.release } else { "" })?;
