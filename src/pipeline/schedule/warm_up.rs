@@ -44,7 +44,7 @@ pub(super) fn warm_up(
         let sized = |warm: &Sample| plan.run_time.map(|t| scaled(m, warm, t));
         let wanted = |warm: &Sample| {
             let iterations = sized(warm).unwrap_or(plan.options.iterations);
-            (stats && !m.is_base() && warm.prog_ns_per_event().is_none()).then_some(iterations)
+            wants_stats(stats, m, warm).then_some(iterations)
         };
         match at.warm_up_run(m, &opts, wanted) {
             Ok((warm, stats_run)) => {
@@ -62,8 +62,7 @@ pub(super) fn warm_up(
             at.next(format!("warm-up {} (B)", b.mechanism));
             let wanted = |warm: &Sample| {
                 let iterations = iterations.unwrap_or(plan.options.iterations);
-                let none = warm.prog_ns_per_event().is_none();
-                (stats && !b.mechanism.is_base() && none).then_some(iterations)
+                wants_stats(stats, b.mechanism, warm).then_some(iterations)
             };
             match at.warm_up_run(b.mechanism, &plan.options_for(b, false), wanted) {
                 Ok((_, stats_run)) => stats &= stats_run.is_none_or(|run| keep(b, run)),
@@ -72,6 +71,13 @@ pub(super) fn warm_up(
         }
     }
     stats
+}
+
+/// Whether `m`, just warmed up, needs a stats run: stats `on`, a program
+/// of its own, and none in its warm-up already (a user's object runs with
+/// stats on in every run).
+fn wants_stats(on: bool, m: Mechanism, warm: &Sample) -> bool {
+    on && !m.is_base() && warm.prog_ns_per_event().is_none()
 }
 
 impl<P: FnMut(&Step)> Running<'_, P> {
